@@ -1,0 +1,126 @@
+//! Wiring for the local server: adapters chosen here (SQLite store, in-process change feed,
+//! system clock, OS randomness), the Router served on a TCP listener, the background sweeper.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use ma2h_core::changes::InProcessChanges;
+use ma2h_core::ports::{OsRandom, SystemClock};
+use ma2h_core::secrets::MasterKey;
+use ma2h_core::settings::{Mode, Settings};
+use ma2h_core::{Hub, sweep};
+use ma2h_store_sqlite::SqliteStore;
+use tokio::net::TcpListener;
+
+pub fn init_tracing(settings: &Settings) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MA2H_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if settings.log_json { builder.json().try_init() } else { builder.try_init() };
+}
+
+/// Open the store under `settings.data_dir` and build the Hub over it.
+pub fn build_hub(settings: Settings) -> Result<Hub> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
+    let store = Arc::new(
+        SqliteStore::open(settings.data_dir.join("hub.db")).context("opening the SQLite store")?,
+    );
+    let master_key = load_master_key(&settings)?;
+    Ok(Hub {
+        messages: store.clone(),
+        credentials: store,
+        clock: Arc::new(SystemClock),
+        random: Arc::new(OsRandom),
+        changes: Arc::new(InProcessChanges::new()),
+        settings: Arc::new(settings),
+        master_key,
+    })
+}
+
+/// `MA2H_MASTER_KEY`, else `<data_dir>/master.key`, generated (mode 0600) on first start.
+fn load_master_key(settings: &Settings) -> Result<MasterKey> {
+    if let Some(k) = &settings.master_key {
+        return MasterKey::from_base64(&k.0).context("MA2H_MASTER_KEY");
+    }
+    let path = settings.data_dir.join("master.key");
+    if path.exists() {
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        return MasterKey::from_base64(&text).with_context(|| format!("{} is not a master key", path.display()));
+    }
+    let key = MasterKey::generate(&OsRandom);
+    write_private(&path, &key.to_base64())?;
+    tracing::info!(path = %path.display(), "generated a new master key");
+    Ok(key)
+}
+
+/// Write a file only its owner can read.
+pub fn write_private(path: &Path, contents: &str) -> Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    opts.mode(0o600);
+    let mut f = opts.open(path).with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(contents.as_bytes())?;
+    f.sync_all()?;
+    Ok(())
+}
+
+/// Serve the Hub on `listener` until `shutdown` resolves, with the sweeper running beside it.
+pub async fn serve(listener: TcpListener, hub: Hub, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
+    let sweeper = tokio::spawn(run_sweeper(hub.clone()));
+    let app = ma2h_http::router(hub);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    sweeper.abort();
+    Ok(())
+}
+
+/// The background sweeper: expiries via the `expires_at` index, then retention purge.
+pub async fn run_sweeper(hub: Hub) {
+    let mut tick = tokio::time::interval(hub.settings.sweep_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match sweep::sweep_once(&hub).await {
+            Ok(r) if r.expired + r.purged > 0 => tracing::info!(expired = r.expired, purged = r.purged, "sweep"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "sweep failed"),
+        }
+    }
+}
+
+/// `make run` / `ma2h-hub serve`.
+pub async fn run(settings: Settings) -> Result<()> {
+    let bind = settings.bind;
+    let dev = settings.mode == Mode::Dev;
+    let hub = build_hub(settings)?;
+    if dev {
+        crate::bootstrap::dev_credentials(&hub).await?;
+    }
+    let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, mode = if dev { "dev" } else { "production" }, "ma2h hub listening");
+    // One machine-readable line on stdout: scripts and tests started with port 0 read it.
+    println!("ma2h hub listening on http://{addr}");
+    serve(listener, hub, shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,33 @@
+//! `ma2h-hub`: serve the Hub (default) or run an admin command against its store.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use ma2h_core::settings::Settings;
+use ma2h_hub::{admin, app};
+
+#[derive(Parser)]
+#[command(name = "ma2h-hub", version, about = "MA2H Hub: local server and admin commands")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Hub (the default).
+    Serve,
+    /// Manage credentials.
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let settings = Settings::from_env()?;
+    app::init_tracing(&settings);
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => app::run(settings).await,
+        Command::Admin(cmd) => admin::run(settings, cmd).await,
+    }
+}

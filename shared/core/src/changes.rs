@@ -1,0 +1,123 @@
+//! The in-process [`ChangeFeed`]: long-polls in the local server are woken the moment a
+//! transition commits, not by fixed-interval sleeping.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ma2h_protocol::ids::MessageId;
+use tokio::sync::watch;
+
+use crate::ports::{ChangeFeed, Subscription};
+
+/// Wakes waiters in this process. Each watched id has one `watch` channel; publishing fires and
+/// retires it.
+#[derive(Debug, Default)]
+pub struct InProcessChanges {
+    channels: Mutex<HashMap<String, watch::Sender<()>>>,
+}
+
+impl InProcessChanges {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+struct WatchSubscription(watch::Receiver<()>);
+
+#[async_trait]
+impl Subscription for WatchSubscription {
+    async fn wait(mut self: Box<Self>, timeout: Duration) {
+        // Ok (announced) and Err (sender retired after announcing) both mean "re-read".
+        let _ = tokio::time::timeout(timeout, self.0.changed()).await;
+    }
+}
+
+impl ChangeFeed for InProcessChanges {
+    fn subscribe(&self, id: &MessageId) -> Box<dyn Subscription> {
+        let mut map = self.channels.lock().expect("change map poisoned");
+        if map.len() > 1024 {
+            // Drop channels whose waiters all timed out.
+            map.retain(|_, tx| tx.receiver_count() > 0);
+        }
+        let tx = map.entry(id.to_string()).or_insert_with(|| watch::channel(()).0);
+        Box::new(WatchSubscription(tx.subscribe()))
+    }
+
+    fn publish(&self, id: &MessageId) {
+        let tx = self.channels.lock().expect("change map poisoned").remove(id.as_str());
+        if let Some(tx) = tx {
+            tx.send_replace(());
+        }
+    }
+}
+
+/// A feed for deployments where the writer may be another process (Lambda): waiting is a
+/// bounded sleep, so the caller re-polls the store at `interval`.
+#[derive(Debug, Clone, Copy)]
+pub struct PollingChanges {
+    pub interval: Duration,
+}
+
+struct Sleep(Duration);
+
+#[async_trait]
+impl Subscription for Sleep {
+    async fn wait(self: Box<Self>, timeout: Duration) {
+        tokio::time::sleep(self.0.min(timeout)).await;
+    }
+}
+
+impl ChangeFeed for PollingChanges {
+    fn subscribe(&self, _id: &MessageId) -> Box<dyn Subscription> {
+        Box::new(Sleep(self.interval))
+    }
+    fn publish(&self, _id: &MessageId) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[tokio::test]
+    async fn a_publish_wakes_a_waiter_before_its_timeout() {
+        let feed = Arc::new(InProcessChanges::new());
+        let id = MessageId::from_parts(1, 1);
+        let sub = feed.subscribe(&id);
+        let f2 = feed.clone();
+        let id2 = id.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            f2.publish(&id2);
+        });
+        let start = Instant::now();
+        sub.wait(Duration::from_secs(10)).await;
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_publish_between_subscribe_and_wait_is_not_lost() {
+        let feed = InProcessChanges::new();
+        let id = MessageId::from_parts(1, 1);
+        let sub = feed.subscribe(&id);
+        feed.publish(&id);
+        let start = Instant::now();
+        sub.wait(Duration::from_secs(10)).await;
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_publish_the_waiter_times_out() {
+        let feed = InProcessChanges::new();
+        let id = MessageId::from_parts(1, 1);
+        let other = MessageId::from_parts(2, 2);
+        let sub = feed.subscribe(&id);
+        feed.publish(&other);
+        let start = tokio::time::Instant::now();
+        sub.wait(Duration::from_secs(3)).await;
+        assert!(start.elapsed() >= Duration::from_secs(3));
+    }
+}

@@ -1,0 +1,55 @@
+//! The use-case error: every variant is one §8.5 status/code pair (mapped in the HTTP crate).
+
+use ma2h_protocol::ProtocolError;
+use ma2h_protocol::ids::MessageId;
+use ma2h_protocol::lifecycle::{Resolution, Status};
+
+use crate::ports::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// 401 `unauthenticated`.
+    #[error("missing or invalid credential")]
+    Unauthenticated,
+    /// 403 `agent_id_mismatch`.
+    #[error("envelope agent.id `{envelope}` does not match the credential's agent")]
+    AgentIdMismatch { envelope: String },
+    /// 403 `not_authorized`.
+    #[error("{0}")]
+    NotAuthorized(String),
+    /// 404 `not_found` — also what another principal sees for a message it does not own (§9.1).
+    #[error("unknown message id")]
+    NotFound,
+    /// 410 `gone`: purged after retention.
+    #[error("message was removed after the retention period")]
+    Gone,
+    /// 409 `idempotency_conflict`.
+    #[error("idempotency_key `{key}` was already used with a different payload")]
+    IdempotencyConflict { key: String },
+    /// 409 `already_terminal` with the existing outcome.
+    #[error("message is already {}", status.as_str())]
+    AlreadyTerminal { id: MessageId, status: Status, resolution: Option<Resolution> },
+    /// 422 `unknown_destination`.
+    #[error("{0}")]
+    UnknownDestination(String),
+    /// 429 `rate_limited`, with `Retry-After`.
+    #[error("{message}")]
+    RateLimited { message: String, retry_after_secs: u64 },
+    /// 500 — storage failure (opaque on the wire; the cause is logged).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// 500 — a broken invariant (opaque on the wire; the cause is logged).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl HubError {
+    pub fn validation(msg: impl Into<String>) -> Self {
+        Self::Protocol(ProtocolError::Validation(msg.into()))
+    }
+    pub fn invalid_field(msg: impl Into<String>) -> Self {
+        Self::Protocol(ProtocolError::InvalidField(msg.into()))
+    }
+}

@@ -1,0 +1,24 @@
+//! # ma2h-core
+//!
+//! The Hub's use cases — submit, get (with long-poll), cancel, resolve, sweep, the operator
+//! listing and credential administration — written once over port traits. The local server and
+//! every Lambda call these same functions; only the adapters behind the ports differ.
+
+pub mod auth;
+pub mod changes;
+pub mod error;
+pub mod hub;
+pub mod ports;
+pub mod records;
+pub mod secrets;
+pub mod settings;
+mod usecases;
+
+pub use error::HubError;
+pub use hub::Hub;
+pub use usecases::{admin, cancel, get, list, resolve, submit, sweep};
+
+/// The use-case modules, for `use ma2h_core::usecases_prelude::*`.
+pub mod usecases_prelude {
+    pub use crate::usecases::{cancel, get, resolve, submit};
+}

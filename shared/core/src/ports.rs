@@ -1,0 +1,187 @@
+//! Port traits: everything the use cases need from the outside world.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
+use ma2h_protocol::time::Timestamp;
+
+use crate::records::{
+    Completion, CredentialRecord, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord,
+    TerminalWrite,
+};
+
+// Timestamps: stores keep whole milliseconds; the Hub clock yields millisecond precision so every
+// record round-trips exactly.
+
+/// A storage failure. Conflicts are not errors: they come back as [`Inserted::Existing`] /
+/// [`Completion::AlreadyTerminal`], and the use cases map them to spec codes in one place.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("store data corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Messages, idempotency claims, lifecycle CAS, expiry index, retention and rate counters.
+#[async_trait]
+pub trait MessageStore: Send + Sync + 'static {
+    /// Write a new message together with its idempotency claim in ONE atomic write. If a live
+    /// (unexpired) claim for `(account, agent, key)` exists, nothing is written.
+    async fn insert_message(
+        &self,
+        message: &MessageRecord,
+        claim: Option<&IdempotencyRecord>,
+        now: Timestamp,
+    ) -> Result<Inserted, StoreError>;
+
+    /// The live idempotency claim (live iff `now < expires_at`) for `(account, agent, key)`, if any.
+    async fn get_claim(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        key: &str,
+        now: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+
+    async fn get_message(&self, account: &AccountId, id: &MessageId) -> Result<Lookup, StoreError>;
+
+    /// The §7 compare-and-set: apply `write` iff the message is still `open` AND — unless the
+    /// write is the expiry itself — `write.resolved_at <= expires_at` (expiry and answer judged
+    /// in the one atomic transition). A refused write returns the current record: still `open`
+    /// means the message is overdue and must be expired instead.
+    async fn complete(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        write: &TerminalWrite,
+    ) -> Result<Completion, StoreError>;
+
+    /// Open messages whose `expires_at` is at or before `now`, oldest first, read from an index
+    /// ordered by `expires_at` (never a full scan).
+    async fn due_expiries(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(AccountId, MessageId)>, StoreError>;
+
+    /// Delete messages past `retain_until`, leaving tombstones so reads answer 410; also drop
+    /// expired idempotency claims and rate counters. Returns how many messages were purged.
+    async fn purge(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
+
+    /// The operator listing for one account, at most `query.limit` rows. Open: most urgent
+    /// first, then oldest. Terminal (including delivered notifies): newest `updated_at` first.
+    async fn list_messages(
+        &self,
+        account: &AccountId,
+        query: &ListQuery,
+    ) -> Result<Vec<MessageRecord>, StoreError>;
+
+    /// Open asks/tasks of one agent (the §8.6 inbox-depth limit).
+    async fn count_open(&self, account: &AccountId, agent: &AgentId) -> Result<u64, StoreError>;
+
+    /// Atomically add one to the counter `key` and return the new value (§8.6
+    /// requests-per-minute). A missing counter, or one whose `expires_at` is at or before `now`
+    /// (Hub clock), restarts at 1 with the given `expires_at`.
+    async fn incr_counter(&self, key: &str, expires_at: Timestamp, now: Timestamp) -> Result<u64, StoreError>;
+}
+
+/// Credentials (hashed) and per-agent sealed secrets.
+#[async_trait]
+pub trait CredentialStore: Send + Sync + 'static {
+    async fn put_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError>;
+    async fn credential_by_hash(&self, key_hash: &str) -> Result<Option<CredentialRecord>, StoreError>;
+    async fn credential_by_id(&self, id: &str) -> Result<Option<CredentialRecord>, StoreError>;
+    async fn list_credentials(&self) -> Result<Vec<CredentialRecord>, StoreError>;
+    /// Replace the revocation / expiry of an existing credential.
+    async fn update_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError>;
+
+    /// Store an already-sealed secret for an agent under `name` (replacing any previous value).
+    async fn put_secret(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        name: &str,
+        sealed: &[u8],
+    ) -> Result<(), StoreError>;
+    async fn get_secret(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError>;
+}
+
+/// The Hub clock (§9.5: authoritative for expiry).
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        // Millisecond precision: what the stores keep, so records round-trip exactly.
+        ma2h_protocol::time::from_millis(chrono::Utc::now().timestamp_millis())
+    }
+}
+
+/// Randomness for ids, keys and secrets.
+pub trait Random: Send + Sync + 'static {
+    fn fill(&self, buf: &mut [u8]);
+}
+
+/// The operating system's CSPRNG.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OsRandom;
+
+impl Random for OsRandom {
+    fn fill(&self, buf: &mut [u8]) {
+        getrandom::fill(buf).expect("the OS random source is unavailable");
+    }
+}
+
+/// How a long-poll learns that a message changed (§8.2 `?wait=`).
+///
+/// Subscribe BEFORE reading the store, then wait: a change committed between the read and the
+/// wait still wakes the waiter (no lost wake-ups).
+pub trait ChangeFeed: Send + Sync + 'static {
+    fn subscribe(&self, id: &MessageId) -> Box<dyn Subscription>;
+    /// Announce that `id` changed (after the store committed).
+    fn publish(&self, id: &MessageId);
+}
+
+/// One pending interest in a message.
+#[async_trait]
+pub trait Subscription: Send {
+    /// Resolve when the message is announced, or after at most `timeout`. Implementations that
+    /// cannot be woken across processes (e.g. Lambda) return after a short poll interval instead;
+    /// callers re-read the store either way.
+    async fn wait(self: Box<Self>, timeout: Duration);
+}
+
+/// A clock tests (and the conformance runner's in-process mode) move by hand.
+#[derive(Debug)]
+pub struct ManualClock(std::sync::Mutex<Timestamp>);
+
+impl ManualClock {
+    pub fn new(start: Timestamp) -> Self {
+        Self(std::sync::Mutex::new(start))
+    }
+    pub fn set(&self, t: Timestamp) {
+        *self.0.lock().expect("clock poisoned") = t;
+    }
+    pub fn advance(&self, by: chrono::Duration) {
+        let mut t = self.0.lock().expect("clock poisoned");
+        *t += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().expect("clock poisoned")
+    }
+}

@@ -1,0 +1,148 @@
+//! What the stores persist. Adapters only translate these to rows/items and back.
+
+use ma2h_protocol::envelope::{Envelope, MessageType, Priority};
+use ma2h_protocol::ids::{AccountId, AgentId, HumanId, MessageId, ResolutionId};
+use ma2h_protocol::lifecycle::Status;
+use ma2h_protocol::time::Timestamp;
+use serde_json::Value;
+
+/// One accepted message and, once terminal, its immutable Response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageRecord {
+    pub id: MessageId,
+    pub account: AccountId,
+    /// The submitting principal (§9.1: poll, cancel and callback are bound to it).
+    pub agent_id: AgentId,
+    pub kind: MessageType,
+    pub status: Status,
+    pub priority: Priority,
+    pub title: String,
+    /// The envelope as accepted (confirm options synthesized), returned verbatim by GET.
+    pub envelope: Value,
+    pub created_at: Timestamp,
+    pub expires_at: Option<Timestamp>,
+    /// Bumped on every change; `?since=` and long-poll compare against it.
+    pub updated_at: Timestamp,
+    /// The §6 Response, set once by the terminal transition.
+    pub response: Option<Value>,
+    pub resolution_id: Option<ResolutionId>,
+    /// The row may be purged (→ 410) after this instant; `None` while open.
+    pub retain_until: Option<Timestamp>,
+}
+
+impl MessageRecord {
+    /// Parse the stored envelope back into its typed view. It was validated on the way in, so a
+    /// failure means the store is corrupt.
+    pub fn envelope(&self) -> Result<Envelope, crate::HubError> {
+        Envelope::from_value(self.envelope.clone())
+            .map_err(|e| crate::HubError::Internal(format!("stored envelope {} no longer parses: {e}", self.id)))
+    }
+}
+
+/// The idempotency claim written atomically with a new message (§8.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    pub account: AccountId,
+    pub agent_id: AgentId,
+    pub key: String,
+    pub message_id: MessageId,
+    /// SHA-256 of the canonical envelope minus `agent.run_id`/`agent.session`.
+    pub fingerprint: String,
+    pub expires_at: Timestamp,
+}
+
+/// The write that makes a message terminal — applied only if it is still `open` (the §7 CAS).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TerminalWrite {
+    pub status: Status,
+    pub response: Value,
+    pub resolution_id: ResolutionId,
+    pub resolved_at: Timestamp,
+    pub retain_until: Timestamp,
+    /// `true` for the §7 expiry transition, which is exempt from the `resolved_at <= expires_at`
+    /// guard every other terminal must satisfy.
+    pub is_expiry: bool,
+}
+
+/// Who a credential authenticates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PrincipalId {
+    Agent(AgentId),
+    Operator(HumanId),
+}
+
+impl PrincipalId {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Agent(_) => "agent",
+            Self::Operator(_) => "operator",
+        }
+    }
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Agent(a) => a.as_str(),
+            Self::Operator(h) => h.as_str(),
+        }
+    }
+}
+
+/// A stored API credential. Only the SHA-256 of the key is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialRecord {
+    /// Public handle (`cred_…`) used by the admin commands.
+    pub id: String,
+    pub account: AccountId,
+    pub principal: PrincipalId,
+    pub key_hash: String,
+    pub label: Option<String>,
+    pub created_at: Timestamp,
+    /// Set when rotated (the overlap window's end) or created with a lifetime.
+    pub expires_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
+}
+
+impl CredentialRecord {
+    pub fn is_active(&self, now: Timestamp) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|e| now < e)
+    }
+}
+
+/// Filter for the operator listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    /// `true` → open only; `false` → terminal only (delivered notifies included).
+    pub open: bool,
+    pub kind: Option<MessageType>,
+    pub agent_id: Option<AgentId>,
+    pub limit: usize,
+}
+
+/// Result of [`crate::ports::MessageStore::insert_message`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inserted {
+    New,
+    /// A live idempotency claim already exists for the key: nothing was written.
+    Existing(IdempotencyRecord),
+}
+
+/// Result of a lookup.
+#[allow(clippy::large_enum_variant)] // `Found` is the common case; boxing it buys nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    Found(MessageRecord),
+    /// Purged after retention (§8.2: 410, distinct from unknown). The tombstone remembers the
+    /// submitter so another principal still sees 404.
+    Gone { agent_id: AgentId },
+    Missing,
+}
+
+/// Result of [`crate::ports::MessageStore::complete`].
+#[allow(clippy::large_enum_variant)] // both record-carrying variants are the common case
+#[derive(Debug, Clone, PartialEq)]
+pub enum Completion {
+    /// This write won the CAS.
+    Applied(MessageRecord),
+    /// Another terminal won first; here is the record as it stands.
+    AlreadyTerminal(MessageRecord),
+    Missing,
+}

@@ -1,0 +1,213 @@
+//! The one typed settings struct (convention 5): defaults, then `MA2H_*` variables, validated at
+//! start-up. Secrets are wrapped so `Debug` never prints them.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ma2h_protocol::rules::SizeLimits;
+
+/// `dev` relaxes what production forbids (plain-http public URL, dev credentials); production is
+/// the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Dev,
+    Production,
+}
+
+/// A value that must never be printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub mode: Mode,
+    /// Where the local server listens (`MA2H_BIND`).
+    pub bind: SocketAddr,
+    /// Base of `poll_url`/`review_url` in acks (`MA2H_PUBLIC_URL`), without a trailing slash.
+    pub public_url: String,
+    /// Local data directory (`MA2H_DATA_DIR`): the SQLite file and, if generated, the master key.
+    pub data_dir: PathBuf,
+    /// 32-byte key sealing stored secrets, base64 (`MA2H_MASTER_KEY`); generated into the data
+    /// directory when unset.
+    pub master_key: Option<Secret>,
+    pub limits: SizeLimits,
+    /// §8.6 per-agent submits per minute; 0 disables (`MA2H_REQUESTS_PER_MINUTE`).
+    pub requests_per_minute: u32,
+    /// §8.6 max open asks/tasks per agent; 0 disables (`MA2H_INBOX_DEPTH`).
+    pub inbox_depth: u32,
+    /// §8.2 retention after resolution (`MA2H_RETENTION_DAYS`).
+    pub retention_days: u32,
+    /// §8.1 idempotency window (`MA2H_IDEMPOTENCY_TTL_HOURS`, at least 24).
+    pub idempotency_ttl_hours: u32,
+    /// §9.2 replay window advertised to agents (`MA2H_REPLAY_WINDOW_SECONDS`).
+    pub replay_window_seconds: u32,
+    /// §8.2 long-poll maximum (`MA2H_LONG_POLL_MAX_SECONDS`, at most 60).
+    pub long_poll_max_seconds: u32,
+    /// How often the background sweeper runs (`MA2H_SWEEP_INTERVAL_MS`).
+    pub sweep_interval: Duration,
+    /// Log as JSON lines instead of human-readable text (`MA2H_LOG_JSON`).
+    pub log_json: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Production,
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            public_url: "http://127.0.0.1:8080".into(),
+            data_dir: PathBuf::from("data"),
+            master_key: None,
+            limits: SizeLimits::default(),
+            requests_per_minute: 600,
+            inbox_depth: 1000,
+            retention_days: 30,
+            idempotency_ttl_hours: 48,
+            replay_window_seconds: 120,
+            long_poll_max_seconds: 30,
+            sweep_interval: Duration::from_millis(1000),
+            log_json: false,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid configuration: {0}")]
+pub struct SettingsError(pub String);
+
+impl Settings {
+    /// Defaults overridden by the process environment.
+    pub fn from_env() -> Result<Self, SettingsError> {
+        Self::from_vars(std::env::vars())
+    }
+
+    /// Defaults overridden by `MA2H_*` variables from `vars`, then validated.
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Self, SettingsError> {
+        let vars: HashMap<String, String> =
+            vars.into_iter().filter(|(k, _)| k.starts_with("MA2H_")).collect();
+        let mut s = Self::default();
+        let get = |k: &str| vars.get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        fn num<T: std::str::FromStr>(k: &str, v: Option<String>, into: &mut T) -> Result<(), SettingsError> {
+            if let Some(v) = v {
+                *into = v.parse().map_err(|_| SettingsError(format!("{k} must be a non-negative integer, got `{v}`")))?;
+            }
+            Ok(())
+        }
+        if let Some(m) = get("MA2H_MODE") {
+            s.mode = match m.as_str() {
+                "dev" => Mode::Dev,
+                "production" | "prod" => Mode::Production,
+                _ => return Err(SettingsError(format!("MA2H_MODE must be `dev` or `production`, got `{m}`"))),
+            };
+        }
+        if let Some(b) = get("MA2H_BIND") {
+            s.bind = b.parse().map_err(|_| SettingsError(format!("MA2H_BIND must be HOST:PORT, got `{b}`")))?;
+        }
+        if let Some(u) = get("MA2H_PUBLIC_URL") {
+            s.public_url = u.trim_end_matches('/').to_owned();
+        }
+        if let Some(d) = get("MA2H_DATA_DIR") {
+            s.data_dir = PathBuf::from(d);
+        }
+        s.master_key = get("MA2H_MASTER_KEY").map(Secret);
+        num("MA2H_MAX_BODY_BYTES", get("MA2H_MAX_BODY_BYTES"), &mut s.limits.max_body_bytes)?;
+        num("MA2H_MAX_PART_BYTES", get("MA2H_MAX_PART_BYTES"), &mut s.limits.max_part_bytes)?;
+        num("MA2H_MAX_CONTEXT_PARTS", get("MA2H_MAX_CONTEXT_PARTS"), &mut s.limits.max_context_parts)?;
+        num("MA2H_REQUESTS_PER_MINUTE", get("MA2H_REQUESTS_PER_MINUTE"), &mut s.requests_per_minute)?;
+        num("MA2H_INBOX_DEPTH", get("MA2H_INBOX_DEPTH"), &mut s.inbox_depth)?;
+        num("MA2H_RETENTION_DAYS", get("MA2H_RETENTION_DAYS"), &mut s.retention_days)?;
+        num("MA2H_IDEMPOTENCY_TTL_HOURS", get("MA2H_IDEMPOTENCY_TTL_HOURS"), &mut s.idempotency_ttl_hours)?;
+        num("MA2H_REPLAY_WINDOW_SECONDS", get("MA2H_REPLAY_WINDOW_SECONDS"), &mut s.replay_window_seconds)?;
+        num("MA2H_LONG_POLL_MAX_SECONDS", get("MA2H_LONG_POLL_MAX_SECONDS"), &mut s.long_poll_max_seconds)?;
+        let mut sweep_ms: u64 = s.sweep_interval.as_millis() as u64;
+        num("MA2H_SWEEP_INTERVAL_MS", get("MA2H_SWEEP_INTERVAL_MS"), &mut sweep_ms)?;
+        s.sweep_interval = Duration::from_millis(sweep_ms);
+        if let Some(j) = get("MA2H_LOG_JSON") {
+            s.log_json = matches!(j.as_str(), "1" | "true" | "yes");
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Start-up checks: refuse a configuration that would misbehave later.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let err = |m: &str| Err(SettingsError(m.to_owned()));
+        if !(self.public_url.starts_with("https://") || self.public_url.starts_with("http://")) {
+            return err("MA2H_PUBLIC_URL must be an http(s) URL");
+        }
+        if self.mode == Mode::Production && !self.public_url.starts_with("https://") {
+            return err("MA2H_PUBLIC_URL must be https:// in production mode (§8: plaintext MUST NOT be offered); set MA2H_MODE=dev for local use");
+        }
+        if self.limits.max_body_bytes == 0 || self.limits.max_part_bytes == 0 {
+            return err("MA2H_MAX_BODY_BYTES and MA2H_MAX_PART_BYTES must be at least 1");
+        }
+        if self.retention_days == 0 {
+            return err("MA2H_RETENTION_DAYS must be at least 1");
+        }
+        if self.idempotency_ttl_hours < 24 {
+            return err("MA2H_IDEMPOTENCY_TTL_HOURS must be at least 24 (§8.1)");
+        }
+        if self.replay_window_seconds == 0 {
+            return err("MA2H_REPLAY_WINDOW_SECONDS must be at least 1");
+        }
+        if self.long_poll_max_seconds > 60 {
+            return err("MA2H_LONG_POLL_MAX_SECONDS must be at most 60 (§8.2)");
+        }
+        if self.sweep_interval.is_zero() {
+            return err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The largest request body the HTTP layer buffers: the envelope caps plus headroom for the
+    /// other fields, so an oversized `body`/Part still reaches the 422 rules instead of a 413.
+    pub fn max_request_bytes(&self) -> usize {
+        self.limits.max_body_bytes
+            + self.limits.max_part_bytes.saturating_mul(self.limits.max_context_parts)
+            + 256 * 1024
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn production_is_the_default_and_refuses_a_plain_http_public_url() {
+        let e = Settings::from_vars(vars(&[])).unwrap_err();
+        assert!(e.0.contains("https"), "{e}");
+        let s = Settings::from_vars(vars(&[("MA2H_PUBLIC_URL", "https://hub.example/")])).unwrap();
+        assert_eq!(s.mode, Mode::Production);
+        assert_eq!(s.public_url, "https://hub.example");
+    }
+
+    #[test]
+    fn env_overrides_defaults_and_bad_values_are_rejected() {
+        let s = Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_INBOX_DEPTH", "5"), ("MA2H_BIND", "0.0.0.0:9000")])).unwrap();
+        assert_eq!(s.inbox_depth, 5);
+        assert_eq!(s.bind.port(), 9000);
+        assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_INBOX_DEPTH", "-1")])).is_err());
+        assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_LONG_POLL_MAX_SECONDS", "61")])).is_err());
+        assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_IDEMPOTENCY_TTL_HOURS", "1")])).is_err());
+        assert!(Settings::from_vars(vars(&[("MA2H_MODE", "weird")])).is_err());
+    }
+
+    #[test]
+    fn secrets_are_never_printed() {
+        let s = Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_MASTER_KEY", "c3VwZXJzZWNyZXQ=")])).unwrap();
+        let dbg = format!("{s:?}");
+        assert!(!dbg.contains("c3VwZXJzZWNyZXQ"), "{dbg}");
+    }
+}

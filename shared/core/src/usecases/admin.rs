@@ -1,0 +1,175 @@
+//! Credential administration (the `admin` subcommands): create agent and operator credentials,
+//! list, revoke, rotate with an overlap window. Keys are shown once; only their hash is stored.
+
+use chrono::Duration;
+use ma2h_protocol::ids::{AccountId, AgentId, HumanId};
+use ma2h_protocol::time::{self, Timestamp};
+use serde::Serialize;
+
+use crate::auth::{hash_key, key_prefix, new_token};
+use crate::records::{CredentialRecord, PrincipalId};
+use crate::{Hub, HubError};
+
+/// The secret name under which an agent's Hub-issued signing secret is stored (§9.2 signing of
+/// pushed Responses for bearer/apikey callbacks).
+pub const SIGNING_SECRET_NAME: &str = "hub:signing";
+
+/// What a create/rotate prints once.
+#[derive(Debug, Clone, Serialize)]
+pub struct IssuedCredential {
+    pub credential_id: String,
+    pub account: String,
+    pub principal: String,
+    pub api_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_secret: Option<String>,
+}
+
+/// A listing row: never the key, never the secret.
+#[derive(Debug, Clone, Serialize)]
+pub struct CredentialSummary {
+    pub credential_id: String,
+    pub account: String,
+    pub principal: String,
+    pub label: Option<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub revoked_at: Option<String>,
+    pub active: bool,
+}
+
+fn principal_string(p: &PrincipalId) -> String {
+    match p {
+        PrincipalId::Agent(a) => format!("agent:{a}"),
+        PrincipalId::Operator(h) => format!("human:{h}"),
+    }
+}
+
+fn summary(c: &CredentialRecord, now: Timestamp) -> CredentialSummary {
+    CredentialSummary {
+        credential_id: c.id.clone(),
+        account: c.account.to_string(),
+        principal: principal_string(&c.principal),
+        label: c.label.clone(),
+        created_at: time::format(c.created_at),
+        expires_at: c.expires_at.map(time::format),
+        revoked_at: c.revoked_at.map(time::format),
+        active: c.is_active(now),
+    }
+}
+
+async fn issue(hub: &Hub, account: AccountId, principal: PrincipalId, label: Option<String>) -> Result<(CredentialRecord, String), HubError> {
+    let key = new_token(hub, key_prefix(&principal));
+    let record = CredentialRecord {
+        id: format!("cred_{}", ulid_like(hub)),
+        account,
+        principal,
+        key_hash: hash_key(&key),
+        label,
+        created_at: hub.clock.now(),
+        expires_at: None,
+        revoked_at: None,
+    };
+    hub.credentials.put_credential(&record).await?;
+    Ok((record, key))
+}
+
+fn ulid_like(hub: &Hub) -> String {
+    hub.new_message_id().as_str().trim_start_matches("msg_").to_owned()
+}
+
+/// Create an agent credential. The agent's signing secret is generated on first use and printed
+/// with it; later credentials for the same agent reuse (and print) the same secret.
+pub async fn create_agent(hub: &Hub, account: &str, agent: &str, label: Option<String>) -> Result<IssuedCredential, HubError> {
+    let account = AccountId::parse(account).ok_or_else(|| HubError::validation("invalid account id"))?;
+    let agent = AgentId::parse(agent).ok_or_else(|| HubError::validation("invalid agent id"))?;
+    let secret = signing_secret(hub, &account, &agent).await?;
+    let (record, key) = issue(hub, account.clone(), PrincipalId::Agent(agent.clone()), label).await?;
+    Ok(IssuedCredential {
+        credential_id: record.id,
+        account: account.to_string(),
+        principal: format!("agent:{agent}"),
+        api_key: key,
+        signing_secret: Some(secret),
+    })
+}
+
+/// The agent's signing secret, created (sealed under the master key) if it has none yet.
+async fn signing_secret(hub: &Hub, account: &AccountId, agent: &AgentId) -> Result<String, HubError> {
+    let context = format!("{account}/{agent}/{SIGNING_SECRET_NAME}");
+    if let Some(sealed) = hub.credentials.get_secret(account, agent, SIGNING_SECRET_NAME).await? {
+        let plain = hub
+            .master_key
+            .open(&context, &sealed)
+            .map_err(|e| HubError::Internal(format!("cannot open signing secret of {agent}: {e}")))?;
+        return String::from_utf8(plain).map_err(|_| HubError::Internal("signing secret is not UTF-8".into()));
+    }
+    let secret = new_token(hub, "whsec_");
+    let sealed = hub.master_key.seal(hub.random.as_ref(), &context, secret.as_bytes());
+    hub.credentials.put_secret(account, agent, SIGNING_SECRET_NAME, &sealed).await?;
+    Ok(secret)
+}
+
+/// Create an operator (human) credential; the Hub attests `human:<id>` for its actions.
+pub async fn create_operator(hub: &Hub, account: &str, human: &str, label: Option<String>) -> Result<IssuedCredential, HubError> {
+    let account = AccountId::parse(account).ok_or_else(|| HubError::validation("invalid account id"))?;
+    let human = HumanId::parse(human).ok_or_else(|| HubError::validation("invalid operator id"))?;
+    let (record, key) = issue(hub, account.clone(), PrincipalId::Operator(human.clone()), label).await?;
+    Ok(IssuedCredential {
+        credential_id: record.id,
+        account: account.to_string(),
+        principal: format!("human:{human}"),
+        api_key: key,
+        signing_secret: None,
+    })
+}
+
+pub async fn list(hub: &Hub) -> Result<Vec<CredentialSummary>, HubError> {
+    let now = hub.clock.now();
+    let mut all = hub.credentials.list_credentials().await?;
+    all.sort_by_key(|c| c.created_at);
+    Ok(all.iter().map(|c| summary(c, now)).collect())
+}
+
+async fn find(hub: &Hub, id: &str) -> Result<CredentialRecord, HubError> {
+    hub.credentials
+        .credential_by_id(id)
+        .await?
+        .ok_or_else(|| HubError::validation(format!("no credential `{id}`")))
+}
+
+/// Revoke at once. Idempotent.
+pub async fn revoke(hub: &Hub, id: &str) -> Result<CredentialSummary, HubError> {
+    let mut c = find(hub, id).await?;
+    let now = hub.clock.now();
+    if c.revoked_at.is_none() {
+        c.revoked_at = Some(now);
+        hub.credentials.update_credential(&c).await?;
+    }
+    Ok(summary(&c, now))
+}
+
+/// Issue a new key for the same principal; the old key keeps working for `overlap`, then
+/// expires. The signing secret is unchanged.
+pub async fn rotate(hub: &Hub, id: &str, overlap: Duration) -> Result<IssuedCredential, HubError> {
+    let mut old = find(hub, id).await?;
+    let now = hub.clock.now();
+    if !old.is_active(now) {
+        return Err(HubError::validation(format!("credential `{id}` is not active")));
+    }
+    let (record, key) = issue(hub, old.account.clone(), old.principal.clone(), old.label.clone()).await?;
+    let end = now + overlap;
+    old.expires_at = Some(old.expires_at.map_or(end, |e| e.min(end)));
+    hub.credentials.update_credential(&old).await?;
+    let signing_secret = match &old.principal {
+        PrincipalId::Agent(a) => Some(signing_secret(hub, &old.account, a).await?),
+        PrincipalId::Operator(_) => None,
+    };
+    Ok(IssuedCredential {
+        credential_id: record.id,
+        account: old.account.to_string(),
+        principal: principal_string(&old.principal),
+        api_key: key,
+        signing_secret,
+    })
+}

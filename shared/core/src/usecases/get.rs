@@ -1,0 +1,76 @@
+//! `GET /v1/messages/{id}` (§8.2): submitter-bound read with `?wait=` long-poll and `?since=`.
+
+use std::time::Duration;
+
+use ma2h_protocol::time::Timestamp;
+use serde_json::Value;
+
+use super::lifecycle::load_owned;
+use crate::auth::Principal;
+use crate::records::{MessageRecord, PrincipalId};
+use crate::{Hub, HubError};
+
+/// What the read produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Read {
+    /// 200 with the §8.2 body.
+    Body(Value),
+    /// 304: nothing changed after `since`.
+    NotModified,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Requested long-poll, in seconds (clamped to the advertised maximum).
+    pub wait_seconds: Option<u32>,
+    /// Only report a change after this instant (§8.2 cursor).
+    pub since: Option<Timestamp>,
+}
+
+pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) -> Result<Read, HubError> {
+    let PrincipalId::Agent(agent) = &principal.id else {
+        return Err(HubError::NotFound);
+    };
+    let wait = Duration::from_secs(u64::from(
+        opts.wait_seconds.unwrap_or(0).min(hub.settings.long_poll_max_seconds),
+    ));
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        // Subscribe before reading, so a resolve landing in between still wakes us.
+        let subscription = (!wait.is_zero()).then(|| {
+            ma2h_protocol::ids::MessageId::parse(id).map(|mid| hub.changes.subscribe(&mid))
+        }).flatten();
+        let record = load_owned(hub, &principal.account, agent, id).await?;
+        let changed = opts.since.is_none_or(|since| record.updated_at > since);
+        // Hold while the message is open (or unchanged since the cursor) and time remains.
+        let settled = !record.status.is_open() && changed;
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match subscription {
+            Some(sub) if !settled && !remaining.is_zero() => {
+                // Wake no later than expiry, so the default lands on time.
+                let until_expiry = record
+                    .expires_at
+                    .and_then(|e| (e - hub.clock.now()).to_std().ok())
+                    .map(|d| d + Duration::from_millis(5));
+                sub.wait(until_expiry.map_or(remaining, |e| e.min(remaining))).await;
+            }
+            _ if !changed => return Ok(Read::NotModified),
+            _ => return Ok(Read::Body(body(&record))),
+        }
+    }
+}
+
+/// The §8.2 body: the message as submitted, its Hub id and status, and once terminal the
+/// embedded Response (byte-identical on every read).
+pub fn body(record: &MessageRecord) -> Value {
+    let mut out = match &record.envelope {
+        Value::Object(m) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    out.insert("id".into(), Value::String(record.id.to_string()));
+    out.insert("status".into(), Value::String(record.status.as_str().to_owned()));
+    if let Some(r) = &record.response {
+        out.insert("response".into(), r.clone());
+    }
+    Value::Object(out)
+}

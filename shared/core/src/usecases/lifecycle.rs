@@ -1,0 +1,96 @@
+//! The one path every terminal transition takes: build the §6 Response, CAS it into the store,
+//! wake long-polls. Lazy expiry (§7) is applied here on every read and transition.
+
+use ma2h_protocol::envelope::Envelope;
+use ma2h_protocol::ids::{AccountId, MessageId};
+use ma2h_protocol::lifecycle::{self, Status};
+use ma2h_protocol::response::{Subject, Terminal};
+
+use crate::records::{Completion, Lookup, MessageRecord, TerminalWrite};
+use crate::{Hub, HubError};
+
+/// Apply `terminal` iff the message is still open. Returns the store's verdict.
+pub(crate) async fn apply_terminal(
+    hub: &Hub,
+    record: &MessageRecord,
+    envelope: &Envelope,
+    terminal: Terminal,
+) -> Result<Completion, HubError> {
+    let version = envelope.raw.get("ma2h_version").and_then(|v| v.as_str()).unwrap_or("0.5");
+    let subject = Subject {
+        version,
+        id: &record.id,
+        kind: record.kind,
+        agent_id: record.agent_id.as_str(),
+        run_id: &envelope.agent.run_id,
+        state: envelope.state(),
+    };
+    let write = TerminalWrite {
+        status: terminal.resolution.status(),
+        response: terminal.response(subject),
+        resolution_id: terminal.resolution_id.clone(),
+        resolved_at: terminal.resolved_at,
+        retain_until: terminal.resolved_at + hub.retention(),
+        is_expiry: terminal.resolution == ma2h_protocol::lifecycle::Resolution::Expired,
+    };
+    let outcome = match hub.messages.complete(&record.account, &record.id, &write).await? {
+        // Refused while still open: the resolve/cancel landed after `expires_at` (§7), so the
+        // expiry wins and the caller sees it as the terminal that beat them.
+        Completion::AlreadyTerminal(rec) if rec.status == Status::Open && !write.is_expiry => {
+            return Ok(Completion::AlreadyTerminal(Box::pin(settle(hub, rec)).await?));
+        }
+        other => other,
+    };
+    if let Completion::Applied(rec) = &outcome {
+        hub.changes.publish(&rec.id);
+        tracing::info!(
+            message_id = %rec.id,
+            agent_id = %rec.agent_id,
+            resolution = terminal.resolution.as_str(),
+            resolution_id = %terminal.resolution_id,
+            actor = %terminal.actor,
+            "message resolved"
+        );
+    }
+    Ok(outcome)
+}
+
+/// §7 lazy expiry: an open message read strictly after `expires_at` is expired now (with its
+/// default) before anyone sees it. Returns the record as it stands afterwards.
+pub(crate) async fn settle(hub: &Hub, record: MessageRecord) -> Result<MessageRecord, HubError> {
+    let now = hub.clock.now();
+    if record.status != Status::Open || !lifecycle::is_overdue(record.expires_at, now) {
+        return Ok(record);
+    }
+    let envelope = record.envelope()?;
+    let terminal = Terminal::expiry(envelope.request.as_ref(), now, hub.new_resolution_id());
+    match apply_terminal(hub, &record, &envelope, terminal).await? {
+        Completion::Applied(rec) | Completion::AlreadyTerminal(rec) => Ok(rec),
+        Completion::Missing => Err(HubError::NotFound),
+    }
+}
+
+/// Load a message for its submitting agent: anything else — another account, another agent,
+/// a malformed id — is the unknown-id 404 (§9.1 id-enumeration guard).
+pub(crate) async fn load_owned(
+    hub: &Hub,
+    account: &AccountId,
+    agent: &ma2h_protocol::ids::AgentId,
+    id: &str,
+) -> Result<MessageRecord, HubError> {
+    let id = MessageId::parse(id).ok_or(HubError::NotFound)?;
+    match hub.messages.get_message(account, &id).await? {
+        Lookup::Found(rec) if &rec.agent_id == agent => settle(hub, rec).await,
+        Lookup::Gone { agent_id } if &agent_id == agent => Err(HubError::Gone),
+        _ => Err(HubError::NotFound),
+    }
+}
+
+/// The 409 `already_terminal` for a record that is no longer open.
+pub(crate) fn already_terminal(record: &MessageRecord) -> HubError {
+    HubError::AlreadyTerminal {
+        id: record.id.clone(),
+        status: record.status,
+        resolution: record.status.resolution(),
+    }
+}

@@ -1,0 +1,11 @@
+//! One module per use case. Shared lifecycle plumbing (lazy expiry, the terminal CAS) lives in
+//! [`lifecycle`].
+
+pub mod admin;
+pub mod cancel;
+pub mod get;
+mod lifecycle;
+pub mod list;
+pub mod resolve;
+pub mod submit;
+pub mod sweep;

@@ -1,0 +1,96 @@
+//! `POST /v1/messages/{id}/resolve` (§8.8): an authorized human or agent resolves an ask/task.
+
+use ma2h_protocol::envelope::Envelope;
+use ma2h_protocol::ids::{Actor, MessageId};
+use ma2h_protocol::resolve::ResolveRequest;
+use ma2h_protocol::response::Terminal;
+use serde::Serialize;
+
+use super::lifecycle::{already_terminal, apply_terminal, settle};
+use crate::auth::Principal;
+use crate::records::{Completion, Lookup, MessageRecord, PrincipalId};
+use crate::{Hub, HubError};
+
+/// 200 `{id, status, resolution_id}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resolved {
+    pub id: String,
+    pub status: &'static str,
+    pub resolution_id: String,
+}
+
+pub async fn resolve(hub: &Hub, principal: &Principal, id: &str, body: &[u8]) -> Result<Resolved, HubError> {
+    let record = load_for_resolver(hub, principal, id).await?;
+    let envelope = record.envelope()?;
+    let actor = principal.actor();
+    authorize(&record, &envelope, principal, &actor)?;
+
+    let request = ResolveRequest::parse(body)?;
+    if !record.status.is_open() {
+        return Err(already_terminal(&record));
+    }
+    request.check_against(&envelope)?;
+
+    let terminal = Terminal {
+        resolution: request.resolution,
+        actor,
+        resolved_at: hub.clock.now(),
+        resolution_id: hub.new_resolution_id(),
+        value: request.value,
+        comment: request.comment,
+        checklist: request.checklist,
+        defaulted: false,
+    };
+    match apply_terminal(hub, &record, &envelope, terminal).await? {
+        Completion::Applied(rec) => Ok(Resolved {
+            id: rec.id.to_string(),
+            status: rec.status.as_str(),
+            resolution_id: rec.resolution_id.map(|r| r.to_string()).unwrap_or_default(),
+        }),
+        Completion::AlreadyTerminal(rec) => Err(already_terminal(&rec)),
+        Completion::Missing => Err(HubError::NotFound),
+    }
+}
+
+/// Any message of the caller's account; lazy expiry applied (§7: an answer strictly after
+/// `expires_at` loses to the default, which then reads as `already_terminal`).
+async fn load_for_resolver(hub: &Hub, principal: &Principal, id: &str) -> Result<MessageRecord, HubError> {
+    let id = MessageId::parse(id).ok_or(HubError::NotFound)?;
+    match hub.messages.get_message(&principal.account, &id).await? {
+        Lookup::Found(rec) => settle(hub, rec).await,
+        Lookup::Gone { agent_id } => {
+            // Only parties who could see the message learn that it is gone.
+            match &principal.id {
+                PrincipalId::Agent(a) if a != &agent_id => Err(HubError::NotFound),
+                _ => Err(HubError::Gone),
+            }
+        }
+        Lookup::Missing => Err(HubError::NotFound),
+    }
+}
+
+/// §9.1 resolver authorization. `allowed_resolvers` absent ⇒ fail-closed: only the submitting
+/// agent's own identity. An agent that may not resolve — and did not submit — gets the unknown-id
+/// 404 (no existence oracle); the account's operator and the submitter get a 403 that says why.
+fn authorize(record: &MessageRecord, envelope: &Envelope, principal: &Principal, actor: &Actor) -> Result<(), HubError> {
+    if record.kind == ma2h_protocol::envelope::MessageType::Notify {
+        return match &principal.id {
+            PrincipalId::Agent(a) if a != &record.agent_id => Err(HubError::NotFound),
+            _ => Err(HubError::invalid_field("`/resolution`: a notify is not resolvable")),
+        };
+    }
+    let allowed = match envelope.allowed_resolvers() {
+        Some(list) => list.iter().any(|entry| actor.matches_entry(entry)),
+        None => matches!(&principal.id, PrincipalId::Agent(a) if a == &record.agent_id),
+    };
+    if allowed {
+        return Ok(());
+    }
+    match &principal.id {
+        PrincipalId::Agent(a) if a != &record.agent_id => Err(HubError::NotFound),
+        _ => Err(HubError::NotAuthorized(match envelope.allowed_resolvers() {
+            Some(_) => format!("{actor} is not listed in allowed_resolvers"),
+            None => format!("{actor} may not resolve this message: without allowed_resolvers only its submitting agent may (§9.1)"),
+        })),
+    }
+}

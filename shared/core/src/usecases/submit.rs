@@ -1,0 +1,144 @@
+//! `POST /v1/messages` (§8.1): authenticate, limit, validate, deduplicate, store, ack.
+
+use chrono::{Duration, Timelike};
+use ma2h_protocol::envelope::{CallbackMode, Envelope, MessageType};
+use ma2h_protocol::lifecycle::{self, Status};
+use ma2h_protocol::rules;
+use serde::Serialize;
+
+use super::lifecycle::settle;
+use crate::auth::Principal;
+use crate::records::{IdempotencyRecord, Inserted, Lookup, MessageRecord, PrincipalId};
+use crate::{Hub, HubError};
+
+/// The 202 body (closed: exactly the submit-ack schema's fields).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubmitAck {
+    pub id: String,
+    pub status: Status,
+    pub poll_url: String,
+    pub review_url: String,
+}
+
+pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<SubmitAck, HubError> {
+    let PrincipalId::Agent(agent_id) = &principal.id else {
+        return Err(HubError::NotAuthorized("only agent credentials submit messages".into()));
+    };
+    // §8.6: every request counts against the per-agent budget, valid or not.
+    check_rate(hub, principal, agent_id).await?;
+
+    let mut envelope = Envelope::parse(body)?;
+    if &envelope.agent.id != agent_id {
+        return Err(HubError::AgentIdMismatch { envelope: envelope.agent.id.to_string() });
+    }
+    let now = hub.clock.now();
+    rules::check_submit(&envelope, now, &hub.settings.limits)?;
+    if envelope.to.is_some() {
+        // §1/§8.0: the inter-agent leg is not offered here, so no destination is routable.
+        return Err(HubError::UnknownDestination(
+            "`/to`: unknown destination (this hub does not offer the inter-agent leg)".into(),
+        ));
+    }
+    if envelope.agent.session.is_some() {
+        return Err(HubError::invalid_field("`/agent/session`: unknown session (this hub does not offer sessions)"));
+    }
+    if envelope.callback().is_some_and(|c| c.mode == CallbackMode::Push) {
+        return Err(HubError::invalid_field(
+            "`/request/callback/mode`: push delivery is not offered by this hub; omit the callback and poll (§8.2)",
+        ));
+    }
+
+    let fingerprint = envelope.idempotency_fingerprint();
+    if let Some(key) = &envelope.idempotency_key
+        && let Some(claim) = hub.messages.get_claim(&principal.account, agent_id, key, now).await?
+    {
+        return replay(hub, &claim, &fingerprint).await;
+    }
+    if envelope.kind != MessageType::Notify && hub.settings.inbox_depth > 0 {
+        let open = hub.messages.count_open(&principal.account, agent_id).await?;
+        if open >= u64::from(hub.settings.inbox_depth) {
+            return Err(HubError::RateLimited {
+                message: format!("inbox depth limit reached: {open} open asks/tasks for this agent"),
+                retry_after_secs: 60,
+            });
+        }
+    }
+
+    envelope.synthesize_confirm_options();
+    let id = hub.new_message_id();
+    let status = lifecycle::initial_status(envelope.kind);
+    let record = MessageRecord {
+        id: id.clone(),
+        account: principal.account.clone(),
+        agent_id: agent_id.clone(),
+        kind: envelope.kind,
+        status,
+        priority: envelope.priority,
+        title: envelope.title.clone(),
+        envelope: serde_json::Value::Object(envelope.raw.clone()),
+        created_at: now,
+        expires_at: envelope.expires_at.filter(|_| envelope.kind != MessageType::Notify),
+        updated_at: now,
+        response: None,
+        resolution_id: None,
+        // A delivered notify is terminal at once; asks/tasks are retained from resolution.
+        retain_until: (status == Status::Delivered).then(|| now + hub.retention()),
+    };
+    let claim = envelope.idempotency_key.as_ref().map(|key| IdempotencyRecord {
+        account: principal.account.clone(),
+        agent_id: agent_id.clone(),
+        key: key.clone(),
+        message_id: id.clone(),
+        fingerprint: fingerprint.clone(),
+        expires_at: now + Duration::hours(i64::from(hub.settings.idempotency_ttl_hours)),
+    });
+    match hub.messages.insert_message(&record, claim.as_ref(), now).await? {
+        Inserted::New => {
+            tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind.as_str(), "message accepted");
+            Ok(ack(hub, &record))
+        }
+        // Lost a race with a concurrent submit of the same key.
+        Inserted::Existing(claim) => replay(hub, &claim, &fingerprint).await,
+    }
+}
+
+/// §8.1 replay: same payload → the original ack with the current status; otherwise 409.
+async fn replay(hub: &Hub, claim: &IdempotencyRecord, fingerprint: &str) -> Result<SubmitAck, HubError> {
+    if claim.fingerprint != fingerprint {
+        return Err(HubError::IdempotencyConflict { key: claim.key.clone() });
+    }
+    match hub.messages.get_message(&claim.account, &claim.message_id).await? {
+        Lookup::Found(rec) => Ok(ack(hub, &settle(hub, rec).await?)),
+        Lookup::Gone { .. } => Err(HubError::Gone),
+        Lookup::Missing => Err(HubError::Internal(format!("idempotency claim points at missing {}", claim.message_id))),
+    }
+}
+
+fn ack(hub: &Hub, rec: &MessageRecord) -> SubmitAck {
+    SubmitAck {
+        id: rec.id.to_string(),
+        status: rec.status,
+        poll_url: hub.poll_url(&rec.id),
+        review_url: hub.review_url(&rec.id),
+    }
+}
+
+/// §8.6 fixed one-minute window per agent, counted with an atomic store increment.
+async fn check_rate(hub: &Hub, principal: &Principal, agent: &ma2h_protocol::ids::AgentId) -> Result<(), HubError> {
+    let limit = hub.settings.requests_per_minute;
+    if limit == 0 {
+        return Ok(());
+    }
+    let now = hub.clock.now();
+    let minute = now.timestamp().div_euclid(60);
+    let key = format!("rpm/{}/{}/{minute}", principal.account, agent);
+    let window_end = now + Duration::seconds(60 - i64::from(now.second()));
+    let count = hub.messages.incr_counter(&key, window_end, now).await?;
+    if count > u64::from(limit) {
+        return Err(HubError::RateLimited {
+            message: format!("more than {limit} requests per minute for this agent"),
+            retry_after_secs: u64::try_from((window_end - now).num_seconds().max(1)).unwrap_or(1),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! `GET /.well-known/ma2h` (§8.0): the capability document, built from the running
+//! configuration. Only what this Hub implements is advertised.
+
+use axum::Json;
+use axum::extract::State;
+use ma2h_core::Hub;
+use ma2h_core::settings::Settings;
+use ma2h_protocol::version::HUB_VERSION;
+use serde_json::{Value, json};
+
+pub async fn capability(State(hub): State<Hub>) -> Json<Value> {
+    Json(capability_document(&hub.settings))
+}
+
+pub fn capability_document(s: &Settings) -> Value {
+    let mut doc = json!({
+        "ma2h_version": HUB_VERSION,
+        "max_body_bytes": s.limits.max_body_bytes,
+        "max_part_bytes": s.limits.max_part_bytes,
+        "max_context_parts": s.limits.max_context_parts,
+        "auth_schemes": ["bearer", "apikey"],
+        // Push delivery is not offered yet: callbacks must be pull (§8.3).
+        "callback_auth_schemes": [],
+        "retention_days": s.retention_days,
+        "replay_window_seconds": s.replay_window_seconds,
+        // Hub extensions (unknown fields are ignored by conformant agents, §10).
+        "long_poll_max_seconds": s.long_poll_max_seconds,
+        "idempotency_ttl_hours": s.idempotency_ttl_hours,
+        "api_key_header": "X-API-Key",
+    });
+    let mut rate = serde_json::Map::new();
+    if s.requests_per_minute > 0 {
+        rate.insert("requests_per_minute".into(), s.requests_per_minute.into());
+    }
+    if s.inbox_depth > 0 {
+        rate.insert("inbox_depth".into(), s.inbox_depth.into());
+    }
+    if !rate.is_empty() {
+        doc["rate_limit"] = Value::Object(rate);
+    }
+    doc
+}

@@ -1,0 +1,63 @@
+//! The one HTTP error type: every [`HubError`] becomes the §8.5 envelope
+//! `{"error": {"code", "message"}}` with its status. 5xx bodies are opaque; the cause is logged.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use ma2h_core::HubError;
+use ma2h_protocol::ProtocolError;
+use serde_json::{Value, json};
+
+/// A handler failure.
+#[derive(Debug)]
+pub struct ApiError(pub HubError);
+
+impl<E: Into<HubError>> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        Self(e.into())
+    }
+}
+
+/// The §8.5 envelope.
+pub fn envelope(status: StatusCode, code: &str, message: &str) -> Response {
+    (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response()
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let e = self.0;
+        let (status, code) = match &e {
+            HubError::Protocol(ProtocolError::Validation(_)) => (StatusCode::BAD_REQUEST, "validation_error"),
+            HubError::Protocol(ProtocolError::VersionNotSupported(_)) => (StatusCode::BAD_REQUEST, "version_not_supported"),
+            HubError::Protocol(ProtocolError::InvalidField(_)) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+            HubError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            HubError::AgentIdMismatch { .. } => (StatusCode::FORBIDDEN, "agent_id_mismatch"),
+            HubError::NotAuthorized(_) => (StatusCode::FORBIDDEN, "not_authorized"),
+            HubError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            HubError::Gone => (StatusCode::GONE, "gone"),
+            HubError::IdempotencyConflict { .. } => (StatusCode::CONFLICT, "idempotency_conflict"),
+            HubError::AlreadyTerminal { .. } => (StatusCode::CONFLICT, "already_terminal"),
+            HubError::UnknownDestination(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_destination"),
+            HubError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            HubError::Store(_) | HubError::Internal(_) => {
+                tracing::error!(error = %e, "request failed");
+                return envelope(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error");
+            }
+        };
+        let mut body = json!({ "error": { "code": code, "message": e.to_string() } });
+        if let HubError::AlreadyTerminal { id, status, resolution } = &e {
+            // §8.4/§8.8: the 409 carries the existing outcome so the caller reads the real result.
+            body["id"] = Value::String(id.to_string());
+            body["status"] = Value::String(status.as_str().to_owned());
+            body["resolution"] = resolution.map_or(Value::Null, |r| Value::String(r.as_str().to_owned()));
+        }
+        let mut resp = (status, Json(body)).into_response();
+        if let HubError::RateLimited { retry_after_secs, .. } = &e {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}

@@ -1,0 +1,81 @@
+//! Extractors: the authenticated caller, and request bodies/queries whose rejections become
+//! §8.5 envelopes instead of axum's plain-text defaults.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
+use axum::http::header;
+use ma2h_core::auth::{self, Principal};
+use ma2h_core::{Hub, HubError};
+use std::collections::HashMap;
+
+use crate::error::ApiError;
+
+/// The header carrying an API key when `Authorization: Bearer` is not used (§9.1 `apikey`).
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// The authenticated principal, from `Authorization: Bearer <key>` or `X-API-Key: <key>`.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+impl FromRequestParts<Hub> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, hub: &Hub) -> Result<Self, Self::Rejection> {
+        let bearer = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token);
+        let api_key = parts.headers.get(API_KEY_HEADER).and_then(|v| v.to_str().ok());
+        let principal = auth::authenticate(hub, bearer.or(api_key)).await?;
+        Ok(Self(principal))
+    }
+}
+
+/// The raw body, capped. An over-size body is a 422 (§8.6), never a bare 413.
+#[derive(Debug)]
+pub struct Body(pub Bytes);
+
+impl FromRequest<Hub> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, hub: &Hub) -> Result<Self, Self::Rejection> {
+        let limit = hub.settings.max_request_bytes();
+        let body = req.into_body();
+        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+            HubError::invalid_field(format!("request body exceeds {limit} bytes"))
+        })?;
+        Ok(Self(bytes))
+    }
+}
+
+/// Query parameters as a map; bad encodings are a 400.
+#[derive(Debug, Default)]
+pub struct Params(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(map) = Query::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| HubError::validation(format!("bad query string: {e}")))?;
+        Ok(Self(map))
+    }
+}
+
+impl Params {
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+
+    /// A non-negative integer parameter, or a 400 naming it.
+    pub fn u32(&self, k: &str) -> Result<Option<u32>, ApiError> {
+        self.get(k)
+            .map(|v| v.parse::<u32>().map_err(|_| HubError::validation(format!("query `{k}` must be a non-negative integer")).into()))
+            .transpose()
+    }
+}

@@ -1,0 +1,62 @@
+//! # ma2h-http
+//!
+//! The Hub's ONE axum [`Router`]: the local server serves it directly and every Lambda hands
+//! its API Gateway events to it, so there is exactly one HTTP behaviour to test.
+
+mod discovery;
+pub mod error;
+pub mod extract;
+mod messages;
+mod operator;
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use ma2h_core::Hub;
+
+pub use discovery::capability_document;
+
+/// Build the Router over a fully wired [`Hub`].
+pub fn router(hub: Hub) -> Router {
+    Router::new()
+        .route("/.well-known/ma2h", get(discovery::capability))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/v1/messages", post(messages::submit))
+        .route("/v1/messages/{id}", get(messages::read))
+        .route("/v1/messages/{id}/cancel", post(messages::cancel))
+        .route("/v1/messages/{id}/resolve", post(messages::resolve))
+        .route("/v1/operator/messages", get(operator::list))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(access_log))
+        .with_state(hub)
+}
+
+async fn not_found() -> Response {
+    error::envelope(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+}
+
+async fn method_not_allowed() -> Response {
+    error::envelope(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed on this endpoint")
+}
+
+/// One line per request: method, path, status, latency. Never headers or bodies (§9.6).
+async fn access_log(req: Request, next: Next) -> impl IntoResponse {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let start = Instant::now();
+    let resp = next.run(req).await;
+    tracing::info!(
+        %method,
+        path,
+        status = resp.status().as_u16(),
+        latency_ms = start.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    resp
+}

@@ -1,0 +1,52 @@
+//! The agent-facing message endpoints (§8.1, §8.2, §8.4, §8.8). Handlers only translate HTTP to
+//! use-case calls; every rule lives in `ma2h-core`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ma2h_core::usecases_prelude::*;
+use ma2h_core::{Hub, HubError};
+use ma2h_protocol::time;
+
+use crate::error::ApiError;
+use crate::extract::{Body, Caller, Params};
+
+pub async fn submit(State(hub): State<Hub>, Caller(who): Caller, Body(body): Body) -> Result<Response, ApiError> {
+    let ack = submit::submit(&hub, &who, &body).await?;
+    let mut resp = (StatusCode::ACCEPTED, Json(ack.clone())).into_response();
+    if let Ok(v) = HeaderValue::from_str(&ack.poll_url) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+pub async fn read(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+    params: Params,
+) -> Result<Response, ApiError> {
+    let since = params
+        .get("since")
+        .map(|s| time::parse(s).ok_or_else(|| HubError::validation("query `since` must be an RFC 3339 date-time")))
+        .transpose()?;
+    let opts = get::ReadOptions { wait_seconds: params.u32("wait")?, since };
+    Ok(match get::get(&hub, &who, &id, opts).await? {
+        get::Read::Body(body) => Json(body).into_response(),
+        get::Read::NotModified => StatusCode::NOT_MODIFIED.into_response(),
+    })
+}
+
+pub async fn cancel(State(hub): State<Hub>, Caller(who): Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(cancel::cancel(&hub, &who, &id).await?).into_response())
+}
+
+pub async fn resolve(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    Ok(Json(resolve::resolve(&hub, &who, &id, &body).await?).into_response())
+}

@@ -1,0 +1,191 @@
+//! Router test harness: a Hub over a fresh in-memory SQLite store with a hand-moved clock,
+//! driven with `oneshot` (no socket).
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use chrono::{DateTime, Duration, Utc};
+use http_body_util::BodyExt;
+use ma2h_core::changes::InProcessChanges;
+use ma2h_core::ports::{ManualClock, OsRandom};
+use ma2h_core::secrets::MasterKey;
+use ma2h_core::settings::{Mode, Settings};
+use ma2h_core::{Hub, admin};
+use ma2h_store_sqlite::SqliteStore;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+pub struct TestHub {
+    pub hub: Hub,
+    pub app: Router,
+    pub clock: Arc<ManualClock>,
+    /// API key of `agent:bot` in account `acme`.
+    pub agent: String,
+    /// API key of `agent:other` in account `acme`.
+    pub other_agent: String,
+    /// API key of `human:alice` in account `acme`.
+    pub operator: String,
+    /// API key of `agent:bot` in account `globex` (same agent id, other account).
+    pub foreign_agent: String,
+}
+
+pub fn start() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-06-04T12:00:00Z").unwrap().with_timezone(&Utc)
+}
+
+pub fn settings() -> Settings {
+    Settings { mode: Mode::Dev, public_url: "https://hub.test".into(), ..Settings::default() }
+}
+
+pub async fn hub() -> TestHub {
+    hub_with(settings()).await
+}
+
+pub async fn hub_with(settings: Settings) -> TestHub {
+    let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
+    let clock = Arc::new(ManualClock::new(start()));
+    let hub = Hub {
+        messages: store.clone(),
+        credentials: store,
+        clock: clock.clone(),
+        random: Arc::new(OsRandom),
+        changes: Arc::new(InProcessChanges::new()),
+        settings: Arc::new(settings),
+        master_key: MasterKey::generate(&OsRandom),
+    };
+    let agent = admin::create_agent(&hub, "acme", "bot", None).await.unwrap().api_key;
+    let other_agent = admin::create_agent(&hub, "acme", "other", None).await.unwrap().api_key;
+    let operator = admin::create_operator(&hub, "acme", "alice", None).await.unwrap().api_key;
+    let foreign_agent = admin::create_agent(&hub, "globex", "bot", None).await.unwrap().api_key;
+    let app = ma2h_http::router(hub.clone());
+    TestHub { hub, app, clock, agent, other_agent, operator, foreign_agent }
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+    pub fn message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or("")
+    }
+}
+
+impl TestHub {
+    pub async fn call(&self, method: Method, uri: &str, key: Option<&str>, body: Option<Value>) -> Reply {
+        let raw = body.map(|b| serde_json::to_vec(&b).unwrap());
+        self.call_raw(method, uri, key, raw).await
+    }
+
+    pub async fn call_raw(&self, method: Method, uri: &str, key: Option<&str>, body: Option<Vec<u8>>) -> Reply {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(k) = key {
+            req = req.header("authorization", format!("Bearer {k}"));
+        }
+        let req = req
+            .header("content-type", "application/json")
+            .body(body.map(Body::from).unwrap_or_else(Body::empty))
+            .unwrap();
+        let resp = self.app.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let body = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())) };
+        Reply { status, headers, body }
+    }
+
+    pub async fn submit(&self, key: &str, envelope: Value) -> Reply {
+        self.call(Method::POST, "/v1/messages", Some(key), Some(envelope)).await
+    }
+
+    /// Submit and return the new id, asserting 202.
+    pub async fn submit_ok(&self, envelope: Value) -> String {
+        let r = self.submit(&self.agent, envelope).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        r.body["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn get(&self, key: &str, id: &str) -> Reply {
+        self.call(Method::GET, &format!("/v1/messages/{id}"), Some(key), None).await
+    }
+
+    pub async fn resolve(&self, key: &str, id: &str, body: Value) -> Reply {
+        self.call(Method::POST, &format!("/v1/messages/{id}/resolve"), Some(key), Some(body)).await
+    }
+
+    pub async fn cancel(&self, key: &str, id: &str) -> Reply {
+        self.call(Method::POST, &format!("/v1/messages/{id}/cancel"), Some(key), None).await
+    }
+
+    pub fn clock_now(&self) -> DateTime<Utc> {
+        use ma2h_core::ports::Clock;
+        self.clock.now()
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+}
+
+pub fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+pub fn notify() -> Value {
+    json!({
+        "ma2h_version": "0.5", "type": "notify", "created_at": "2026-06-04T12:00:00Z",
+        "agent": { "id": "bot", "run_id": "run_1", "runtime": "cli" },
+        "title": "Nightly build finished", "body": "All green.", "priority": "low"
+    })
+}
+
+pub fn ask(key: &str) -> Value {
+    json!({
+        "ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
+        "agent": { "id": "bot", "run_id": "run_1", "runtime": "github-actions" },
+        "title": "Ship to prod?", "priority": "high", "idempotency_key": key,
+        "state": { "sealed": "v1.opaque", "n": 1e21 },
+        "request": {
+            "mode": "select",
+            "options": [ { "value": "ship", "label": "Ship" }, { "value": "hold", "label": "Hold" } ],
+            "default_on_expire": "hold",
+            "allowed_resolvers": ["human:alice", "agent:bot"]
+        }
+    })
+}
+
+pub fn task(key: &str) -> Value {
+    json!({
+        "ma2h_version": "0.5", "type": "task", "created_at": "2026-06-04T12:00:00Z",
+        "agent": { "id": "bot", "run_id": "run_1", "runtime": "cli" },
+        "title": "Rotate the key", "idempotency_key": key,
+        "action": {
+            "instructions": "Rotate API_SIGNING_KEY.",
+            "checklist": [ { "text": "Generate", "done": false }, { "text": "Deploy", "done": false } ],
+            "allowed_resolvers": ["human:alice"]
+        }
+    })
+}
+
+/// Set a JSON-pointer path (creating nothing: the parent must exist).
+pub fn with(mut v: Value, pointer: &str, new: Value) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap();
+    let target = if parent.is_empty() { &mut v } else { v.pointer_mut(parent).unwrap() };
+    target.as_object_mut().unwrap().insert(key.to_owned(), new);
+    v
+}
+
+pub fn without(mut v: Value, pointer: &str) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap();
+    let target = if parent.is_empty() { &mut v } else { v.pointer_mut(parent).unwrap() };
+    target.as_object_mut().unwrap().remove(key);
+    v
+}

@@ -1,0 +1,75 @@
+//! The operator listing and discovery through the Router.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration;
+use common::*;
+use ma2h_core::settings::Settings;
+use ma2h_protocol::schema::{self, SchemaKind};
+use serde_json::json;
+
+#[tokio::test]
+async fn the_listing_shows_open_messages_urgent_first_then_oldest() {
+    let t = hub().await;
+    let normal = t.submit_ok(with(ask("o1"), "/priority", json!("normal"))).await;
+    t.advance(Duration::seconds(1));
+    let urgent = t.submit_ok(with(with(ask("o2"), "/priority", json!("urgent")), "/client_ref", json!("secret-ref"))).await;
+    t.advance(Duration::seconds(1));
+    let high = t.submit_ok(with(ask("o3"), "/priority", json!("high"))).await;
+    let old_normal_first = t.submit_ok(with(task("o4"), "/priority", json!("normal"))).await;
+    t.submit_ok(notify()).await;
+    let r = t.call(Method::GET, "/v1/operator/messages", Some(&t.operator), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let ids: Vec<&str> = r.body["messages"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [urgent.as_str(), high.as_str(), normal.as_str(), old_normal_first.as_str()]);
+    let text = r.body.to_string();
+    assert!(!text.contains("secret-ref") && !text.contains("v1.opaque"), "no client_ref or state: {text}");
+    let r = t.call(Method::GET, "/v1/operator/messages?type=task", Some(&t.operator), None).await;
+    assert_eq!(r.body["count"], 1);
+}
+
+#[tokio::test]
+async fn the_resolved_listing_shows_outcomes_newest_first() {
+    let t = hub().await;
+    let a = t.submit_ok(ask("h1")).await;
+    let b = t.submit_ok(ask("h2")).await;
+    t.resolve(&t.operator, &a, json!({"resolution": "declined"})).await;
+    t.advance(Duration::seconds(1));
+    t.resolve(&t.operator, &b, json!({"resolution": "answered", "value": "ship", "comment": "ok"})).await;
+    let r = t.call(Method::GET, "/v1/operator/messages?status=resolved&type=ask", Some(&t.operator), None).await;
+    let list = r.body["messages"].as_array().unwrap();
+    assert_eq!(list[0]["id"], json!(b));
+    assert_eq!(list[0]["resolution"], "answered");
+    assert_eq!(list[0]["actor"], "human:alice");
+    assert_eq!(list[1]["resolution"], "declined");
+}
+
+#[tokio::test]
+async fn the_listing_is_for_operators_of_the_account_only() {
+    let t = hub().await;
+    t.submit_ok(ask("x1")).await;
+    let r = t.call(Method::GET, "/v1/operator/messages", Some(&t.agent), None).await;
+    assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "not_authorized"));
+    let globex_op = ma2h_core::admin::create_operator(&t.hub, "globex", "carol", None).await.unwrap().api_key;
+    let r = t.call(Method::GET, "/v1/operator/messages", Some(&globex_op), None).await;
+    assert_eq!(r.body["count"], 0, "another account's messages are invisible");
+    let r = t.call(Method::GET, "/v1/operator/messages?status=maybe", Some(&t.operator), None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn the_capability_document_reflects_the_configuration() {
+    let t = hub_with(Settings { requests_per_minute: 42, inbox_depth: 7, retention_days: 9, long_poll_max_seconds: 25, ..settings() }).await;
+    let r = t.call(Method::GET, "/.well-known/ma2h", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    schema::validate(SchemaKind::Capability, &r.body).unwrap();
+    assert_eq!(r.body["ma2h_version"], "0.5");
+    assert_eq!(r.body["rate_limit"], json!({"requests_per_minute": 42, "inbox_depth": 7}));
+    assert_eq!(r.body["retention_days"], 9);
+    assert_eq!(r.body["long_poll_max_seconds"], 25);
+    assert_eq!(r.body["max_body_bytes"], 65536);
+    assert_eq!(r.body["auth_schemes"], json!(["bearer", "apikey"]));
+    assert_eq!(r.body["callback_auth_schemes"], json!([]), "push is not advertised until implemented");
+    assert!(r.body.get("inbound").is_none() && r.body.get("sessions").is_none());
+}

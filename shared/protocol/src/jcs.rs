@@ -1,0 +1,115 @@
+//! RFC 8785 JSON Canonicalization Scheme (JCS) and the §9.2 `payload_sha256` digest.
+//!
+//! Every MA2H signature (§9.2 Response, §9.7 directive, §9.8 mailbox entries, §14.4 ack) is computed
+//! over the JCS serialization of a small JSON object, so signer and verifier must agree byte for byte.
+//! Spec §9.2 requires a *vetted* JCS implementation for non-JS signers; we delegate to `serde_jcs`, which
+//!
+//! - sorts object members by their UTF-16 code units (RFC 8785 §3.2.3),
+//! - formats numbers as the IEEE-754 double's ECMAScript `Number::toString` form via `ryu-js`
+//!   (RFC 8785 §3.2.2.3: `1e21` → `1e+21`, `1e-7` → `1e-7`, `-0.001` → `-0.001`),
+//! - emits minimal string escapes with lowercase `\u00xx` for other control characters and leaves
+//!   every other character as-is — string content is preserved, Unicode is **not** normalized
+//!   (RFC 8785 §3.1, spec §9.2).
+//!
+//! Integers beyond ±(2^53−1) are serialized as the nearest double (spec §9.2 precision caveat: an
+//! application needing such an integer exactly must carry it as a string).
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// RFC 8785 canonical bytes of `value`.
+///
+/// Infallible for `serde_json::Value`: the only failure mode of the JCS serializer is a non-finite
+/// number, which a `Value` cannot hold (serde_json maps NaN/±∞ to `null` at construction).
+pub fn canonicalize(value: &Value) -> Vec<u8> {
+    serde_jcs::to_vec(value).expect("JCS of a serde_json::Value cannot fail (numbers are finite)")
+}
+
+/// RFC 8785 canonical form of `value` as a UTF-8 string (JCS output is always valid UTF-8).
+pub fn canonicalize_to_string(value: &Value) -> String {
+    String::from_utf8(canonicalize(value)).expect("JCS output is UTF-8")
+}
+
+/// Lowercase-hex SHA-256 of arbitrary bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Lowercase-hex SHA-256 of the JCS serialization of `value` (the digest shape shared by §9.2
+/// `payload_sha256`, §9.7 directive and §14.4 ack digests).
+pub fn canonical_sha256(value: &Value) -> String {
+    sha256_hex(&canonicalize(value))
+}
+
+/// The fixed-key object `{"response": <response|null>, "state": <state|null>}` that §9.2
+/// `payload_sha256` is computed over. An absent `response` or `state` is JSON `null`, never a
+/// dropped key (the same absent-as-null convention pinned for §9.8 by `dp-015`).
+pub fn payload_object(response: Option<&Value>, state: Option<&Value>) -> Value {
+    let mut map = serde_json::Map::with_capacity(2);
+    map.insert(
+        "response".to_owned(),
+        response.cloned().unwrap_or(Value::Null),
+    );
+    map.insert("state".to_owned(), state.cloned().unwrap_or(Value::Null));
+    Value::Object(map)
+}
+
+/// §9.2 `payload_sha256`: lowercase-hex SHA-256 of `JCS({"response": …, "state": …})`.
+///
+/// The Hub computes it over the payload it delivers; a verifier MUST recompute it from the payload it
+/// actually received and never trust a transmitted digest (§9.2).
+pub fn payload_sha256(response: Option<&Value>, state: Option<&Value>) -> String {
+    canonical_sha256(&payload_object(response, state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_follow_rfc8785() {
+        let v = json!({"b": 1e21, "a": 1e-7, "c": -0.001, "d": 1234.5, "e": 9007199254740991u64,
+                       "f": 0.1, "g": -0.0, "h": 100, "i": 1e20});
+        assert_eq!(
+            canonicalize_to_string(&v),
+            r#"{"a":1e-7,"b":1e+21,"c":-0.001,"d":1234.5,"e":9007199254740991,"f":0.1,"g":0,"h":100,"i":100000000000000000000}"#
+        );
+    }
+
+    #[test]
+    fn strings_preserved_and_minimally_escaped() {
+        // "e\u0301" (decomposed) must not be normalized to "\u00e9"; DEL and non-ASCII stay raw.
+        let v = json!({"s": "e\u{301}\u{e9}\u{7f}\u{1f}\n\"\\/€😀"});
+        assert_eq!(
+            canonicalize_to_string(&v),
+            "{\"s\":\"e\u{301}\u{e9}\u{7f}\\u001f\\n\\\"\\\\/€😀\"}"
+        );
+    }
+
+    #[test]
+    fn keys_sorted_by_utf16_code_units() {
+        // UTF-16 code units: 0x000D < 0x0031 < 0x00FF < 0x20AC < 0xD83D (😀's high surrogate).
+        let v = json!({"😀": 1, "€": 2, "\r": 3, "1": 4, "\u{ff}": 5});
+        assert_eq!(
+            canonicalize_to_string(&v),
+            "{\"\\r\":3,\"1\":4,\"\u{ff}\":5,\"€\":2,\"😀\":1}"
+        );
+        // A BMP character above the surrogate range sorts AFTER an astral one in UTF-16 order
+        // (0xFB33 > 0xD83D) even though its code point is smaller — the case UTF-8 order gets wrong.
+        let v = json!({"\u{fb33}": 1, "😀": 2});
+        assert_eq!(canonicalize_to_string(&v), "{\"😀\":2,\"\u{fb33}\":1}");
+    }
+
+    #[test]
+    fn absent_payload_parts_are_null() {
+        assert_eq!(
+            canonicalize_to_string(&payload_object(None, None)),
+            r#"{"response":null,"state":null}"#
+        );
+        assert_eq!(
+            payload_sha256(None, None),
+            sha256_hex(br#"{"response":null,"state":null}"#)
+        );
+    }
+}

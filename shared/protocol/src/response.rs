@@ -1,0 +1,164 @@
+//! The §6 Response envelope, built once at the terminal transition and then stored immutably.
+
+use serde_json::{Map, Value, json};
+
+use crate::envelope::{ChecklistItem, MessageType, Request};
+use crate::ids::{Actor, MessageId, ResolutionId};
+use crate::lifecycle::Resolution;
+use crate::time::{self, Timestamp};
+
+/// Everything about the message a Response needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The message's own `ma2h_version` (the Hub answers at the version carried, §10).
+    pub version: &'a str,
+    pub id: &'a MessageId,
+    pub kind: MessageType,
+    pub agent_id: &'a str,
+    pub run_id: &'a str,
+    pub state: Option<&'a Value>,
+}
+
+/// One terminal transition's content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Terminal {
+    pub resolution: Resolution,
+    pub actor: Actor,
+    pub resolved_at: Timestamp,
+    pub resolution_id: ResolutionId,
+    pub value: Option<Value>,
+    pub comment: Option<String>,
+    pub checklist: Option<Vec<ChecklistItem>>,
+    pub defaulted: bool,
+}
+
+impl Terminal {
+    /// §7 expiry: an ask with a non-null `default_on_expire` resolves `expired` + `defaulted` by
+    /// `system:default_on_expire` with the default as value; otherwise (tasks, asks without a
+    /// default) it simply expires, attested to `system:expiry`.
+    pub fn expiry(request: Option<&Request>, now: Timestamp, resolution_id: ResolutionId) -> Self {
+        let default = request.and_then(|r| r.default_on_expire.clone()).filter(|v| !v.is_null());
+        let defaulted = default.is_some();
+        Self {
+            resolution: Resolution::Expired,
+            actor: Actor::System(
+                if defaulted { Actor::DEFAULT_ON_EXPIRE } else { Actor::EXPIRY }.to_owned(),
+            ),
+            resolved_at: now,
+            resolution_id,
+            value: default,
+            comment: None,
+            checklist: None,
+            defaulted,
+        }
+    }
+
+    /// §8.4: the submitter withdrew its ask.
+    pub fn cancelled(actor: Actor, now: Timestamp, resolution_id: ResolutionId) -> Self {
+        Self {
+            resolution: Resolution::Cancelled,
+            actor,
+            resolved_at: now,
+            resolution_id,
+            value: None,
+            comment: None,
+            checklist: None,
+            defaulted: false,
+        }
+    }
+
+    /// Build the §6 Response. `response` is always present for an ask; for a task only when it
+    /// carries a comment or checklist; `state` is copied verbatim.
+    pub fn response(&self, subject: Subject<'_>) -> Value {
+        let mut detail = Map::new();
+        if let Some(v) = &self.value {
+            detail.insert("value".into(), v.clone());
+        }
+        if self.resolution == Resolution::Answered {
+            detail.insert("edited".into(), Value::Bool(false));
+        }
+        detail.insert("actor".into(), Value::String(self.actor.to_string()));
+        detail.insert("resolved_at".into(), Value::String(time::format(self.resolved_at)));
+        if let Some(c) = &self.comment {
+            detail.insert("comment".into(), Value::String(c.clone()));
+        }
+        if let Some(items) = &self.checklist {
+            detail.insert("checklist".into(), json!(items.iter().map(|i| json!({"text": i.text, "done": i.done})).collect::<Vec<_>>()));
+        }
+        let include_detail = match subject.kind {
+            MessageType::Task => self.comment.is_some() || self.checklist.is_some(),
+            _ => true,
+        };
+
+        let mut out = Map::new();
+        out.insert("ma2h_version".into(), Value::String(subject.version.to_owned()));
+        out.insert("in_reply_to".into(), Value::String(subject.id.to_string()));
+        out.insert("resolution_id".into(), Value::String(self.resolution_id.to_string()));
+        out.insert("agent".into(), json!({ "id": subject.agent_id, "run_id": subject.run_id }));
+        out.insert("resolution".into(), Value::String(self.resolution.as_str().to_owned()));
+        if include_detail {
+            out.insert("response".into(), Value::Object(detail));
+        }
+        out.insert("defaulted".into(), Value::Bool(self.defaulted));
+        if let Some(state) = subject.state {
+            out.insert("state".into(), state.clone());
+        }
+        Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::{Mode, Permissions};
+
+    fn subject<'a>(id: &'a MessageId, kind: MessageType, state: Option<&'a Value>) -> Subject<'a> {
+        Subject { version: "0.5", id, kind, agent_id: "bot", run_id: "run_1", state }
+    }
+
+    fn select_request(default: Option<Value>) -> Request {
+        Request {
+            mode: Mode::Select,
+            options: vec![],
+            schema: None,
+            permissions: Permissions::default(),
+            default_on_expire: default,
+            allowed_resolvers: None,
+            callback: None,
+        }
+    }
+
+    #[test]
+    fn expiry_with_default_is_defaulted_and_attested_to_the_system() {
+        let id = MessageId::from_parts(1, 1);
+        let req = select_request(Some(json!("hold")));
+        let t = Terminal::expiry(Some(&req), chrono::Utc::now(), ResolutionId::from_parts(2, 2));
+        let r = t.response(subject(&id, MessageType::Ask, None));
+        assert_eq!(r["resolution"], "expired");
+        assert_eq!(r["defaulted"], true);
+        assert_eq!(r["response"]["actor"], "system:default_on_expire");
+        assert_eq!(r["response"]["value"], "hold");
+    }
+
+    #[test]
+    fn expiry_with_null_default_is_not_defaulted() {
+        let id = MessageId::from_parts(1, 1);
+        let req = select_request(Some(Value::Null));
+        let t = Terminal::expiry(Some(&req), chrono::Utc::now(), ResolutionId::from_parts(2, 2));
+        let r = t.response(subject(&id, MessageType::Ask, None));
+        assert_eq!(r["defaulted"], false);
+        assert_eq!(r["response"]["actor"], "system:expiry");
+        assert!(r["response"].get("value").is_none());
+    }
+
+    #[test]
+    fn task_expiry_has_no_detail_and_state_is_verbatim() {
+        let id = MessageId::from_parts(1, 1);
+        let state = json!({"sealed": "blob", "n": 1.5});
+        let t = Terminal::expiry(None, chrono::Utc::now(), ResolutionId::from_parts(2, 2));
+        let r = t.response(subject(&id, MessageType::Task, Some(&state)));
+        assert!(r.get("response").is_none());
+        assert_eq!(r["state"], state);
+        assert_eq!(r["in_reply_to"], id.as_str());
+    }
+}

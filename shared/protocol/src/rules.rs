@@ -1,0 +1,253 @@
+//! Cross-field submit rules the JSON Schema cannot express (§8.1, §8.6, §5.2, §7, §10).
+//! Each failure is a 422 `invalid_field` naming the field — except the §10 push-parity gate,
+//! which is a 400 `version_not_supported`.
+
+use serde_json::Value;
+
+use crate::envelope::{CallbackMode, Envelope, Mode, Request};
+use crate::time::Timestamp;
+use crate::ProtocolError;
+
+/// The advertised size caps (§8.0, §8.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeLimits {
+    /// Cap on the `body` field, in UTF-8 bytes.
+    pub max_body_bytes: usize,
+    /// Cap on each serialized `context` Part, in bytes.
+    pub max_part_bytes: usize,
+    /// Cap on the number of `context` Parts.
+    pub max_context_parts: usize,
+}
+
+impl Default for SizeLimits {
+    fn default() -> Self {
+        Self { max_body_bytes: 65_536, max_part_bytes: 262_144, max_context_parts: 16 }
+    }
+}
+
+/// Run every cross-field rule against a schema-valid envelope.
+pub fn check_submit(env: &Envelope, now: Timestamp, limits: &SizeLimits) -> Result<(), ProtocolError> {
+    // §10 push parity: a pushed Response below minor 3 cannot be verified by the agent.
+    if env.callback().is_some_and(|c| c.mode == CallbackMode::Push) && !env.version.supports_push() {
+        return Err(ProtocolError::VersionNotSupported(format!(
+            "`/ma2h_version`: a push callback needs ma2h_version 0.3 or later (got {})",
+            env.version
+        )));
+    }
+    if let Some(expires_at) = env.expires_at
+        && expires_at <= now
+    {
+        return Err(ProtocolError::invalid_field("`/expires_at`: must be in the future"));
+    }
+    check_sizes(env, limits)?;
+    if let Some(req) = &env.request {
+        check_request(req)?;
+    }
+    Ok(())
+}
+
+fn check_sizes(env: &Envelope, limits: &SizeLimits) -> Result<(), ProtocolError> {
+    if let Some(body) = env.raw.get("body").and_then(Value::as_str)
+        && body.len() > limits.max_body_bytes
+    {
+        return Err(ProtocolError::invalid_field(format!(
+            "`/body`: {} bytes exceeds max_body_bytes ({})",
+            body.len(),
+            limits.max_body_bytes
+        )));
+    }
+    if let Some(parts) = env.raw.get("context").and_then(Value::as_array) {
+        if parts.len() > limits.max_context_parts {
+            return Err(ProtocolError::invalid_field(format!(
+                "`/context`: {} parts exceeds max_context_parts ({})",
+                parts.len(),
+                limits.max_context_parts
+            )));
+        }
+        for (i, part) in parts.iter().enumerate() {
+            let size = serde_json::to_vec(part).map(|v| v.len()).unwrap_or(usize::MAX);
+            if size > limits.max_part_bytes {
+                return Err(ProtocolError::invalid_field(format!(
+                    "`/context/{i}`: {size} bytes exceeds max_part_bytes ({})",
+                    limits.max_part_bytes
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_request(req: &Request) -> Result<(), ProtocolError> {
+    match req.mode {
+        Mode::Select | Mode::Confirm => {
+            if req.mode == Mode::Confirm && !req.options.is_empty() && req.options.len() != 2 {
+                return Err(ProtocolError::invalid_field(format!(
+                    "`/request/options`: mode confirm takes exactly 2 options (got {})",
+                    req.options.len()
+                )));
+            }
+            let mut seen = std::collections::HashSet::new();
+            for (i, o) in req.options.iter().enumerate() {
+                if !seen.insert(o.value.as_str()) {
+                    return Err(ProtocolError::invalid_field(format!(
+                        "`/request/options/{i}/value`: duplicate option value `{}`",
+                        o.value
+                    )));
+                }
+            }
+        }
+        Mode::Input => {
+            let schema = req.schema.as_ref().ok_or_else(|| {
+                ProtocolError::invalid_field("`/request/schema`: required for mode input")
+            })?;
+            check_flat_schema(schema)?;
+        }
+    }
+    check_default_on_expire(req)
+}
+
+/// §7: `default_on_expire` is a member of `options[].value` (select/confirm), an object valid
+/// against the flat `schema` (input), or null.
+fn check_default_on_expire(req: &Request) -> Result<(), ProtocolError> {
+    let Some(default) = &req.default_on_expire else { return Ok(()) };
+    if default.is_null() {
+        return Ok(());
+    }
+    let field = "`/request/default_on_expire`";
+    match req.mode {
+        Mode::Select | Mode::Confirm => {
+            let ok = default.as_str().is_some_and(|d| {
+                if req.options.is_empty() && req.mode == Mode::Confirm {
+                    d == "approve" || d == "deny"
+                } else {
+                    req.options.iter().any(|o| o.value == d)
+                }
+            });
+            if ok {
+                Ok(())
+            } else {
+                Err(ProtocolError::invalid_field(format!("{field}: must be one of the options' values")))
+            }
+        }
+        Mode::Input => {
+            let schema = req.schema.as_ref().expect("input schema checked before");
+            validate_input(schema, default).map_err(|e| {
+                ProtocolError::invalid_field(format!("{field}: does not validate against /request/schema: {e}"))
+            })
+        }
+    }
+}
+
+const SCALAR_TYPES: [&str; 4] = ["string", "number", "integer", "boolean"];
+const PROPERTY_KEYWORDS: [&str; 16] = [
+    "type", "enum", "const", "title", "description", "default", "examples", "format", "pattern",
+    "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "x-ma2h-sensitive",
+];
+const ROOT_KEYWORDS: [&str; 7] =
+    ["$schema", "type", "properties", "required", "title", "description", "additionalProperties"];
+
+/// §5.2: the input schema is FLAT — an object of scalar (string/number/integer/boolean/enum)
+/// properties. Nothing nested, no references, so it renders as a plain form and cannot reach out.
+pub fn check_flat_schema(schema: &Value) -> Result<(), ProtocolError> {
+    let bad = |msg: String| Err(ProtocolError::invalid_field(format!("`/request/schema`: {msg}")));
+    let Some(obj) = schema.as_object() else { return bad("must be an object".into()) };
+    if obj.get("type").and_then(Value::as_str) != Some("object") {
+        return bad("must have \"type\": \"object\"".into());
+    }
+    if let Some(k) = obj.keys().find(|k| !ROOT_KEYWORDS.contains(&k.as_str())) {
+        return bad(format!("keyword `{k}` is not allowed in a flat schema"));
+    }
+    if obj.get("additionalProperties").is_some_and(|v| !v.is_boolean()) {
+        return bad("`additionalProperties` must be a boolean".into());
+    }
+    let props = match obj.get("properties") {
+        Some(Value::Object(p)) if !p.is_empty() => p,
+        _ => return bad("must declare at least one property".into()),
+    };
+    for (name, prop) in props {
+        let Some(p) = prop.as_object() else { return bad(format!("property `{name}` must be an object")) };
+        if let Some(k) = p.keys().find(|k| !PROPERTY_KEYWORDS.contains(&k.as_str())) {
+            return bad(format!("property `{name}`: keyword `{k}` is not allowed (properties must be flat scalars)"));
+        }
+        let typed = match p.get("type") {
+            Some(Value::String(t)) if SCALAR_TYPES.contains(&t.as_str()) => true,
+            Some(_) => return bad(format!("property `{name}`: type must be one of string, number, integer, boolean")),
+            None => false,
+        };
+        match p.get("enum") {
+            Some(Value::Array(items)) if !items.is_empty() && items.iter().all(is_scalar) => {}
+            Some(_) => return bad(format!("property `{name}`: enum must be a non-empty list of scalars")),
+            None if !typed => return bad(format!("property `{name}`: needs a scalar type or an enum")),
+            None => {}
+        }
+    }
+    if let Some(required) = obj.get("required") {
+        let names = required.as_array().filter(|a| a.iter().all(Value::is_string));
+        let Some(names) = names else { return bad("`required` must be a list of property names".into()) };
+        if let Some(n) = names.iter().filter_map(Value::as_str).find(|n| !props.contains_key(*n)) {
+            return bad(format!("`required` names undeclared property `{n}`"));
+        }
+    }
+    // The schema must also compile.
+    jsonschema::validator_for(schema).map_err(|e| ProtocolError::invalid_field(format!("`/request/schema`: {e}")))?;
+    Ok(())
+}
+
+fn is_scalar(v: &Value) -> bool {
+    matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
+}
+
+/// Validate an input object against an already-checked flat schema; the error text names the
+/// first offending property.
+pub fn validate_input(schema: &Value, value: &Value) -> Result<(), String> {
+    if !value.is_object() {
+        return Err("must be an object".into());
+    }
+    let validator = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
+    match validator.iter_errors(value).next() {
+        None => Ok(()),
+        Some(e) => {
+            let path = e.instance_path().to_string();
+            let path = if path.is_empty() { "/".to_owned() } else { path };
+            Err(format!("`{path}`: {e}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flat_schema_accepts_scalars_and_enums() {
+        let s = json!({"type":"object","properties":{"reason":{"type":"string","x-ma2h-sensitive":true},
+            "n":{"type":"integer","minimum":1},"color":{"enum":["red","blue"]}},"required":["reason"]});
+        assert!(check_flat_schema(&s).is_ok());
+    }
+
+    #[test]
+    fn nested_or_referencing_schemas_are_rejected() {
+        for s in [
+            json!({"type":"object","properties":{"a":{"type":"object","properties":{}}}}),
+            json!({"type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}),
+            json!({"type":"object","properties":{"a":{"$ref":"https://evil.example/s.json"}}}),
+            json!({"type":"object","properties":{"a":{"type":"string"}},"required":["b"]}),
+            json!({"type":"string"}),
+            json!({"type":"object","properties":{}}),
+        ] {
+            assert!(matches!(check_flat_schema(&s), Err(ProtocolError::InvalidField(_))), "{s}");
+        }
+    }
+
+    #[test]
+    fn input_values_are_checked_against_the_schema() {
+        let s = json!({"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]});
+        assert!(validate_input(&s, &json!({"n": 3})).is_ok());
+        let err = validate_input(&s, &json!({"n": 0})).unwrap_err();
+        assert!(err.contains("/n"), "{err}");
+        assert!(validate_input(&s, &json!({})).is_err());
+        assert!(validate_input(&s, &json!("3")).is_err());
+    }
+}

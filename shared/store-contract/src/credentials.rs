@@ -1,0 +1,74 @@
+//! Checks for the [`CredentialStore`](ma2h_core::ports::CredentialStore) half: hashed
+//! credentials and per-agent sealed secrets.
+
+use chrono::Duration;
+use ma2h_core::records::PrincipalId;
+
+use crate::Store;
+use crate::fixtures::{account, agent, at, credential, human};
+
+/// Credentials read back whole by hash and by id, all of them are listed, and an update
+/// replaces revocation and expiry.
+pub async fn credentials_put_lookup_list_update<S: Store>(store: S) {
+    let acct = account("acme");
+    let bot = credential(&acct, PrincipalId::Agent(agent("deploybot/dev")), at(-3600));
+    let mut alice = credential(&account("globex"), PrincipalId::Operator(human("alice")), at(-60));
+    alice.label = None;
+    alice.expires_at = Some(at(86_400));
+    alice.revoked_at = Some(at(-1));
+    for c in [&bot, &alice] {
+        store.put_credential(c).await.unwrap();
+    }
+
+    for c in [&bot, &alice] {
+        assert_eq!(store.credential_by_hash(&c.key_hash).await.unwrap().as_ref(), Some(c), "by hash");
+        assert_eq!(store.credential_by_id(&c.id).await.unwrap().as_ref(), Some(c), "by id");
+    }
+    assert_eq!(store.credential_by_hash("0000").await.unwrap(), None);
+    assert_eq!(store.credential_by_id("cred_unknown").await.unwrap(), None);
+
+    let mut all = store.list_credentials().await.unwrap();
+    all.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut expected = vec![bot.clone(), alice.clone()];
+    expected.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(all, expected);
+
+    // Rotation (expiry) then revocation, as the admin use cases do.
+    let mut rotated = bot.clone();
+    rotated.expires_at = Some(at(0) + Duration::hours(1));
+    store.update_credential(&rotated).await.unwrap();
+    assert_eq!(store.credential_by_id(&bot.id).await.unwrap(), Some(rotated.clone()));
+    let mut revoked = rotated.clone();
+    revoked.revoked_at = Some(at(5));
+    store.update_credential(&revoked).await.unwrap();
+    assert_eq!(store.credential_by_hash(&bot.key_hash).await.unwrap(), Some(revoked.clone()));
+    assert!(!revoked.is_active(at(6)));
+    let mut reinstated = alice.clone();
+    reinstated.revoked_at = None;
+    reinstated.expires_at = None;
+    store.update_credential(&reinstated).await.unwrap();
+    assert_eq!(store.credential_by_id(&alice.id).await.unwrap(), Some(reinstated), "fields can be cleared");
+    assert_eq!(store.list_credentials().await.unwrap().len(), 2, "updates add nothing");
+}
+
+/// A sealed secret is stored per `(account, agent, name)`; a second put replaces it; other
+/// agents, accounts and names see nothing. Bytes are preserved exactly.
+pub async fn secrets_put_get_replace_scoped<S: Store>(store: S) {
+    let (acct, other, bot, other_bot) = (account("acme"), account("globex"), agent("bot"), agent("bot-2"));
+    let first: Vec<u8> = vec![0, 1, 2, 0xfe, 0xff, b'x', 0];
+    let second: Vec<u8> = (0..=255u8).collect();
+
+    assert_eq!(store.get_secret(&acct, &bot, "hub:signing").await.unwrap(), None);
+    store.put_secret(&acct, &bot, "hub:signing", &first).await.unwrap();
+    assert_eq!(store.get_secret(&acct, &bot, "hub:signing").await.unwrap(), Some(first));
+    store.put_secret(&acct, &bot, "hub:signing", &second).await.unwrap();
+    assert_eq!(store.get_secret(&acct, &bot, "hub:signing").await.unwrap(), Some(second.clone()), "replaced");
+
+    assert_eq!(store.get_secret(&acct, &other_bot, "hub:signing").await.unwrap(), None, "other agent");
+    assert_eq!(store.get_secret(&other, &bot, "hub:signing").await.unwrap(), None, "other account");
+    assert_eq!(store.get_secret(&acct, &bot, "other").await.unwrap(), None, "other name");
+
+    store.put_secret(&other, &bot, "hub:signing", b"globex").await.unwrap();
+    assert_eq!(store.get_secret(&other, &bot, "hub:signing").await.unwrap(), Some(b"globex".to_vec()));
+    assert_eq!(store.get_secret(&acct, &bot, "hub:signing").await.unwrap(), Some(second), "unaffected");
+}

@@ -1,0 +1,89 @@
+//! # ma2h-store-contract
+//!
+//! The behaviour every store adapter (SQLite, DynamoDB, …) must show behind the
+//! [`MessageStore`] and [`CredentialStore`] ports, as executable checks. Each check is a public
+//! async function named for the behaviour; it takes a **fresh, empty** store and panics with a
+//! descriptive message on the first violation. [`run_all`] runs them all, one fresh store each.
+//!
+//! An adapter's integration test calls it from a multi-threaded Tokio runtime (the concurrency
+//! checks spawn tasks):
+//!
+//! ```ignore
+//! #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+//! async fn store_contract() {
+//!     ma2h_store_contract::run_all(|| MyStore::new_empty()).await;
+//! }
+//! ```
+//!
+//! Conventions the checks rely on (see also the port docs in `ma2h_core::ports`):
+//! * timestamps are kept to whole milliseconds (the fixtures only use such instants);
+//! * an idempotency claim is live while `now < expires_at`;
+//! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` order is not checked;
+//! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
+
+use ma2h_core::ports::{CredentialStore, MessageStore};
+
+pub mod credentials;
+pub mod fixtures;
+pub mod maintenance;
+pub mod messages;
+
+pub use credentials::*;
+pub use maintenance::*;
+pub use messages::*;
+
+/// Both store ports, as one bound.
+pub trait Store: MessageStore + CredentialStore {}
+
+impl<T: MessageStore + CredentialStore> Store for T {}
+
+/// The names of every check, in the order [`run_all`] runs them.
+pub const CHECKS: &[&str] = &[
+    "insert_then_get_round_trips_every_field",
+    "another_accounts_id_is_missing",
+    "live_claim_returns_existing_and_writes_nothing",
+    "expired_claim_is_replaced",
+    "first_complete_wins_second_sees_already_terminal",
+    "complete_after_expires_at_is_refused_unless_it_is_the_expiry",
+    "concurrent_completes_have_exactly_one_winner",
+    "due_expiries_returns_due_open_messages_oldest_first",
+    "purge_leaves_tombstones_and_drops_expired_state",
+    "count_open_counts_only_open_asks_and_tasks_of_the_agent",
+    "list_messages_filters_and_limits",
+    "incr_counter_is_atomic_under_concurrency",
+    "incr_counter_restarts_after_expiry",
+    "credentials_put_lookup_list_update",
+    "secrets_put_get_replace_scoped",
+];
+
+/// Run every check against a fresh store from `make`. Panics on the first failure, naming the
+/// check.
+pub async fn run_all<S: Store>(make: impl Fn() -> S) {
+    macro_rules! run {
+        ($($check:ident),* $(,)?) => {{
+            let names: &[&str] = &[$(stringify!($check)),*];
+            debug_assert_eq!(names, CHECKS, "CHECKS lists every check in order");
+            $(
+                eprintln!("store contract: {}", stringify!($check));
+                $check(make()).await;
+            )*
+        }};
+    }
+    run!(
+        insert_then_get_round_trips_every_field,
+        another_accounts_id_is_missing,
+        live_claim_returns_existing_and_writes_nothing,
+        expired_claim_is_replaced,
+        first_complete_wins_second_sees_already_terminal,
+        complete_after_expires_at_is_refused_unless_it_is_the_expiry,
+        concurrent_completes_have_exactly_one_winner,
+        due_expiries_returns_due_open_messages_oldest_first,
+        purge_leaves_tombstones_and_drops_expired_state,
+        count_open_counts_only_open_asks_and_tasks_of_the_agent,
+        list_messages_filters_and_limits,
+        incr_counter_is_atomic_under_concurrency,
+        incr_counter_restarts_after_expiry,
+        credentials_put_lookup_list_update,
+        secrets_put_get_replace_scoped,
+    );
+}

@@ -1,0 +1,190 @@
+//! Checks for what the sweeper, the operator listing and the §8.6 limits read: the expiry index,
+//! retention with tombstones, open counts, listing filters and rate counters.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chrono::Duration;
+use ma2h_core::records::{Completion, Inserted, ListQuery, Lookup, MessageRecord};
+use ma2h_protocol::envelope::MessageType;
+use ma2h_protocol::ids::MessageId;
+use ma2h_protocol::lifecycle::Status;
+
+use crate::Store;
+use crate::fixtures::{account, agent, ask, at, claim, expiring_ask, notify, task, terminal, t0};
+
+async fn insert_all<S: Store>(store: &S, messages: &[&MessageRecord]) {
+    for m in messages {
+        assert_eq!(store.insert_message(m, None, m.created_at).await.unwrap(), Inserted::New);
+    }
+}
+
+async fn resolve<S: Store>(store: &S, m: &MessageRecord, status: Status, when: chrono::DateTime<chrono::Utc>) {
+    let outcome = store.complete(&m.account, &m.id, &terminal(status, when)).await.unwrap();
+    assert!(matches!(outcome, Completion::Applied(_)), "resolving {}: {outcome:?}", m.id);
+}
+
+/// The sweeper's query: open messages with `expires_at <= now` (across accounts), earliest
+/// deadline first, at most `limit`; not-yet-due, deadline-less, terminal and notify rows excluded.
+pub async fn due_expiries_returns_due_open_messages_oldest_first<S: Store>(store: S) {
+    let (acct, other, bot) = (account("acme"), account("globex"), agent("bot"));
+    let due_3 = expiring_ask(&acct, &bot, at(-7200), at(-180));
+    let due_2_other_account = expiring_ask(&other, &bot, at(-7200), at(-120));
+    let due_1 = expiring_ask(&acct, &bot, at(-7200), at(-60));
+    let due_now = expiring_ask(&acct, &bot, at(-7200), t0());
+    let later = expiring_ask(&acct, &bot, at(-7200), t0() + Duration::milliseconds(1));
+    let no_deadline = ask(&acct, &bot, at(-7200));
+    let resolved = expiring_ask(&acct, &bot, at(-7200), at(-240));
+    let mut delivered = notify(&acct, &bot, at(-7200));
+    delivered.expires_at = Some(at(-300));
+    insert_all(&store, &[&later, &due_1, &no_deadline, &due_now, &resolved, &due_3, &delivered, &due_2_other_account]).await;
+    resolve(&store, &resolved, Status::Answered, at(-250)).await;
+
+    let expected: Vec<_> = [&due_3, &due_2_other_account, &due_1, &due_now]
+        .iter()
+        .map(|m| (m.account.clone(), m.id.clone()))
+        .collect();
+    assert_eq!(store.due_expiries(t0(), 100).await.unwrap(), expected, "due, oldest deadline first");
+    assert_eq!(store.due_expiries(t0(), 2).await.unwrap(), expected[..2].to_vec(), "limit keeps the oldest");
+    assert_eq!(store.due_expiries(at(-7200), 100).await.unwrap(), vec![], "nothing due yet");
+
+    resolve(&store, &due_3, Status::Expired, t0()).await;
+    assert_eq!(store.due_expiries(t0(), 100).await.unwrap(), expected[1..].to_vec(), "terminal ones drop out");
+}
+
+/// §8.2 retention: terminal messages past `retain_until` are purged (at most `limit` per call)
+/// and then read as `Gone { agent_id }` — only in their own account — while open and retained
+/// messages stay; expired claims and counters no longer count.
+pub async fn purge_leaves_tombstones_and_drops_expired_state<S: Store>(store: S) {
+    let (acct, other, bot) = (account("acme"), account("globex"), agent("bot/a"));
+    let delivered = notify(&acct, &bot, at(-86_400 * 40)); // retained until 10 days ago
+    let answered = ask(&acct, &bot, at(-86_400 * 35));
+    let recent = ask(&acct, &bot, at(-3600));
+    let open = expiring_ask(&acct, &bot, at(-86_400 * 40), at(-86_400 * 39)); // overdue, still open
+    let keyed = claim(&answered, "k", "fp", at(-86_400 * 34));
+    assert_eq!(store.insert_message(&answered, Some(&keyed), answered.created_at).await.unwrap(), Inserted::New);
+    insert_all(&store, &[&delivered, &recent, &open]).await;
+    resolve(&store, &answered, Status::Answered, at(-86_400 * 31)).await; // retained until yesterday
+    resolve(&store, &recent, Status::Declined, at(-60)).await;
+
+    assert_eq!(store.purge(t0(), 100).await.unwrap(), 2, "the two past retention");
+    for m in [&delivered, &answered] {
+        assert_eq!(store.get_message(&acct, &m.id).await.unwrap(), Lookup::Gone { agent_id: bot.clone() });
+        assert_eq!(store.get_message(&other, &m.id).await.unwrap(), Lookup::Missing, "another account sees 404");
+        let late = store.complete(&acct, &m.id, &terminal(Status::Answered, t0())).await.unwrap();
+        assert_eq!(late, Completion::Missing, "a purged message takes no writes");
+    }
+    assert!(matches!(store.get_message(&acct, &recent.id).await.unwrap(), Lookup::Found(_)), "still retained");
+    assert!(matches!(store.get_message(&acct, &open.id).await.unwrap(), Lookup::Found(_)), "open is never purged");
+    assert_eq!(store.purge(t0(), 100).await.unwrap(), 0, "idempotent");
+
+    // The expired claim no longer blocks its key.
+    assert_eq!(store.get_claim(&acct, &bot, "k", t0()).await.unwrap(), None);
+    let again = ask(&acct, &bot, t0());
+    let c = claim(&again, "k", "fp", at(86_400));
+    assert_eq!(store.insert_message(&again, Some(&c), t0()).await.unwrap(), Inserted::New);
+
+    // `limit` bounds one purge.
+    let batch: Vec<_> = (0..5).map(|i| notify(&acct, &bot, at(-86_400 * 31 - i))).collect();
+    insert_all(&store, &batch.iter().collect::<Vec<_>>()).await;
+    let counts = [store.purge(t0(), 2).await.unwrap(), store.purge(t0(), 2).await.unwrap(), store.purge(t0(), 2).await.unwrap()];
+    assert_eq!(counts, [2, 2, 1]);
+
+    // An expired counter is dropped: counting starts again at 1.
+    let key = "rpm/acme/bot/purge";
+    assert_eq!(store.incr_counter(key, at(60), t0()).await.unwrap(), 1);
+    assert_eq!(store.incr_counter(key, at(60), t0()).await.unwrap(), 2);
+    store.purge(at(61), 100).await.unwrap();
+    assert_eq!(store.incr_counter(key, at(180), t0()).await.unwrap(), 1, "the purged counter is gone");
+}
+
+/// §8.6 inbox depth counts only the agent's open asks and tasks in that account.
+pub async fn count_open_counts_only_open_asks_and_tasks_of_the_agent<S: Store>(store: S) {
+    let (acct, other, a, b) = (account("acme"), account("globex"), agent("a"), agent("b"));
+    let (ask1, ask2, task1) = (ask(&acct, &a, at(1)), ask(&acct, &a, at(2)), task(&acct, &a, at(3)));
+    let resolved = ask(&acct, &a, at(4));
+    let (note, b_ask, foreign) = (notify(&acct, &a, at(5)), ask(&acct, &b, at(6)), ask(&other, &a, at(7)));
+    insert_all(&store, &[&ask1, &ask2, &task1, &resolved, &note, &b_ask, &foreign]).await;
+    resolve(&store, &resolved, Status::Declined, at(10)).await;
+
+    assert_eq!(store.count_open(&acct, &a).await.unwrap(), 3);
+    assert_eq!(store.count_open(&acct, &b).await.unwrap(), 1);
+    assert_eq!(store.count_open(&other, &a).await.unwrap(), 1);
+    assert_eq!(store.count_open(&acct, &agent("nobody")).await.unwrap(), 0);
+    resolve(&store, &task1, Status::Completed, at(11)).await;
+    assert_eq!(store.count_open(&acct, &a).await.unwrap(), 2);
+}
+
+fn ids(records: &[MessageRecord]) -> BTreeSet<MessageId> {
+    records.iter().map(|r| r.id.clone()).collect()
+}
+
+fn set(messages: &[&MessageRecord]) -> BTreeSet<MessageId> {
+    messages.iter().map(|m| m.id.clone()).collect()
+}
+
+/// The operator listing: `open` lists status `open` only, otherwise every terminal status
+/// (a delivered notify included); kind and agent filters combine; `limit` caps the rows; other
+/// accounts never appear. Records come back whole.
+pub async fn list_messages_filters_and_limits<S: Store>(store: S) {
+    let (acct, other, a, b) = (account("acme"), account("globex"), agent("a"), agent("b"));
+    let (a_ask, a_task, b_ask) = (ask(&acct, &a, at(1)), task(&acct, &a, at(2)), ask(&acct, &b, at(3)));
+    let (a_done, b_note) = (ask(&acct, &a, at(4)), notify(&acct, &b, at(5)));
+    let foreign = ask(&other, &a, at(6));
+    insert_all(&store, &[&a_ask, &a_task, &b_ask, &a_done, &b_note, &foreign]).await;
+    resolve(&store, &a_done, Status::Answered, at(20)).await;
+
+    let list = |open, kind, agent_id: Option<&ma2h_protocol::ids::AgentId>, limit| {
+        let query = ListQuery { open, kind, agent_id: agent_id.cloned(), limit };
+        let (store, acct) = (&store, acct.clone());
+        async move { store.list_messages(&acct, &query).await.unwrap() }
+    };
+    let open_all = list(true, None, None, 100).await;
+    assert_eq!(ids(&open_all), set(&[&a_ask, &a_task, &b_ask]));
+    assert!(open_all.contains(&a_task), "listed records are complete");
+    assert_eq!(ids(&list(false, None, None, 100).await), set(&[&a_done, &b_note]), "terminal incl. delivered notify");
+    assert_eq!(ids(&list(true, Some(MessageType::Ask), None, 100).await), set(&[&a_ask, &b_ask]));
+    assert_eq!(ids(&list(true, None, Some(&a), 100).await), set(&[&a_ask, &a_task]));
+    assert_eq!(ids(&list(true, Some(MessageType::Task), Some(&b), 100).await), set(&[]));
+    assert_eq!(ids(&list(false, Some(MessageType::Notify), Some(&b), 100).await), set(&[&b_note]));
+    let limited = list(true, None, None, 2).await;
+    assert_eq!(limited.len(), 2, "limit caps the rows");
+    assert!(ids(&limited).is_subset(&set(&[&a_ask, &a_task, &b_ask])));
+    let in_other = store.list_messages(&other, &ListQuery { open: true, limit: 100, ..ListQuery::default() }).await.unwrap();
+    assert_eq!(ids(&in_other), set(&[&foreign]));
+}
+
+/// §8.6: 50 concurrent increments of one counter return exactly 1..=50; other keys are separate.
+pub async fn incr_counter_is_atomic_under_concurrency<S: Store>(store: S) {
+    let store = Arc::new(store);
+    let expires = at(600);
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.incr_counter("rpm/acme/bot/1", expires, t0()).await.unwrap() })
+        })
+        .collect();
+    let mut values = Vec::new();
+    for t in tasks {
+        values.push(t.await.expect("task"));
+    }
+    values.sort_unstable();
+    assert_eq!(values, (1..=50).collect::<Vec<u64>>(), "every increment counted once");
+    assert_eq!(store.incr_counter("rpm/acme/bot/1", expires, t0()).await.unwrap(), 51);
+    assert_eq!(store.incr_counter("rpm/acme/bot/2", expires, t0()).await.unwrap(), 1, "keys are independent");
+}
+
+/// A counter whose `expires_at` is at or before `now` (the Hub clock, passed in) restarts at 1
+/// with the new expiry.
+pub async fn incr_counter_restarts_after_expiry<S: Store>(store: S) {
+    let past = at(-5);
+    assert_eq!(store.incr_counter("rpm/expired", past, t0()).await.unwrap(), 1);
+    assert_eq!(store.incr_counter("rpm/expired", past, t0()).await.unwrap(), 1, "an expired window restarts");
+
+    let soon = at(60);
+    assert_eq!(store.incr_counter("rpm/window", soon, t0()).await.unwrap(), 1);
+    assert_eq!(store.incr_counter("rpm/window", soon, at(59)).await.unwrap(), 2);
+    let later = at(120);
+    assert_eq!(store.incr_counter("rpm/window", later, at(60)).await.unwrap(), 1, "restarts at expires_at");
+    assert_eq!(store.incr_counter("rpm/window", later, at(61)).await.unwrap(), 2, "and counts in the new window");
+}

@@ -1,0 +1,163 @@
+//! [`CredentialStore`] over SQLite: hashed API credentials and per-agent sealed secrets.
+//!
+//! * `put_credential` — upsert by `id` (`key_hash` is `UNIQUE`: reusing a hash under another id
+//!   is refused as `Unavailable`).
+//! * `credential_by_hash` / `credential_by_id` — point reads through the unique indexes.
+//! * `list_credentials` — every credential, oldest first.
+//! * `update_credential` — rewrites only `expires_at` and `revoked_at` of an existing id; an
+//!   unknown id changes nothing (logged).
+//! * `put_secret` / `get_secret` — keyed by `(account, agent, name)`; a put replaces.
+
+use async_trait::async_trait;
+use ma2h_core::ports::{CredentialStore, StoreError};
+use ma2h_core::records::{CredentialRecord, PrincipalId};
+use ma2h_protocol::ids::{AccountId, AgentId, HumanId};
+use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::codec::{DbError, ms, opt_ms, opt_ts, parsed, ts};
+use crate::{SqliteStore, sql};
+
+#[async_trait]
+impl CredentialStore for SqliteStore {
+    async fn put_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError> {
+        let c = credential.clone();
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached(sql::PUT_CREDENTIAL)?.execute(params![
+                c.id,
+                c.key_hash,
+                c.account.as_str(),
+                c.principal.kind(),
+                c.principal.name(),
+                c.label,
+                ms(c.created_at),
+                opt_ms(c.expires_at),
+                opt_ms(c.revoked_at),
+            ])?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn credential_by_hash(&self, key_hash: &str) -> Result<Option<CredentialRecord>, StoreError> {
+        let key_hash = key_hash.to_owned();
+        self.read(move |conn| {
+            conn.prepare_cached(sql::CREDENTIAL_BY_HASH)?
+                .query_row(params![key_hash], RawCredential::read)
+                .optional()?
+                .map(RawCredential::decode)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn credential_by_id(&self, id: &str) -> Result<Option<CredentialRecord>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn| {
+            conn.prepare_cached(sql::CREDENTIAL_BY_ID)?
+                .query_row(params![id], RawCredential::read)
+                .optional()?
+                .map(RawCredential::decode)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn list_credentials(&self) -> Result<Vec<CredentialRecord>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(sql::LIST_CREDENTIALS)?;
+            let rows = stmt.query_map([], RawCredential::read)?;
+            rows.map(|row| row?.decode()).collect()
+        })
+        .await
+    }
+
+    async fn update_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError> {
+        let c = credential.clone();
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx
+                .prepare_cached(sql::UPDATE_CREDENTIAL)?
+                .execute(params![opt_ms(c.expires_at), opt_ms(c.revoked_at), c.id])?;
+            tx.commit()?;
+            if changed == 0 {
+                tracing::warn!(credential_id = %c.id, "sqlite store: update of an unknown credential ignored");
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn put_secret(&self, account: &AccountId, agent: &AgentId, name: &str, sealed: &[u8]) -> Result<(), StoreError> {
+        let (account, agent, name, sealed) = (account.clone(), agent.clone(), name.to_owned(), sealed.to_vec());
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached(sql::PUT_SECRET)?
+                .execute(params![account.as_str(), agent.as_str(), name, sealed])?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let (account, agent, name) = (account.clone(), agent.clone(), name.to_owned());
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(sql::GET_SECRET)?
+                .query_row(params![account.as_str(), agent.as_str(), name], |r| r.get(0))
+                .optional()?)
+        })
+        .await
+    }
+}
+
+/// A credential row as stored, before validation.
+struct RawCredential {
+    id: String,
+    key_hash: String,
+    account: String,
+    principal_kind: String,
+    principal_name: String,
+    label: Option<String>,
+    created_at: i64,
+    expires_at: Option<i64>,
+    revoked_at: Option<i64>,
+}
+
+impl RawCredential {
+    fn read(r: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            key_hash: r.get(1)?,
+            account: r.get(2)?,
+            principal_kind: r.get(3)?,
+            principal_name: r.get(4)?,
+            label: r.get(5)?,
+            created_at: r.get(6)?,
+            expires_at: r.get(7)?,
+            revoked_at: r.get(8)?,
+        })
+    }
+
+    fn decode(self) -> Result<CredentialRecord, DbError> {
+        let what = |field: &str| format!("credentials.{field} of {}", self.id);
+        let name = &self.principal_name;
+        let principal = match self.principal_kind.as_str() {
+            "agent" => PrincipalId::Agent(parsed(name, &what("principal_name"), AgentId::parse)?),
+            "operator" => PrincipalId::Operator(parsed(name, &what("principal_name"), HumanId::parse)?),
+            other => return Err(DbError::Corrupt(format!("{}: unknown principal kind {other:?}", what("principal_kind")))),
+        };
+        Ok(CredentialRecord {
+            account: parsed(&self.account, &what("account"), AccountId::parse)?,
+            principal,
+            created_at: ts(self.created_at, &what("created_at"))?,
+            expires_at: opt_ts(self.expires_at, &what("expires_at"))?,
+            revoked_at: opt_ts(self.revoked_at, &what("revoked_at"))?,
+            key_hash: self.key_hash,
+            label: self.label,
+            id: self.id,
+        })
+    }
+}

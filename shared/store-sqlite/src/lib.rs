@@ -1,0 +1,166 @@
+//! # ma2h-store-sqlite
+//!
+//! The SQLite adapter behind the Hub's [`MessageStore`](ma2h_core::ports::MessageStore) and
+//! [`CredentialStore`](ma2h_core::ports::CredentialStore) ports, for the local server.
+//!
+//! * **Durability (§3.1).** WAL journal with `synchronous=FULL`: a commit is on disk before the
+//!   call returns, and the Hub acknowledges only afterwards, so a `kill -9` loses nothing that was
+//!   acknowledged. Schema migrations are versioned by `PRAGMA user_version` and run at open.
+//! * **Concurrency.** One writer connection behind a [`std::sync::Mutex`] serializes every write
+//!   transaction (`BEGIN IMMEDIATE`), which is what makes the §7 compare-and-set, the §8.1
+//!   idempotency claim and the §8.6 counter increments atomic. File databases also get a small
+//!   pool of `query_only` reader connections; WAL lets them read the last commit while a write is
+//!   in progress. All SQLite calls run on [`tokio::task::spawn_blocking`], never on the async
+//!   runtime.
+//! * **Representation.** Timestamps are integer Unix milliseconds (sub-millisecond parts are
+//!   truncated); envelopes and Responses are compact JSON text, member order preserved.
+//!   Statements are prepared once per connection (`prepare_cached`).
+//!
+//! See [`messages`] and [`credentials`] for how each port method maps onto SQL.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use ma2h_core::ports::StoreError;
+use rusqlite::{Connection, OpenFlags};
+
+mod codec;
+pub mod credentials;
+pub mod messages;
+mod schema;
+pub mod sql;
+
+use codec::DbError;
+pub use schema::{SCHEMA_VERSION, StoreSettings};
+
+/// Reader connections kept for a file database (reads never wait for the writer in WAL mode).
+const READERS: usize = 4;
+
+/// A SQLite-backed store implementing both store ports. Cheap to clone (shared connections).
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    writer: Mutex<Connection>,
+    /// Empty for an in-memory database: every read then goes through the writer.
+    readers: Vec<Mutex<Connection>>,
+    next_reader: AtomicUsize,
+    path: Option<PathBuf>,
+    settings: StoreSettings,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .field("readers", &self.inner.readers.len())
+            .field("settings", &self.inner.settings)
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database file at `path` and migrate it to the current
+    /// schema. Blocking: call it at startup or inside `spawn_blocking`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let mut writer = Connection::open(&path).map_err(DbError::from)?;
+        let settings = schema::prepare_writer(&mut writer)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+                let conn = Connection::open_with_flags(&path, flags)?;
+                schema::prepare_reader(&conn)?;
+                Ok(Mutex::new(conn))
+            })
+            .collect::<Result<Vec<_>, DbError>>()?;
+        tracing::info!(path = %path.display(), journal_mode = %settings.journal_mode, synchronous = settings.synchronous, "sqlite store opened");
+        Ok(Self::from_parts(writer, readers, Some(path), settings))
+    }
+
+    /// A private in-memory database (tests, demos). It lives as long as this store and its
+    /// clones; it is **not** durable and therefore not §3.1-conformant.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let mut writer = Connection::open_in_memory().map_err(DbError::from)?;
+        let settings = schema::prepare_writer(&mut writer)?;
+        Ok(Self::from_parts(writer, Vec::new(), None, settings))
+    }
+
+    fn from_parts(writer: Connection, readers: Vec<Mutex<Connection>>, path: Option<PathBuf>, settings: StoreSettings) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                writer: Mutex::new(writer),
+                readers,
+                next_reader: AtomicUsize::new(0),
+                path,
+                settings,
+            }),
+        }
+    }
+
+    /// The database file, or `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    /// The settings the writer connection runs with (for startup logs and durability checks).
+    pub fn settings(&self) -> &StoreSettings {
+        &self.inner.settings
+    }
+
+    /// Run `f` inside the writer connection on the blocking pool. `f` opens its own
+    /// (`IMMEDIATE`) transaction.
+    pub(crate) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        blocking(move || f(&mut lock(&inner.writer))).await
+    }
+
+    /// Run `f` on a reader connection (the writer for an in-memory database).
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        blocking(move || f(&mut inner.reader())).await
+    }
+}
+
+impl Inner {
+    /// A free reader if there is one, else wait for the next in round-robin order.
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        if self.readers.is_empty() {
+            return lock(&self.writer);
+        }
+        let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        let n = self.readers.len();
+        (0..n)
+            .find_map(|i| self.readers[(start + i) % n].try_lock().ok())
+            .unwrap_or_else(|| lock(&self.readers[start % n]))
+    }
+}
+
+/// A panic while holding a connection unwinds through its `Transaction`, which rolls back, so a
+/// poisoned connection is still consistent and can be reused.
+fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+async fn blocking<T, F>(f: F) -> Result<T, StoreError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, DbError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("sqlite task failed: {e}")))?
+        .map_err(StoreError::from)
+}

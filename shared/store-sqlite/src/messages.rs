@@ -1,0 +1,336 @@
+//! [`MessageStore`] over SQLite: messages, idempotency claims (§8.1), the §7 terminal CAS, the
+//! expiry index, retention with tombstones (§8.2) and the §8.6 counters.
+//!
+//! Every write is one `BEGIN IMMEDIATE` transaction on the single writer connection, committed
+//! before the method returns (and therefore before the Hub acknowledges anything, §3.1).
+//!
+//! * `insert_message` — if a claim for `(account, agent, key)` is live at `now`, returns
+//!   `Existing(claim)` and rolls back (nothing written); otherwise inserts the message and
+//!   writes the claim, replacing an expired one.
+//! * `get_claim` — the claim row if `expires_at > now`.
+//! * `get_message` — the row scoped to `account`; else that account's tombstone (`Gone`); else
+//!   `Missing` (also for another account's id). Both reads share one snapshot.
+//! * `complete` — `UPDATE … WHERE account = ? AND id = ? AND status = 'open'`; one row changed →
+//!   `Applied` (re-read in the same transaction), else the current row → `AlreadyTerminal`, or
+//!   `Missing`.
+//! * `due_expiries` — open rows with `expires_at <= now` from the partial index `messages_due`,
+//!   earliest deadline first, across all accounts.
+//! * `purge` — up to `limit` rows with `retain_until <= now` become tombstones in the same
+//!   transaction; expired claims and counters are deleted in batches of at most `limit` each.
+//! * `list_messages` — `open: true` → status `open`, most urgent then oldest first;
+//!   `open: false` → every other status (including a delivered notify, which is terminal on
+//!   acceptance, §7), most recently updated first. Optional kind/agent filters; `limit` rows.
+//! * `count_open` — `COUNT(*)` of the agent's open asks/tasks from an index.
+//! * `incr_counter` — an upsert `RETURNING value`; an expired row restarts at 1. The port passes
+//!   no `now`, so expiry is judged against the system clock here.
+
+use async_trait::async_trait;
+use ma2h_core::ports::{MessageStore, StoreError};
+use ma2h_core::records::{
+    Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, TerminalWrite,
+};
+use ma2h_protocol::envelope::{MessageType, Priority};
+use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
+use ma2h_protocol::lifecycle::Status;
+use ma2h_protocol::time::Timestamp;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::codec::{DbError, json_text, json_value, limit, ms, opt_ms, opt_ts, parsed, ts};
+use crate::{SqliteStore, sql};
+
+#[async_trait]
+impl MessageStore for SqliteStore {
+    async fn insert_message(
+        &self,
+        message: &MessageRecord,
+        claim: Option<&IdempotencyRecord>,
+        now: Timestamp,
+    ) -> Result<Inserted, StoreError> {
+        let (message, claim) = (message.clone(), claim.cloned());
+        self.write(move |conn| insert_message(conn, &message, claim.as_ref(), now)).await
+    }
+
+    async fn get_claim(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        key: &str,
+        now: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let (account, agent, key) = (account.clone(), agent.clone(), key.to_owned());
+        self.read(move |conn| live_claim(conn, &account, &agent, &key, now)).await
+    }
+
+    async fn get_message(&self, account: &AccountId, id: &MessageId) -> Result<Lookup, StoreError> {
+        let (account, id) = (account.clone(), id.clone());
+        self.read(move |conn| {
+            let tx = conn.transaction()?;
+            let found = lookup(&tx, &account, &id)?;
+            tx.commit()?;
+            Ok(found)
+        })
+        .await
+    }
+
+    async fn complete(&self, account: &AccountId, id: &MessageId, write: &TerminalWrite) -> Result<Completion, StoreError> {
+        let (account, id, write) = (account.clone(), id.clone(), write.clone());
+        self.write(move |conn| complete(conn, &account, &id, &write)).await
+    }
+
+    async fn due_expiries(&self, now: Timestamp, max: usize) -> Result<Vec<(AccountId, MessageId)>, StoreError> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql::DUE_EXPIRIES)?;
+            let rows = stmt.query_map(params![ms(now), limit(max)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            rows.map(|row| {
+                let (account, id) = row?;
+                Ok((parsed(&account, "messages.account", AccountId::parse)?, MessageId::from_trusted(id)))
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn purge(&self, now: Timestamp, max: usize) -> Result<usize, StoreError> {
+        self.write(move |conn| purge(conn, now, max)).await
+    }
+
+    async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<Vec<MessageRecord>, StoreError> {
+        let (account, query) = (account.clone(), query.clone());
+        self.read(move |conn| {
+            let sql = if query.open { sql::LIST_OPEN } else { sql::LIST_TERMINAL };
+            let mut stmt = conn.prepare_cached(sql)?;
+            let kind = query.kind.map(MessageType::as_str);
+            let agent = query.agent_id.as_ref().map(AgentId::as_str);
+            let rows = stmt.query_map(params![account.as_str(), kind, agent, limit(query.limit)], RawMessage::read)?;
+            rows.map(|row| row?.decode()).collect()
+        })
+        .await
+    }
+
+    async fn count_open(&self, account: &AccountId, agent: &AgentId) -> Result<u64, StoreError> {
+        let (account, agent) = (account.clone(), agent.clone());
+        self.read(move |conn| {
+            let n: i64 = conn
+                .prepare_cached(sql::COUNT_OPEN)?
+                .query_row(params![account.as_str(), agent.as_str()], |r| r.get(0))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+
+    async fn incr_counter(&self, key: &str, expires_at: Timestamp, now: Timestamp) -> Result<u64, StoreError> {
+        let key = key.to_owned();
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value: i64 = tx
+                .prepare_cached(sql::INCR_COUNTER)?
+                .query_row(params![key, ms(expires_at), ms(now)], |r| r.get(0))?;
+            tx.commit()?;
+            u64::try_from(value).map_err(|_| DbError::Corrupt(format!("counter {key} holds {value}")))
+        })
+        .await
+    }
+}
+
+fn insert_message(
+    conn: &mut Connection,
+    m: &MessageRecord,
+    claim: Option<&IdempotencyRecord>,
+    now: Timestamp,
+) -> Result<Inserted, DbError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some(c) = claim
+        && let Some(existing) = live_claim(&tx, &c.account, &c.agent_id, &c.key, now)?
+    {
+        // §8.1: the key is taken; dropping `tx` rolls back, nothing was written.
+        return Ok(Inserted::Existing(existing));
+    }
+    tx.prepare_cached(sql::INSERT_MESSAGE)?.execute(params![
+        m.id.as_str(),
+        m.account.as_str(),
+        m.agent_id.as_str(),
+        m.kind.as_str(),
+        m.status.as_str(),
+        m.priority.as_str(),
+        m.title,
+        json_text(&m.envelope),
+        ms(m.created_at),
+        opt_ms(m.expires_at),
+        ms(m.updated_at),
+        m.response.as_ref().map(json_text),
+        m.resolution_id.as_ref().map(ResolutionId::as_str),
+        opt_ms(m.retain_until),
+    ])?;
+    if let Some(c) = claim {
+        tx.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![
+            c.account.as_str(),
+            c.agent_id.as_str(),
+            c.key,
+            c.message_id.as_str(),
+            c.fingerprint,
+            ms(c.expires_at),
+        ])?;
+    }
+    tx.commit()?;
+    Ok(Inserted::New)
+}
+
+fn live_claim(
+    conn: &Connection,
+    account: &AccountId,
+    agent: &AgentId,
+    key: &str,
+    now: Timestamp,
+) -> Result<Option<IdempotencyRecord>, DbError> {
+    let raw = conn
+        .prepare_cached(sql::GET_LIVE_CLAIM)?
+        .query_row(params![account.as_str(), agent.as_str(), key, ms(now)], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+            ))
+        })
+        .optional()?;
+    raw.map(|(account, agent_id, key, message_id, fingerprint, expires_at)| {
+        Ok(IdempotencyRecord {
+            account: parsed(&account, "idempotency.account", AccountId::parse)?,
+            agent_id: parsed(&agent_id, "idempotency.agent_id", AgentId::parse)?,
+            key,
+            message_id: MessageId::from_trusted(message_id),
+            fingerprint,
+            expires_at: ts(expires_at, "idempotency.expires_at")?,
+        })
+    })
+    .transpose()
+}
+
+fn select_message(conn: &Connection, account: &AccountId, id: &MessageId) -> Result<Option<MessageRecord>, DbError> {
+    conn.prepare_cached(sql::GET_MESSAGE)?
+        .query_row(params![account.as_str(), id.as_str()], RawMessage::read)
+        .optional()?
+        .map(RawMessage::decode)
+        .transpose()
+}
+
+fn lookup(conn: &Connection, account: &AccountId, id: &MessageId) -> Result<Lookup, DbError> {
+    if let Some(record) = select_message(conn, account, id)? {
+        return Ok(Lookup::Found(record));
+    }
+    let tombstone: Option<String> = conn
+        .prepare_cached(sql::GET_TOMBSTONE)?
+        .query_row(params![account.as_str(), id.as_str()], |r| r.get(0))
+        .optional()?;
+    Ok(match tombstone {
+        Some(agent) => Lookup::Gone { agent_id: parsed(&agent, "tombstones.agent_id", AgentId::parse)? },
+        None => Lookup::Missing,
+    })
+}
+
+fn complete(conn: &mut Connection, account: &AccountId, id: &MessageId, w: &TerminalWrite) -> Result<Completion, DbError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let changed = tx.prepare_cached(sql::COMPLETE)?.execute(params![
+        w.status.as_str(),
+        json_text(&w.response),
+        w.resolution_id.as_str(),
+        ms(w.resolved_at),
+        ms(w.retain_until),
+        account.as_str(),
+        id.as_str(),
+        w.is_expiry,
+    ])?;
+    let current = select_message(&tx, account, id)?;
+    tx.commit()?;
+    Ok(match (changed, current) {
+        (1, Some(record)) => Completion::Applied(record),
+        (_, Some(record)) => Completion::AlreadyTerminal(record),
+        (_, None) => Completion::Missing,
+    })
+}
+
+fn purge(conn: &mut Connection, now: Timestamp, max: usize) -> Result<usize, DbError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let due: Vec<(String, String, String)> = tx
+        .prepare_cached(sql::PURGEABLE)?
+        .query_map(params![ms(now), limit(max)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut purged = 0;
+    {
+        let mut tombstone = tx.prepare_cached(sql::INSERT_TOMBSTONE)?;
+        let mut delete = tx.prepare_cached(sql::DELETE_MESSAGE)?;
+        for (id, account, agent_id) in &due {
+            tombstone.execute(params![id, account, agent_id, ms(now)])?;
+            purged += delete.execute(params![id])?;
+        }
+    }
+    let claims = tx.prepare_cached(sql::PURGE_CLAIMS)?.execute(params![ms(now), limit(max)])?;
+    let counters = tx.prepare_cached(sql::PURGE_COUNTERS)?.execute(params![ms(now), limit(max)])?;
+    tx.commit()?;
+    if purged + claims + counters > 0 {
+        tracing::debug!(purged, claims, counters, "sqlite store: purged expired rows");
+    }
+    Ok(purged)
+}
+
+/// A message row as stored, before validation.
+struct RawMessage {
+    id: String,
+    account: String,
+    agent_id: String,
+    kind: String,
+    status: String,
+    priority: String,
+    title: String,
+    envelope: String,
+    created_at: i64,
+    expires_at: Option<i64>,
+    updated_at: i64,
+    response: Option<String>,
+    resolution_id: Option<String>,
+    retain_until: Option<i64>,
+}
+
+impl RawMessage {
+    /// Read the `message_columns!()` projection.
+    fn read(r: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            account: r.get(1)?,
+            agent_id: r.get(2)?,
+            kind: r.get(3)?,
+            status: r.get(4)?,
+            priority: r.get(5)?,
+            title: r.get(6)?,
+            envelope: r.get(7)?,
+            created_at: r.get(8)?,
+            expires_at: r.get(9)?,
+            updated_at: r.get(10)?,
+            response: r.get(11)?,
+            resolution_id: r.get(12)?,
+            retain_until: r.get(13)?,
+        })
+    }
+
+    fn decode(self) -> Result<MessageRecord, DbError> {
+        let what = |field: &str| format!("messages.{field} of {}", self.id);
+        Ok(MessageRecord {
+            account: parsed(&self.account, &what("account"), AccountId::parse)?,
+            agent_id: parsed(&self.agent_id, &what("agent_id"), AgentId::parse)?,
+            kind: parsed(&self.kind, &what("kind"), MessageType::parse)?,
+            status: parsed(&self.status, &what("status"), Status::parse)?,
+            priority: parsed(&self.priority, &what("priority"), Priority::parse)?,
+            envelope: json_value(&self.envelope, &what("envelope"))?,
+            created_at: ts(self.created_at, &what("created_at"))?,
+            expires_at: opt_ts(self.expires_at, &what("expires_at"))?,
+            updated_at: ts(self.updated_at, &what("updated_at"))?,
+            response: self.response.as_deref().map(|r| json_value(r, &what("response"))).transpose()?,
+            resolution_id: self.resolution_id.clone().map(ResolutionId::from_trusted),
+            retain_until: opt_ts(self.retain_until, &what("retain_until"))?,
+            title: self.title,
+            id: MessageId::from_trusted(self.id),
+        })
+    }
+}

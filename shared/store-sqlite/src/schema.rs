@@ -1,0 +1,172 @@
+//! Connection setup and schema migrations.
+//!
+//! Every connection gets `foreign_keys=ON`, a busy timeout and a statement cache. The database
+//! runs in WAL mode with `synchronous=FULL`: a transaction is on disk before `COMMIT` returns, and
+//! the Hub acknowledges only after the commit, so a `kill -9` (or power loss) never loses an
+//! acknowledged message or resolution (§3.1).
+//!
+//! Migrations are numbered by `PRAGMA user_version`: migration *n* (1-based) moves the schema from
+//! version *n − 1* to *n*. They run at open inside one `IMMEDIATE` transaction together with the
+//! version bump, so they are idempotent and a crash mid-migration leaves the previous version.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::codec::DbError;
+
+/// How long a statement waits for another process's lock before reporting `Unavailable`.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Prepared statements kept per connection (`prepare_cached`).
+const STATEMENT_CACHE: usize = 64;
+
+/// The schema version this build writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
+/// (§8.1), rate counters (§8.6), credentials and sealed secrets.
+const V1: &str = r#"
+CREATE TABLE messages (
+    id            TEXT    NOT NULL PRIMARY KEY,
+    account       TEXT    NOT NULL,
+    agent_id      TEXT    NOT NULL,
+    kind          TEXT    NOT NULL,
+    status        TEXT    NOT NULL,
+    priority      TEXT    NOT NULL,
+    title         TEXT    NOT NULL,
+    envelope      TEXT    NOT NULL,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER,
+    updated_at    INTEGER NOT NULL,
+    response      TEXT,
+    resolution_id TEXT,
+    retain_until  INTEGER
+) STRICT;
+
+-- The expiry index (§7): only open messages with a deadline, ordered by the deadline, so the
+-- sweeper's due_expiries is an index range read, never a scan.
+CREATE INDEX messages_due ON messages (status, expires_at)
+    WHERE status = 'open' AND expires_at IS NOT NULL;
+-- §8.6 inbox depth: count_open reads this index only (kind is included to make it covering).
+CREATE INDEX messages_by_agent ON messages (account, agent_id, status, kind);
+-- The operator's open listing.
+CREATE INDEX messages_by_status ON messages (account, status, created_at);
+-- The operator's recent-resolutions listing, newest first.
+CREATE INDEX messages_recent ON messages (account, updated_at) WHERE status <> 'open';
+-- §8.2 retention: purge walks rows whose retain_until passed.
+CREATE INDEX messages_retain ON messages (retain_until) WHERE retain_until IS NOT NULL;
+
+-- §8.2: a purged message answers 410, and only to its submitter (others still see 404).
+CREATE TABLE tombstones (
+    id         TEXT    NOT NULL PRIMARY KEY,
+    account    TEXT    NOT NULL,
+    agent_id   TEXT    NOT NULL,
+    deleted_at INTEGER NOT NULL
+) STRICT;
+
+-- §8.1: (account, agent.id, idempotency_key) → the message it created.
+CREATE TABLE idempotency (
+    account     TEXT    NOT NULL,
+    agent_id    TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    message_id  TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    PRIMARY KEY (account, agent_id, key)
+) STRICT;
+CREATE INDEX idempotency_expiry ON idempotency (expires_at);
+
+-- §8.6 fixed-window request counters.
+CREATE TABLE counters (
+    key        TEXT    NOT NULL PRIMARY KEY,
+    value      INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX counters_expiry ON counters (expires_at);
+
+-- API credentials: only the SHA-256 of a key is stored.
+CREATE TABLE credentials (
+    id             TEXT    NOT NULL PRIMARY KEY,
+    key_hash       TEXT    NOT NULL UNIQUE,
+    account        TEXT    NOT NULL,
+    principal_kind TEXT    NOT NULL,
+    principal_name TEXT    NOT NULL,
+    label          TEXT,
+    created_at     INTEGER NOT NULL,
+    expires_at     INTEGER,
+    revoked_at     INTEGER
+) STRICT;
+
+-- Per-agent secrets, already sealed under the master key by the caller.
+CREATE TABLE secrets (
+    account  TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    sealed   BLOB NOT NULL,
+    PRIMARY KEY (account, agent_id, name)
+) STRICT;
+"#;
+
+/// What the writer connection actually runs with, read back after configuring it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSettings {
+    /// `wal` for a file, `memory` for an in-memory database.
+    pub journal_mode: String,
+    /// `PRAGMA synchronous`: 2 = FULL.
+    pub synchronous: i64,
+    pub foreign_keys: bool,
+    pub schema_version: u32,
+}
+
+/// Per-connection settings shared by the writer and the readers.
+pub(crate) fn configure(conn: &Connection) -> Result<(), DbError> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(())
+}
+
+/// Configure the writer: WAL + FULL sync (§3.1), then bring the schema up to date.
+pub(crate) fn prepare_writer(conn: &mut Connection) -> Result<StoreSettings, DbError> {
+    configure(conn)?;
+    let journal_mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    let schema_version = migrate(conn)?;
+    Ok(StoreSettings {
+        journal_mode: journal_mode.to_ascii_lowercase(),
+        synchronous: conn.pragma_query_value(None, "synchronous", |r| r.get(0))?,
+        foreign_keys: conn.pragma_query_value(None, "foreign_keys", |r| r.get(0))?,
+        schema_version,
+    })
+}
+
+/// A read-only pool connection.
+pub(crate) fn prepare_reader(conn: &Connection) -> Result<(), DbError> {
+    configure(conn)?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(())
+}
+
+/// Apply every migration newer than the database's `user_version`; returns the final version.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<u32, DbError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let current = u32::try_from(current).map_err(|_| DbError::Corrupt(format!("negative schema version {current}")))?;
+    if current > SCHEMA_VERSION {
+        return Err(DbError::Unavailable(format!(
+            "database schema version {current} is newer than this build supports ({SCHEMA_VERSION})"
+        )));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = index + 1;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version as i64)?;
+        tracing::info!(version, "sqlite store: applied schema migration");
+    }
+    tx.commit()?;
+    Ok(SCHEMA_VERSION)
+}

@@ -1,0 +1,115 @@
+//! The SQL the adapter runs, in one place. Public so tests (and operators) can inspect query plans,
+//! e.g. that [`DUE_EXPIRIES`] is an index range read (`EXPLAIN QUERY PLAN`).
+
+/// The message columns, in the order [`crate::messages`] decodes them.
+macro_rules! message_columns {
+    () => {
+        "id, account, agent_id, kind, status, priority, title, envelope, created_at, expires_at, \
+         updated_at, response, resolution_id, retain_until"
+    };
+}
+
+pub const INSERT_MESSAGE: &str = concat!(
+    "INSERT INTO messages (",
+    message_columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+);
+
+/// One message, always scoped to its account (another account's id reads as unknown, §9.1).
+pub const GET_MESSAGE: &str = concat!("SELECT ", message_columns!(), " FROM messages WHERE account = ?1 AND id = ?2");
+
+pub const GET_TOMBSTONE: &str = "SELECT agent_id FROM tombstones WHERE account = ?1 AND id = ?2";
+
+/// The §7 compare-and-set: only an `open` message takes a terminal write.
+pub const COMPLETE: &str = "UPDATE messages SET status = ?1, response = ?2, resolution_id = ?3, updated_at = ?4, \
+     retain_until = ?5 WHERE account = ?6 AND id = ?7 AND status = 'open' \
+     AND (?8 OR expires_at IS NULL OR ?4 <= expires_at)";
+
+/// Open messages due at `?1`, earliest deadline first — a range read of `messages_due`.
+pub const DUE_EXPIRIES: &str = "SELECT account, id FROM messages \
+     WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at <= ?1 \
+     ORDER BY expires_at LIMIT ?2";
+
+/// §8.6 inbox depth: open asks/tasks of one agent.
+pub const COUNT_OPEN: &str = "SELECT COUNT(*) FROM messages \
+     WHERE account = ?1 AND agent_id = ?2 AND status = 'open' AND kind IN ('ask', 'task')";
+
+/// Operator listing, open: most urgent first, then oldest (the order the inbox shows), so the
+/// `LIMIT` keeps the messages that matter most.
+pub const LIST_OPEN: &str = concat!(
+    "SELECT ",
+    message_columns!(),
+    " FROM messages WHERE account = ?1 AND status = 'open' \
+     AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR agent_id = ?3) \
+     ORDER BY CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'normal' THEN 2 ELSE 3 END, \
+     created_at, id LIMIT ?4"
+);
+
+/// Operator listing, terminal (every status but `open`, so delivered notifies are included):
+/// most recently changed first, read in order from `messages_recent`.
+pub const LIST_TERMINAL: &str = concat!(
+    "SELECT ",
+    message_columns!(),
+    " FROM messages WHERE account = ?1 AND status <> 'open' \
+     AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR agent_id = ?3) \
+     ORDER BY updated_at DESC LIMIT ?4"
+);
+
+/// Messages past retention at `?1` (§8.2), oldest first.
+pub const PURGEABLE: &str = "SELECT id, account, agent_id FROM messages \
+     WHERE retain_until IS NOT NULL AND retain_until <= ?1 ORDER BY retain_until LIMIT ?2";
+
+pub const INSERT_TOMBSTONE: &str = "INSERT OR IGNORE INTO tombstones (id, account, agent_id, deleted_at) VALUES (?1, ?2, ?3, ?4)";
+
+pub const DELETE_MESSAGE: &str = "DELETE FROM messages WHERE id = ?1";
+
+pub const PURGE_CLAIMS: &str =
+    "DELETE FROM idempotency WHERE rowid IN (SELECT rowid FROM idempotency WHERE expires_at <= ?1 LIMIT ?2)";
+
+pub const PURGE_COUNTERS: &str =
+    "DELETE FROM counters WHERE rowid IN (SELECT rowid FROM counters WHERE expires_at <= ?1 LIMIT ?2)";
+
+/// A live (unexpired at `?4`) idempotency claim.
+pub const GET_LIVE_CLAIM: &str = "SELECT account, agent_id, key, message_id, fingerprint, expires_at FROM idempotency \
+     WHERE account = ?1 AND agent_id = ?2 AND key = ?3 AND expires_at > ?4";
+
+/// Write a claim, replacing an expired one for the same key.
+pub const UPSERT_CLAIM: &str = "INSERT INTO idempotency (account, agent_id, key, message_id, fingerprint, expires_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (account, agent_id, key) DO UPDATE SET \
+     message_id = excluded.message_id, fingerprint = excluded.fingerprint, expires_at = excluded.expires_at";
+
+/// Add one (restarting at 1 with the new expiry if the stored window expired at `?3`).
+pub const INCR_COUNTER: &str = "INSERT INTO counters (key, value, expires_at) VALUES (?1, 1, ?2) \
+     ON CONFLICT (key) DO UPDATE SET \
+     value = CASE WHEN counters.expires_at <= ?3 THEN 1 ELSE counters.value + 1 END, \
+     expires_at = CASE WHEN counters.expires_at <= ?3 THEN excluded.expires_at ELSE counters.expires_at END \
+     RETURNING value";
+
+macro_rules! credential_columns {
+    () => {
+        "id, key_hash, account, principal_kind, principal_name, label, created_at, expires_at, revoked_at"
+    };
+}
+
+pub const PUT_CREDENTIAL: &str = concat!(
+    "INSERT INTO credentials (",
+    credential_columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (id) DO UPDATE SET \
+     key_hash = excluded.key_hash, account = excluded.account, principal_kind = excluded.principal_kind, \
+     principal_name = excluded.principal_name, label = excluded.label, created_at = excluded.created_at, \
+     expires_at = excluded.expires_at, revoked_at = excluded.revoked_at"
+);
+
+pub const CREDENTIAL_BY_HASH: &str = concat!("SELECT ", credential_columns!(), " FROM credentials WHERE key_hash = ?1");
+
+pub const CREDENTIAL_BY_ID: &str = concat!("SELECT ", credential_columns!(), " FROM credentials WHERE id = ?1");
+
+pub const LIST_CREDENTIALS: &str = concat!("SELECT ", credential_columns!(), " FROM credentials ORDER BY created_at, id");
+
+/// Only the revocation / expiry change after creation.
+pub const UPDATE_CREDENTIAL: &str = "UPDATE credentials SET expires_at = ?1, revoked_at = ?2 WHERE id = ?3";
+
+pub const PUT_SECRET: &str = "INSERT INTO secrets (account, agent_id, name, sealed) VALUES (?1, ?2, ?3, ?4) \
+     ON CONFLICT (account, agent_id, name) DO UPDATE SET sealed = excluded.sealed";
+
+pub const GET_SECRET: &str = "SELECT sealed FROM secrets WHERE account = ?1 AND agent_id = ?2 AND name = ?3";

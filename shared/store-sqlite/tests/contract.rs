@@ -1,0 +1,224 @@
+//! The shared store contract against SQLite (a fresh file in a tempdir, and in memory), plus the
+//! SQLite-specific guarantees: durability settings, reopen, index use, migrations, bad rows.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use chrono::Duration;
+use ma2h_core::ports::{CredentialStore, MessageStore, StoreError};
+use ma2h_core::records::{Completion, Inserted, ListQuery, Lookup, MessageRecord, PrincipalId};
+use ma2h_protocol::envelope::Priority;
+use ma2h_protocol::lifecycle::Status;
+use ma2h_store_contract::fixtures::{
+    account, agent, ask, at, claim, completed, credential, expiring_ask, notify, t0, task, terminal,
+};
+use ma2h_store_contract::run_all;
+use ma2h_store_sqlite::{SCHEMA_VERSION, SqliteStore, sql};
+use rusqlite::Connection;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contract_in_memory() {
+    run_all(|| SqliteStore::open_in_memory().expect("open in memory")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contract_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = AtomicUsize::new(0);
+    run_all(|| {
+        let path = dir.path().join(format!("hub-{}.db", n.fetch_add(1, Ordering::Relaxed)));
+        SqliteStore::open(path).expect("open file")
+    })
+    .await;
+}
+
+fn raw(path: &Path) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    conn
+}
+
+async fn found(store: &SqliteStore, m: &MessageRecord) -> MessageRecord {
+    match store.get_message(&m.account, &m.id).await.unwrap() {
+        Lookup::Found(r) => r,
+        other => panic!("{} should be found: {other:?}", m.id),
+    }
+}
+
+#[tokio::test]
+async fn writer_runs_wal_with_full_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("hub.db")).unwrap();
+    let s = store.settings();
+    assert_eq!(s.journal_mode, "wal");
+    assert_eq!(s.synchronous, 2, "synchronous=FULL (§3.1)");
+    assert!(s.foreign_keys);
+    assert_eq!(s.schema_version, SCHEMA_VERSION);
+    let memory = SqliteStore::open_in_memory().unwrap();
+    assert_eq!(memory.settings().journal_mode, "memory");
+    assert!(memory.path().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reopening_the_file_preserves_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.db");
+    let (acct, bot) = (account("acme"), agent("deploybot"));
+    let open = expiring_ask(&acct, &bot, t0(), at(3600));
+    let key = claim(&open, "k-1", "fp", at(86_400));
+    let answered = task(&acct, &bot, at(1));
+    let write = terminal(Status::Completed, at(2));
+    let delivered = notify(&acct, &bot, at(3));
+    let cred = credential(&acct, PrincipalId::Agent(bot.clone()), at(4));
+    let counter_expiry = t0() + Duration::minutes(5);
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.insert_message(&open, Some(&key), t0()).await.unwrap(), Inserted::New);
+        for m in [&answered, &delivered] {
+            assert_eq!(store.insert_message(m, None, m.created_at).await.unwrap(), Inserted::New);
+        }
+        assert!(matches!(store.complete(&acct, &answered.id, &write).await.unwrap(), Completion::Applied(_)));
+        store.put_credential(&cred).await.unwrap();
+        store.put_secret(&acct, &bot, "hub:signing", b"sealed").await.unwrap();
+        assert_eq!(store.incr_counter("rpm/x", counter_expiry, t0()).await.unwrap(), 1);
+    } // every handle dropped: connections closed
+
+    for _ in 0..2 {
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.settings().schema_version, SCHEMA_VERSION, "migrations are idempotent");
+        assert_eq!(found(&store, &open).await, open);
+        assert_eq!(found(&store, &answered).await, completed(&answered, &write));
+        assert_eq!(found(&store, &delivered).await, delivered);
+        assert_eq!(store.get_claim(&acct, &bot, "k-1", at(10)).await.unwrap(), Some(key.clone()));
+        assert_eq!(store.credential_by_hash(&cred.key_hash).await.unwrap(), Some(cred.clone()));
+        assert_eq!(store.get_secret(&acct, &bot, "hub:signing").await.unwrap(), Some(b"sealed".to_vec()));
+        assert_eq!(store.due_expiries(at(3600), 10).await.unwrap(), vec![(acct.clone(), open.id.clone())]);
+        assert_eq!(store.count_open(&acct, &bot).await.unwrap(), 1);
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.incr_counter("rpm/x", counter_expiry, t0()).await.unwrap(), 2, "counters survive too");
+    let version: i64 = raw(&path).pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, i64::from(SCHEMA_VERSION));
+}
+
+/// `EXPLAIN QUERY PLAN` details for `sql` with `params`.
+fn plan(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Vec<String> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    stmt.query_map(params, |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
+}
+
+#[tokio::test]
+async fn queries_read_their_indexes_never_scan_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.db");
+    let _store = SqliteStore::open(&path).unwrap();
+    let conn = raw(&path);
+    let now = t0().timestamp_millis();
+
+    let due = plan(&conn, sql::DUE_EXPIRIES, (now, 500));
+    assert!(due.iter().any(|d| d.contains("USING INDEX messages_due")), "due_expiries plan: {due:?}");
+    assert!(!due.iter().any(|d| d.contains("SCAN messages")), "due_expiries must not scan: {due:?}");
+    assert!(!due.iter().any(|d| d.contains("TEMP B-TREE")), "ordered by the index itself: {due:?}");
+
+    let count = plan(&conn, sql::COUNT_OPEN, ("acme", "bot"));
+    assert!(count.iter().any(|d| d.contains("USING COVERING INDEX messages_by_agent")), "count_open plan: {count:?}");
+
+    let purge = plan(&conn, sql::PURGEABLE, (now, 500));
+    assert!(purge.iter().any(|d| d.contains("USING INDEX messages_retain")), "purge plan: {purge:?}");
+
+    let recent = plan(&conn, sql::LIST_TERMINAL, ("acme", None::<String>, None::<String>, 100));
+    assert!(recent.iter().any(|d| d.contains("USING INDEX messages_recent")), "recent listing plan: {recent:?}");
+    assert!(!recent.iter().any(|d| d.contains("TEMP B-TREE")), "recent listing is read in order: {recent:?}");
+
+    let open = plan(&conn, sql::LIST_OPEN, ("acme", None::<String>, None::<String>, 100));
+    for (name, p) in [("count", &count), ("purge", &purge), ("recent", &recent), ("open", &open)] {
+        assert!(!p.iter().any(|d| d.contains("SCAN messages")), "{name} must not scan: {p:?}");
+    }
+}
+
+#[tokio::test]
+async fn purge_deletes_expired_claim_and_counter_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let (acct, bot) = (account("acme"), agent("bot"));
+    let now = t0();
+    for (i, expires) in [-10, -5, 3600].into_iter().enumerate() {
+        let m = ask(&acct, &bot, now - Duration::seconds(100));
+        let c = claim(&m, &format!("k{i}"), "fp", now + Duration::seconds(expires));
+        store.insert_message(&m, Some(&c), m.created_at).await.unwrap();
+    }
+    store.incr_counter("old", now - Duration::seconds(1), now).await.unwrap();
+    store.incr_counter("live", now + Duration::minutes(5), now).await.unwrap();
+
+    assert_eq!(store.purge(now, 100).await.unwrap(), 0, "no message is past retention");
+    let conn = raw(&path);
+    let count = |table: &str| -> i64 { conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap() };
+    assert_eq!(count("idempotency"), 1, "only the live claim remains");
+    assert_eq!(count("counters"), 1, "only the live counter remains");
+    assert_eq!(count("messages"), 3, "open messages are never purged");
+}
+
+#[tokio::test]
+async fn undecodable_rows_are_reported_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let (acct, bot) = (account("acme"), agent("bot"));
+    let (a, b) = (ask(&acct, &bot, t0()), ask(&acct, &bot, at(1)));
+    for m in [&a, &b] {
+        store.insert_message(m, None, m.created_at).await.unwrap();
+    }
+    let cred = credential(&acct, PrincipalId::Agent(bot.clone()), t0());
+    store.put_credential(&cred).await.unwrap();
+
+    let conn = raw(&path);
+    conn.execute("UPDATE messages SET status = 'bogus' WHERE id = ?1", [a.id.as_str()]).unwrap();
+    conn.execute("UPDATE messages SET envelope = '{not json' WHERE id = ?1", [b.id.as_str()]).unwrap();
+    conn.execute("UPDATE credentials SET principal_kind = 'robot'", []).unwrap();
+
+    for m in [&a, &b] {
+        let got = store.get_message(&acct, &m.id).await;
+        assert!(matches!(got, Err(StoreError::Corrupt(_))), "{got:?}");
+    }
+    let listed = store.list_messages(&acct, &ListQuery { open: false, limit: 10, ..ListQuery::default() }).await;
+    assert!(matches!(listed, Err(StoreError::Corrupt(_))), "{listed:?}");
+    let by_id = store.credential_by_id(&cred.id).await;
+    assert!(matches!(by_id, Err(StoreError::Corrupt(_))), "{by_id:?}");
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.db");
+    drop(SqliteStore::open(&path).unwrap());
+    raw(&path).pragma_update(None, "user_version", i64::from(SCHEMA_VERSION) + 1).unwrap();
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(ref m) if m.contains("newer")), "{err:?}");
+}
+
+#[tokio::test]
+async fn listings_are_ordered_for_the_inbox() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let (acct, bot) = (account("acme"), agent("bot"));
+    let mut low_old = ask(&acct, &bot, at(1));
+    low_old.priority = Priority::Low;
+    let mut urgent_new = ask(&acct, &bot, at(3));
+    urgent_new.priority = Priority::Urgent;
+    let mut normal_old = ask(&acct, &bot, at(1));
+    normal_old.priority = Priority::Normal;
+    let mut normal_new = task(&acct, &bot, at(2));
+    normal_new.priority = Priority::Normal;
+    for m in [&low_old, &urgent_new, &normal_new, &normal_old] {
+        store.insert_message(m, None, m.created_at).await.unwrap();
+    }
+    let open = store.list_messages(&acct, &ListQuery { open: true, limit: 3, ..ListQuery::default() }).await.unwrap();
+    let ids: Vec<_> = open.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(ids, vec![urgent_new.id.clone(), normal_old.id.clone(), normal_new.id.clone()], "urgent first, then oldest");
+
+    store.complete(&acct, &low_old.id, &terminal(Status::Declined, at(10))).await.unwrap();
+    store.complete(&acct, &normal_old.id, &terminal(Status::Answered, at(20))).await.unwrap();
+    let recent = store.list_messages(&acct, &ListQuery { open: false, limit: 10, ..ListQuery::default() }).await.unwrap();
+    let ids: Vec<_> = recent.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(ids, vec![normal_old.id.clone(), low_old.id.clone()], "most recently resolved first");
+}
