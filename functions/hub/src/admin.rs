@@ -69,7 +69,9 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
             (serde_json::to_value(c)?, common.json)
         }
         AdminCommand::List { json } => (json!({ "credentials": admin::list(&hub).await? }), json),
-        AdminCommand::Revoke { credential_id, json } => (serde_json::to_value(admin::revoke(&hub, &credential_id).await?)?, json),
+        AdminCommand::Revoke { credential_id, json } => {
+            (serde_json::to_value(admin::revoke(&hub, &credential_id).await?)?, json)
+        }
         AdminCommand::Rotate { credential_id, overlap_hours, json } => {
             let overlap = chrono::Duration::hours(i64::from(overlap_hours));
             (serde_json::to_value(admin::rotate(&hub, &credential_id, overlap).await?)?, json)

@@ -24,9 +24,7 @@ pub fn init_tracing(settings: &Settings) {
 pub fn build_hub(settings: Settings) -> Result<Hub> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
-    let store = Arc::new(
-        SqliteStore::open(settings.data_dir.join("hub.db")).context("opening the SQLite store")?,
-    );
+    let store = Arc::new(SqliteStore::open(settings.data_dir.join("hub.db")).context("opening the SQLite store")?);
     let master_key = load_master_key(&settings)?;
     Ok(Hub {
         messages: store.clone(),
@@ -71,7 +69,11 @@ pub fn write_private(path: &Path, contents: &str) -> Result<()> {
 }
 
 /// Serve the Hub on `listener` until `shutdown` resolves, with the sweeper running beside it.
-pub async fn serve(listener: TcpListener, hub: Hub, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    hub: Hub,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     let sweeper = tokio::spawn(run_sweeper(hub.clone()));
     let app = ma2h_http::router(hub);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;

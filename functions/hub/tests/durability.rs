@@ -19,7 +19,12 @@ fn a_kill_9_loses_no_accepted_message_or_committed_resolution() {
     let mut hub = Hub::start(dir.path());
     let notify_id = submit(&hub, &agent_key, &notify_envelope()).1["id"].as_str().unwrap().to_owned();
     let answered = submit(&hub, &agent_key, &ask_envelope("answered")).1["id"].as_str().unwrap().to_owned();
-    let (status, body) = post(&hub, &format!("/v1/messages/{answered}/resolve"), &op_key, &json!({"resolution": "answered", "value": "ship"}));
+    let (status, body) = post(
+        &hub,
+        &format!("/v1/messages/{answered}/resolve"),
+        &op_key,
+        &json!({"resolution": "answered", "value": "ship"}),
+    );
     assert_eq!(status, 200, "{body}");
     let resolution_id = body["resolution_id"].clone();
 

@@ -56,11 +56,7 @@ pub async fn authenticate(hub: &Hub, presented: Option<&str>) -> Result<Principa
     if key.len() > 256 {
         return Err(HubError::Unauthenticated);
     }
-    let record = hub
-        .credentials
-        .credential_by_hash(&hash_key(key))
-        .await?
-        .ok_or(HubError::Unauthenticated)?;
+    let record = hub.credentials.credential_by_hash(&hash_key(key)).await?.ok_or(HubError::Unauthenticated)?;
     if !record.is_active(hub.clock.now()) {
         return Err(HubError::Unauthenticated);
     }

@@ -7,8 +7,7 @@ use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::time::Timestamp;
 
 use crate::records::{
-    Completion, CredentialRecord, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord,
-    TerminalWrite,
+    Completion, CredentialRecord, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, TerminalWrite,
 };
 
 // Timestamps: stores keep whole milliseconds; the Hub clock yields millisecond precision so every
@@ -60,11 +59,7 @@ pub trait MessageStore: Send + Sync + 'static {
 
     /// Open messages whose `expires_at` is at or before `now`, oldest first, read from an index
     /// ordered by `expires_at` (never a full scan).
-    async fn due_expiries(
-        &self,
-        now: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<(AccountId, MessageId)>, StoreError>;
+    async fn due_expiries(&self, now: Timestamp, limit: usize) -> Result<Vec<(AccountId, MessageId)>, StoreError>;
 
     /// Delete messages past `retain_until`, leaving tombstones so reads answer 410; also drop
     /// expired idempotency claims and rate counters. Returns how many messages were purged.
@@ -72,11 +67,7 @@ pub trait MessageStore: Send + Sync + 'static {
 
     /// The operator listing for one account, at most `query.limit` rows. Open: most urgent
     /// first, then oldest. Terminal (including delivered notifies): newest `updated_at` first.
-    async fn list_messages(
-        &self,
-        account: &AccountId,
-        query: &ListQuery,
-    ) -> Result<Vec<MessageRecord>, StoreError>;
+    async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<Vec<MessageRecord>, StoreError>;
 
     /// Open asks/tasks of one agent (the §8.6 inbox-depth limit).
     async fn count_open(&self, account: &AccountId, agent: &AgentId) -> Result<u64, StoreError>;
@@ -105,12 +96,8 @@ pub trait CredentialStore: Send + Sync + 'static {
         name: &str,
         sealed: &[u8],
     ) -> Result<(), StoreError>;
-    async fn get_secret(
-        &self,
-        account: &AccountId,
-        agent: &AgentId,
-        name: &str,
-    ) -> Result<Option<Vec<u8>>, StoreError>;
+    async fn get_secret(&self, account: &AccountId, agent: &AgentId, name: &str)
+    -> Result<Option<Vec<u8>>, StoreError>;
 }
 
 /// The Hub clock (§9.5: authoritative for expiry).

@@ -132,7 +132,9 @@ pub enum Lookup {
     Found(MessageRecord),
     /// Purged after retention (§8.2: 410, distinct from unknown). The tombstone remembers the
     /// submitter so another principal still sees 404.
-    Gone { agent_id: AgentId },
+    Gone {
+        agent_id: AgentId,
+    },
     Missing,
 }
 

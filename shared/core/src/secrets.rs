@@ -39,9 +39,7 @@ impl MasterKey {
 
     pub fn from_base64(s: &str) -> Result<Self, SealError> {
         use base64::Engine;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(s.trim())
-            .map_err(|_| SealError::BadKey)?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(s.trim()).map_err(|_| SealError::BadKey)?;
         Ok(Self(bytes.try_into().map_err(|_| SealError::BadKey)?))
     }
 

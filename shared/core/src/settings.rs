@@ -91,13 +91,13 @@ impl Settings {
 
     /// Defaults overridden by `MA2H_*` variables from `vars`, then validated.
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Self, SettingsError> {
-        let vars: HashMap<String, String> =
-            vars.into_iter().filter(|(k, _)| k.starts_with("MA2H_")).collect();
+        let vars: HashMap<String, String> = vars.into_iter().filter(|(k, _)| k.starts_with("MA2H_")).collect();
         let mut s = Self::default();
         let get = |k: &str| vars.get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         fn num<T: std::str::FromStr>(k: &str, v: Option<String>, into: &mut T) -> Result<(), SettingsError> {
             if let Some(v) = v {
-                *into = v.parse().map_err(|_| SettingsError(format!("{k} must be a non-negative integer, got `{v}`")))?;
+                *into =
+                    v.parse().map_err(|_| SettingsError(format!("{k} must be a non-negative integer, got `{v}`")))?;
             }
             Ok(())
         }
@@ -144,7 +144,9 @@ impl Settings {
             return err("MA2H_PUBLIC_URL must be an http(s) URL");
         }
         if self.mode == Mode::Production && !self.public_url.starts_with("https://") {
-            return err("MA2H_PUBLIC_URL must be https:// in production mode (§8: plaintext MUST NOT be offered); set MA2H_MODE=dev for local use");
+            return err(
+                "MA2H_PUBLIC_URL must be https:// in production mode (§8: plaintext MUST NOT be offered); set MA2H_MODE=dev for local use",
+            );
         }
         if self.limits.max_body_bytes == 0 || self.limits.max_part_bytes == 0 {
             return err("MA2H_MAX_BODY_BYTES and MA2H_MAX_PART_BYTES must be at least 1");
@@ -195,7 +197,12 @@ mod tests {
 
     #[test]
     fn env_overrides_defaults_and_bad_values_are_rejected() {
-        let s = Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_INBOX_DEPTH", "5"), ("MA2H_BIND", "0.0.0.0:9000")])).unwrap();
+        let s = Settings::from_vars(vars(&[
+            ("MA2H_MODE", "dev"),
+            ("MA2H_INBOX_DEPTH", "5"),
+            ("MA2H_BIND", "0.0.0.0:9000"),
+        ]))
+        .unwrap();
         assert_eq!(s.inbox_depth, 5);
         assert_eq!(s.bind.port(), 9000);
         assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_INBOX_DEPTH", "-1")])).is_err());

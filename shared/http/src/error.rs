@@ -1,9 +1,9 @@
 //! The one HTTP error type: every [`HubError`] becomes the §8.5 envelope
 //! `{"error": {"code", "message"}}` with its status. 5xx bodies are opaque; the cause is logged.
 
+use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use ma2h_core::HubError;
 use ma2h_protocol::ProtocolError;
 use serde_json::{Value, json};
@@ -28,7 +28,9 @@ impl IntoResponse for ApiError {
         let e = self.0;
         let (status, code) = match &e {
             HubError::Protocol(ProtocolError::Validation(_)) => (StatusCode::BAD_REQUEST, "validation_error"),
-            HubError::Protocol(ProtocolError::VersionNotSupported(_)) => (StatusCode::BAD_REQUEST, "version_not_supported"),
+            HubError::Protocol(ProtocolError::VersionNotSupported(_)) => {
+                (StatusCode::BAD_REQUEST, "version_not_supported")
+            }
             HubError::Protocol(ProtocolError::InvalidField(_)) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
             HubError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             HubError::AgentIdMismatch { .. } => (StatusCode::FORBIDDEN, "agent_id_mismatch"),

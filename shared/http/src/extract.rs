@@ -3,8 +3,8 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
-use axum::http::request::Parts;
 use axum::http::header;
+use axum::http::request::Parts;
 use ma2h_core::auth::{self, Principal};
 use ma2h_core::{Hub, HubError};
 use std::collections::HashMap;
@@ -45,9 +45,9 @@ impl FromRequest<Hub> for Body {
     async fn from_request(req: Request, hub: &Hub) -> Result<Self, Self::Rejection> {
         let limit = hub.settings.max_request_bytes();
         let body = req.into_body();
-        let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-            HubError::invalid_field(format!("request body exceeds {limit} bytes"))
-        })?;
+        let bytes = axum::body::to_bytes(body, limit)
+            .await
+            .map_err(|_| HubError::invalid_field(format!("request body exceeds {limit} bytes")))?;
         Ok(Self(bytes))
     }
 }
@@ -75,7 +75,10 @@ impl Params {
     /// A non-negative integer parameter, or a 400 naming it.
     pub fn u32(&self, k: &str) -> Result<Option<u32>, ApiError> {
         self.get(k)
-            .map(|v| v.parse::<u32>().map_err(|_| HubError::validation(format!("query `{k}` must be a non-negative integer")).into()))
+            .map(|v| {
+                v.parse::<u32>()
+                    .map_err(|_| HubError::validation(format!("query `{k}` must be a non-negative integer")).into())
+            })
             .transpose()
     }
 }

@@ -16,7 +16,11 @@ pub async fn list(State(hub): State<Hub>, Caller(who): Caller, params: Params) -
     let resolved = match params.get("status").unwrap_or("open") {
         "open" => false,
         "resolved" => true,
-        other => return Err(HubError::validation(format!("query `status` must be `open` or `resolved`, got `{other}`")).into()),
+        other => {
+            return Err(
+                HubError::validation(format!("query `status` must be `open` or `resolved`, got `{other}`")).into()
+            );
+        }
     };
     let kind = params
         .get("type")

@@ -14,7 +14,8 @@ async fn the_listing_shows_open_messages_urgent_first_then_oldest() {
     let t = hub().await;
     let normal = t.submit_ok(with(ask("o1"), "/priority", json!("normal"))).await;
     t.advance(Duration::seconds(1));
-    let urgent = t.submit_ok(with(with(ask("o2"), "/priority", json!("urgent")), "/client_ref", json!("secret-ref"))).await;
+    let urgent =
+        t.submit_ok(with(with(ask("o2"), "/priority", json!("urgent")), "/client_ref", json!("secret-ref"))).await;
     t.advance(Duration::seconds(1));
     let high = t.submit_ok(with(ask("o3"), "/priority", json!("high"))).await;
     let old_normal_first = t.submit_ok(with(task("o4"), "/priority", json!("normal"))).await;
@@ -60,7 +61,14 @@ async fn the_listing_is_for_operators_of_the_account_only() {
 
 #[tokio::test]
 async fn the_capability_document_reflects_the_configuration() {
-    let t = hub_with(Settings { requests_per_minute: 42, inbox_depth: 7, retention_days: 9, long_poll_max_seconds: 25, ..settings() }).await;
+    let t = hub_with(Settings {
+        requests_per_minute: 42,
+        inbox_depth: 7,
+        retention_days: 9,
+        long_poll_max_seconds: 25,
+        ..settings()
+    })
+    .await;
     let r = t.call(Method::GET, "/.well-known/ma2h", None, None).await;
     assert_eq!(r.status, StatusCode::OK);
     schema::validate(SchemaKind::Capability, &r.body).unwrap();

@@ -88,7 +88,10 @@ async fn long_poll_returns_as_soon_as_the_message_resolves() {
     let took = started.elapsed();
     resolver.await.unwrap();
     assert_eq!(r.body["status"], "declined");
-    assert!(took >= StdDuration::from_millis(100) && took < StdDuration::from_secs(5), "woken, not timed out: {took:?}");
+    assert!(
+        took >= StdDuration::from_millis(100) && took < StdDuration::from_secs(5),
+        "woken, not timed out: {took:?}"
+    );
 }
 
 #[tokio::test]

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 async fn an_operator_answers_and_the_actor_is_attested_from_the_credential() {
     let t = hub().await;
     let id = t.submit_ok(ask("r1")).await;
-    let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship", "actor": "human:mallory"})).await;
+    let r =
+        t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship", "actor": "human:mallory"})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["id"], json!(id));
     assert_eq!(r.body["status"], "answered");
@@ -29,7 +30,11 @@ async fn values_must_fit_the_request() {
         (json!({"resolution": "answered", "value": "yolo"}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
         (json!({"resolution": "answered"}), StatusCode::BAD_REQUEST, "validation_error"),
         (json!({"resolution": "declined", "value": "ship"}), StatusCode::BAD_REQUEST, "validation_error"),
-        (json!({"resolution": "answered", "value": "ship", "checklist": []}), StatusCode::BAD_REQUEST, "validation_error"),
+        (
+            json!({"resolution": "answered", "value": "ship", "checklist": []}),
+            StatusCode::BAD_REQUEST,
+            "validation_error",
+        ),
         (json!({"resolution": "completed"}), StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
     ];
     for (body, status, code) in cases {
@@ -84,14 +89,22 @@ async fn permissions_decide_which_terminals_are_possible() {
 async fn input_answers_are_validated_against_the_flat_schema() {
     let t = hub().await;
     let schema = json!({"type": "object", "properties": {"reason": {"type": "string", "minLength": 3}, "n": {"type": "integer"}}, "required": ["reason"]});
-    let env = with(without(without(with(ask("i1"), "/request/mode", json!("input")), "/request/options"), "/request/default_on_expire"), "/request/schema", schema);
+    let env = with(
+        without(
+            without(with(ask("i1"), "/request/mode", json!("input")), "/request/options"),
+            "/request/default_on_expire",
+        ),
+        "/request/schema",
+        schema,
+    );
     let id = t.submit_ok(env).await;
     let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": {"reason": "no"}})).await;
     assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
     assert!(r.message().contains("/reason"), "{}", r.message());
     let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "text"})).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": {"reason": "because", "n": 2}})).await;
+    let r =
+        t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": {"reason": "because", "n": 2}})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(t.get(&t.agent, &id).await.body["response"]["response"]["value"], json!({"reason": "because", "n": 2}));
 }
@@ -105,7 +118,8 @@ async fn tasks_complete_with_their_checklist() {
     let wrong = json!({"resolution": "completed", "checklist": [{"text": "Other", "done": true}]});
     assert_eq!(t.resolve(&t.operator, &id, wrong).await.status, StatusCode::UNPROCESSABLE_ENTITY);
     let done = json!([{"text": "Generate", "done": true}, {"text": "Deploy", "done": true}]);
-    let r = t.resolve(&t.operator, &id, json!({"resolution": "completed", "checklist": done, "comment": "rotated"})).await;
+    let r =
+        t.resolve(&t.operator, &id, json!({"resolution": "completed", "checklist": done, "comment": "rotated"})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let read = t.get(&t.agent, &id).await;
     assert_eq!(read.body["status"], "completed");
@@ -141,7 +155,10 @@ async fn an_answer_at_expires_at_beats_the_default_and_one_after_loses() {
     let on_time = t.submit_ok(with(ask("e1"), "/expires_at", json!(ts(exp)))).await;
     let late = t.submit_ok(with(ask("e2"), "/expires_at", json!(ts(exp)))).await;
     t.advance(Duration::minutes(1));
-    assert_eq!(t.resolve(&t.operator, &on_time, json!({"resolution": "answered", "value": "ship"})).await.status, StatusCode::OK);
+    assert_eq!(
+        t.resolve(&t.operator, &on_time, json!({"resolution": "answered", "value": "ship"})).await.status,
+        StatusCode::OK
+    );
     t.advance(Duration::milliseconds(1));
     let r = t.resolve(&t.operator, &late, json!({"resolution": "answered", "value": "ship"})).await;
     assert_eq!((r.status, r.body["status"].as_str()), (StatusCode::CONFLICT, Some("expired")));
@@ -160,9 +177,13 @@ async fn concurrent_terminals_produce_exactly_one_winner_and_one_resolution_id()
             tasks.push(tokio::spawn(async move {
                 let who = ma2h_core::auth::authenticate(&hub, Some(&key)).await.unwrap();
                 if i % 4 == 1 {
-                    ma2h_core::cancel::cancel(&hub, &who, &id).await.map(|v| v["response"]["resolution_id"].as_str().unwrap().to_owned())
+                    ma2h_core::cancel::cancel(&hub, &who, &id)
+                        .await
+                        .map(|v| v["response"]["resolution_id"].as_str().unwrap().to_owned())
                 } else {
-                    ma2h_core::resolve::resolve(&hub, &who, &id, br#"{"resolution":"declined"}"#).await.map(|r| r.resolution_id)
+                    ma2h_core::resolve::resolve(&hub, &who, &id, br#"{"resolution":"declined"}"#)
+                        .await
+                        .map(|r| r.resolution_id)
                 }
             }));
         }

@@ -100,7 +100,8 @@ async fn version_rules_follow_section_10() {
         let r = t.submit(&t.agent, with(notify(), "/ma2h_version", json!(v))).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{v}: {}", r.body);
     }
-    let push = json!({ "mode": "push", "url": "https://agent.example/cb", "auth": { "scheme": "hmac", "secret_ref": "s" } });
+    let push =
+        json!({ "mode": "push", "url": "https://agent.example/cb", "auth": { "scheme": "hmac", "secret_ref": "s" } });
     let old_push = with(with(ask("p1"), "/ma2h_version", json!("0.2")), "/request/callback", push.clone());
     let r = t.submit(&t.agent, old_push).await;
     assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "version_not_supported"));
@@ -111,7 +112,8 @@ async fn version_rules_follow_section_10() {
 #[tokio::test]
 async fn push_callbacks_are_refused_while_push_is_not_offered() {
     let t = hub().await;
-    let push = json!({ "mode": "push", "url": "https://agent.example/cb", "auth": { "scheme": "hmac", "secret_ref": "s" } });
+    let push =
+        json!({ "mode": "push", "url": "https://agent.example/cb", "auth": { "scheme": "hmac", "secret_ref": "s" } });
     let r = t.submit(&t.agent, with(ask("p"), "/request/callback", push)).await;
     assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
 }
@@ -157,9 +159,27 @@ async fn cross_field_rules_are_422_invalid_field() {
         (with(ask("b"), "/expires_at", json!(ts(start()))), "/expires_at"),
         (with(ask("c"), "/request/default_on_expire", json!("nope")), "/request/default_on_expire"),
         (with(with(ask("d"), "/request/mode", json!("confirm")), "/request/options", three), "/request/options"),
-        (with(without(without(with(ask("e"), "/request/mode", json!("input")), "/request/options"), "/request/default_on_expire"), "/request/schema", nested), "/request/schema"),
         (
-            with(with(without(with(ask("f"), "/request/mode", json!("input")), "/request/options"), "/request/schema", flat), "/request/default_on_expire", json!({"n": 0})),
+            with(
+                without(
+                    without(with(ask("e"), "/request/mode", json!("input")), "/request/options"),
+                    "/request/default_on_expire",
+                ),
+                "/request/schema",
+                nested,
+            ),
+            "/request/schema",
+        ),
+        (
+            with(
+                with(
+                    without(with(ask("f"), "/request/mode", json!("input")), "/request/options"),
+                    "/request/schema",
+                    flat,
+                ),
+                "/request/default_on_expire",
+                json!({"n": 0}),
+            ),
             "/request/default_on_expire",
         ),
     ];
@@ -173,10 +193,14 @@ async fn cross_field_rules_are_422_invalid_field() {
 #[tokio::test]
 async fn confirm_without_options_gets_approve_and_deny() {
     let t = hub().await;
-    let env = without(with(without(ask("c"), "/request/default_on_expire"), "/request/mode", json!("confirm")), "/request/options");
+    let env = without(
+        with(without(ask("c"), "/request/default_on_expire"), "/request/mode", json!("confirm")),
+        "/request/options",
+    );
     let id = t.submit_ok(env).await;
     let r = t.get(&t.agent, &id).await;
-    let values: Vec<&str> = r.body["request"]["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
+    let values: Vec<&str> =
+        r.body["request"]["options"].as_array().unwrap().iter().map(|o| o["value"].as_str().unwrap()).collect();
     assert_eq!(values, ["approve", "deny"]);
     let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "approve"})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -264,7 +288,10 @@ async fn over_the_request_rate_is_429_with_retry_after() {
     let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry));
     // another agent has its own budget; the next minute resets it
-    assert_eq!(t.submit(&t.other_agent, with(notify(), "/agent/id", json!("other"))).await.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        t.submit(&t.other_agent, with(notify(), "/agent/id", json!("other"))).await.status,
+        StatusCode::ACCEPTED
+    );
     t.advance(Duration::seconds(60));
     assert_eq!(t.submit(&t.agent, notify()).await.status, StatusCode::ACCEPTED);
 }

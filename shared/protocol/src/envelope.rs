@@ -7,11 +7,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::ProtocolError;
 use crate::ids::AgentId;
 use crate::schema::{self, SchemaKind};
 use crate::time::{self, Timestamp};
 use crate::version::Version;
-use crate::ProtocolError;
 
 /// The three verbs (§5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -248,15 +248,17 @@ impl Envelope {
     fn typed(raw: Map<String, Value>, version: Version) -> Result<Self, ProtocolError> {
         let field = |name: &str| raw.get(name);
         let str_field = |name: &str| field(name).and_then(Value::as_str).map(str::to_owned);
-        let kind = str_field("type").and_then(|t| MessageType::parse(&t)).ok_or_else(|| {
-            ProtocolError::validation("`/type`: must be one of notify, ask, task")
-        })?;
-        let agent_obj = field("agent").and_then(Value::as_object).ok_or_else(|| {
-            ProtocolError::validation("`/agent`: must be an object")
-        })?;
+        let kind = str_field("type")
+            .and_then(|t| MessageType::parse(&t))
+            .ok_or_else(|| ProtocolError::validation("`/type`: must be one of notify, ask, task"))?;
+        let agent_obj = field("agent")
+            .and_then(Value::as_object)
+            .ok_or_else(|| ProtocolError::validation("`/agent`: must be an object"))?;
         let agent_str = |name: &str| agent_obj.get(name).and_then(Value::as_str).map(str::to_owned);
         let id = agent_str("id").and_then(|s| AgentId::parse(&s)).ok_or_else(|| {
-            ProtocolError::validation("`/agent/id`: must be a non-empty string of at most 200 characters without control characters")
+            ProtocolError::validation(
+                "`/agent/id`: must be a non-empty string of at most 200 characters without control characters",
+            )
         })?;
         let agent = AgentDescriptor {
             id,
@@ -265,28 +267,26 @@ impl Envelope {
             project: agent_str("project"),
         };
         let expires_at = match str_field("expires_at") {
-            Some(s) => Some(time::parse(&s).ok_or_else(|| {
-                ProtocolError::validation("`/expires_at`: must be an RFC 3339 date-time")
-            })?),
+            Some(s) => Some(
+                time::parse(&s)
+                    .ok_or_else(|| ProtocolError::validation("`/expires_at`: must be an RFC 3339 date-time"))?,
+            ),
             None => None,
         };
         if let Some(created) = str_field("created_at") {
-            time::parse(&created).ok_or_else(|| {
-                ProtocolError::validation("`/created_at`: must be an RFC 3339 date-time")
-            })?;
+            time::parse(&created)
+                .ok_or_else(|| ProtocolError::validation("`/created_at`: must be an RFC 3339 date-time"))?;
         }
         let request = match field("request") {
-            Some(v) if kind == MessageType::Ask => Some(
-                Request::deserialize(v)
-                    .map_err(|e| ProtocolError::validation(format!("`/request`: {e}")))?,
-            ),
+            Some(v) if kind == MessageType::Ask => {
+                Some(Request::deserialize(v).map_err(|e| ProtocolError::validation(format!("`/request`: {e}")))?)
+            }
             _ => None,
         };
         let action = match field("action") {
-            Some(v) if kind == MessageType::Task => Some(
-                Action::deserialize(v)
-                    .map_err(|e| ProtocolError::validation(format!("`/action`: {e}")))?,
-            ),
+            Some(v) if kind == MessageType::Task => {
+                Some(Action::deserialize(v).map_err(|e| ProtocolError::validation(format!("`/action`: {e}")))?)
+            }
             _ => None,
         };
         let tags = field("tags")
@@ -343,10 +343,7 @@ impl Envelope {
             OptionItem { value: "deny".into(), label: "Deny".into(), description: None },
         ];
         if let Some(Value::Object(r)) = self.raw.get_mut("request") {
-            r.insert(
-                "options".into(),
-                serde_json::to_value(&req.options).expect("options serialize"),
-            );
+            r.insert("options".into(), serde_json::to_value(&req.options).expect("options serialize"));
         }
     }
 

@@ -46,10 +46,7 @@ pub fn canonical_sha256(value: &Value) -> String {
 /// dropped key (the same absent-as-null convention pinned for §9.8 by `dp-015`).
 pub fn payload_object(response: Option<&Value>, state: Option<&Value>) -> Value {
     let mut map = serde_json::Map::with_capacity(2);
-    map.insert(
-        "response".to_owned(),
-        response.cloned().unwrap_or(Value::Null),
-    );
+    map.insert("response".to_owned(), response.cloned().unwrap_or(Value::Null));
     map.insert("state".to_owned(), state.cloned().unwrap_or(Value::Null));
     Value::Object(map)
 }
@@ -81,20 +78,14 @@ mod tests {
     fn strings_preserved_and_minimally_escaped() {
         // "e\u0301" (decomposed) must not be normalized to "\u00e9"; DEL and non-ASCII stay raw.
         let v = json!({"s": "e\u{301}\u{e9}\u{7f}\u{1f}\n\"\\/€😀"});
-        assert_eq!(
-            canonicalize_to_string(&v),
-            "{\"s\":\"e\u{301}\u{e9}\u{7f}\\u001f\\n\\\"\\\\/€😀\"}"
-        );
+        assert_eq!(canonicalize_to_string(&v), "{\"s\":\"e\u{301}\u{e9}\u{7f}\\u001f\\n\\\"\\\\/€😀\"}");
     }
 
     #[test]
     fn keys_sorted_by_utf16_code_units() {
         // UTF-16 code units: 0x000D < 0x0031 < 0x00FF < 0x20AC < 0xD83D (😀's high surrogate).
         let v = json!({"😀": 1, "€": 2, "\r": 3, "1": 4, "\u{ff}": 5});
-        assert_eq!(
-            canonicalize_to_string(&v),
-            "{\"\\r\":3,\"1\":4,\"\u{ff}\":5,\"€\":2,\"😀\":1}"
-        );
+        assert_eq!(canonicalize_to_string(&v), "{\"\\r\":3,\"1\":4,\"\u{ff}\":5,\"€\":2,\"😀\":1}");
         // A BMP character above the surrogate range sorts AFTER an astral one in UTF-16 order
         // (0xFB33 > 0xD83D) even though its code point is smaller — the case UTF-8 order gets wrong.
         let v = json!({"\u{fb33}": 1, "😀": 2});
@@ -103,13 +94,7 @@ mod tests {
 
     #[test]
     fn absent_payload_parts_are_null() {
-        assert_eq!(
-            canonicalize_to_string(&payload_object(None, None)),
-            r#"{"response":null,"state":null}"#
-        );
-        assert_eq!(
-            payload_sha256(None, None),
-            sha256_hex(br#"{"response":null,"state":null}"#)
-        );
+        assert_eq!(canonicalize_to_string(&payload_object(None, None)), r#"{"response":null,"state":null}"#);
+        assert_eq!(payload_sha256(None, None), sha256_hex(br#"{"response":null,"state":null}"#));
     }
 }

@@ -3,11 +3,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ProtocolError;
 use crate::envelope::{ChecklistItem, Envelope, MessageType, Mode};
 use crate::lifecycle::Resolution;
 use crate::rules::validate_input;
 use crate::schema::{self, SchemaKind};
-use crate::ProtocolError;
 
 /// Longest accepted resolver comment, in bytes.
 pub const MAX_COMMENT_BYTES: usize = 16_384;
@@ -36,8 +36,10 @@ impl ResolveRequest {
     /// honoured (§5.2), `value` valid for the request, checklist only for tasks.
     pub fn check_against(&self, env: &Envelope) -> Result<(), ProtocolError> {
         let bad = |m: String| Err(ProtocolError::invalid_field(m));
-        if !matches!(self.resolution, Resolution::Answered | Resolution::Declined | Resolution::Completed | Resolution::Dismissed)
-            || !self.resolution.valid_for(env.kind)
+        if !matches!(
+            self.resolution,
+            Resolution::Answered | Resolution::Declined | Resolution::Completed | Resolution::Dismissed
+        ) || !self.resolution.valid_for(env.kind)
         {
             return bad(format!(
                 "`/resolution`: `{}` is not a resolver outcome for a {}",

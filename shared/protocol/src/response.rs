@@ -41,9 +41,7 @@ impl Terminal {
         let defaulted = default.is_some();
         Self {
             resolution: Resolution::Expired,
-            actor: Actor::System(
-                if defaulted { Actor::DEFAULT_ON_EXPIRE } else { Actor::EXPIRY }.to_owned(),
-            ),
+            actor: Actor::System(if defaulted { Actor::DEFAULT_ON_EXPIRE } else { Actor::EXPIRY }.to_owned()),
             resolved_at: now,
             resolution_id,
             value: default,
@@ -83,7 +81,10 @@ impl Terminal {
             detail.insert("comment".into(), Value::String(c.clone()));
         }
         if let Some(items) = &self.checklist {
-            detail.insert("checklist".into(), json!(items.iter().map(|i| json!({"text": i.text, "done": i.done})).collect::<Vec<_>>()));
+            detail.insert(
+                "checklist".into(),
+                json!(items.iter().map(|i| json!({"text": i.text, "done": i.done})).collect::<Vec<_>>()),
+            );
         }
         let include_detail = match subject.kind {
             MessageType::Task => self.comment.is_some() || self.checklist.is_some(),

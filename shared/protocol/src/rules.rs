@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
+use crate::ProtocolError;
 use crate::envelope::{CallbackMode, Envelope, Mode, Request};
 use crate::time::Timestamp;
-use crate::ProtocolError;
 
 /// The advertised size caps (§8.0, §8.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,9 +97,10 @@ fn check_request(req: &Request) -> Result<(), ProtocolError> {
             }
         }
         Mode::Input => {
-            let schema = req.schema.as_ref().ok_or_else(|| {
-                ProtocolError::invalid_field("`/request/schema`: required for mode input")
-            })?;
+            let schema = req
+                .schema
+                .as_ref()
+                .ok_or_else(|| ProtocolError::invalid_field("`/request/schema`: required for mode input"))?;
             check_flat_schema(schema)?;
         }
     }
@@ -140,8 +141,21 @@ fn check_default_on_expire(req: &Request) -> Result<(), ProtocolError> {
 
 const SCALAR_TYPES: [&str; 4] = ["string", "number", "integer", "boolean"];
 const PROPERTY_KEYWORDS: [&str; 16] = [
-    "type", "enum", "const", "title", "description", "default", "examples", "format", "pattern",
-    "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "type",
+    "enum",
+    "const",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "format",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
     "x-ma2h-sensitive",
 ];
 const ROOT_KEYWORDS: [&str; 7] =

@@ -98,8 +98,7 @@ static DOCUMENTS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     SchemaKind::ALL
         .iter()
         .map(|k| {
-            serde_json::from_str(k.source())
-                .unwrap_or_else(|e| panic!("embedded {} is not JSON: {e}", k.file_name()))
+            serde_json::from_str(k.source()).unwrap_or_else(|e| panic!("embedded {} is not JSON: {e}", k.file_name()))
         })
         .collect()
 });
@@ -125,10 +124,7 @@ static VALIDATORS: LazyLock<Vec<Validator>> = LazyLock::new(|| {
 struct EmbeddedOnly;
 
 impl Retrieve for EmbeddedOnly {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         let wanted = uri.as_str().split('#').next().unwrap_or_default();
         SchemaKind::ALL
             .iter()
@@ -189,18 +185,13 @@ fn describe(error: &ValidationError<'_>) -> Finding {
     let at = error.instance_path().as_str().to_owned();
     let (pointer, problem) = match error.kind() {
         ValidationErrorKind::Required { property } => {
-            let name = property
-                .as_str()
-                .map_or_else(|| property.to_string(), str::to_owned);
+            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
             (at, format!("missing required field `{name}`"))
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
             let first = unexpected.first().cloned().unwrap_or_default();
             let child = format!("{at}/{}", escape_token(&first));
-            (
-                child,
-                format!("unknown field `{first}` (this object admits no extra fields)"),
-            )
+            (child, format!("unknown field `{first}` (this object admits no extra fields)"))
         }
         ValidationErrorKind::FalseSchema => {
             let name = last_token(&at);
@@ -209,15 +200,8 @@ fn describe(error: &ValidationError<'_>) -> Finding {
         _ => (at, problem_text(error)),
     };
     let missing = matches!(error.kind(), ValidationErrorKind::Required { .. });
-    let rank = (
-        pointer.matches('/').count() + usize::from(missing),
-        !missing,
-    );
-    let shown = if pointer.is_empty() {
-        "/"
-    } else {
-        pointer.as_str()
-    };
+    let rank = (pointer.matches('/').count() + usize::from(missing), !missing);
+    let shown = if pointer.is_empty() { "/" } else { pointer.as_str() };
     let mut message = format!("`{shown}`: {problem}");
     if let Some(rule) = rule_note(error) {
         message.push_str(" — ");
@@ -296,11 +280,8 @@ fn rule_note(error: &ValidationError<'_>) -> Option<String> {
     let kind = SchemaKind::ALL.into_iter().find(|k| k.id() == base)?;
     let mut node = kind.document();
     let mut note = None;
-    let tokens: Vec<String> = fragment
-        .split('/')
-        .skip(1)
-        .map(|t| percent_decode(t).replace("~1", "/").replace("~0", "~"))
-        .collect();
+    let tokens: Vec<String> =
+        fragment.split('/').skip(1).map(|t| percent_decode(t).replace("~1", "/").replace("~0", "~")).collect();
     for (i, token) in tokens.iter().enumerate() {
         let description = node.get("description").and_then(Value::as_str);
         if matches!(token.as_str(), "then" | "else") && node.get("if").is_some() {
@@ -324,9 +305,7 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
         match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
             (b'%', Some(b)) => {
                 out.push(b);

@@ -100,10 +100,7 @@ impl SignedContext {
         m.insert("payload_sha256".into(), s(&self.payload_sha256));
         m.insert("resolution".into(), s(&self.resolution));
         m.insert("resolution_id".into(), s(&self.resolution_id));
-        m.insert(
-            "resolved_at".into(),
-            self.resolved_at.as_deref().map_or(Value::Null, s),
-        );
+        m.insert("resolved_at".into(), self.resolved_at.as_deref().map_or(Value::Null, s));
         m.insert("t".into(), s(&self.t));
         Value::Object(m)
     }
@@ -192,8 +189,7 @@ const B64URL_NOPAD: GeneralPurpose = GeneralPurpose::new(
 pub fn sign_canonical_raw(canonical: &[u8], key: &SigningKey) -> Vec<u8> {
     match key {
         SigningKey::Hmac(secret) => {
-            let mut mac =
-                HmacSha256::new_from_slice(secret).expect("HMAC accepts keys of any length");
+            let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC accepts keys of any length");
             mac.update(canonical);
             mac.finalize().into_bytes().to_vec()
         }
@@ -230,10 +226,7 @@ pub fn decode_mac(v1: &str) -> Option<Vec<u8>> {
     let bytes = v1.as_bytes();
     let body_len = bytes.iter().rposition(|&b| b != b'=').map_or(0, |i| i + 1);
     let (body, pad) = bytes.split_at(body_len);
-    if !body
-        .iter()
-        .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
+    if !body.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
         return None; // also catches any '=' before the trailing run
     }
     // RFC 4648 §4: a final quantum of 1 character is structurally impossible.
@@ -255,11 +248,7 @@ pub fn is_well_formed_mac(v1: &str) -> bool {
 
 /// Verify a `v1` over already-canonical bytes; accepts if ANY key verifies (rotation, §9.2).
 /// HMAC tags are compared in constant time (`Mac::verify_slice`); Ed25519 uses `verify_strict`.
-pub fn verify_canonical(
-    canonical: &[u8],
-    v1: &str,
-    keys: &[VerifyingKey],
-) -> Result<(), SignatureError> {
+pub fn verify_canonical(canonical: &[u8], v1: &str, keys: &[VerifyingKey]) -> Result<(), SignatureError> {
     let mac = decode_mac(v1).ok_or(SignatureError::BadMac)?;
     if keys.is_empty() {
         return Err(SignatureError::NoKeys);
@@ -272,14 +261,11 @@ pub fn verify_canonical(
             h.update(canonical);
             h.verify_slice(&mac).is_ok()
         }
-        VerifyingKey::Ed25519(pk) => ed25519_dalek::Signature::from_slice(&mac)
-            .is_ok_and(|sig| pk.verify_strict(canonical, &sig).is_ok()),
+        VerifyingKey::Ed25519(pk) => {
+            ed25519_dalek::Signature::from_slice(&mac).is_ok_and(|sig| pk.verify_strict(canonical, &sig).is_ok())
+        }
     });
-    if ok {
-        Ok(())
-    } else {
-        Err(SignatureError::Mismatch)
-    }
+    if ok { Ok(()) } else { Err(SignatureError::Mismatch) }
 }
 
 /// §9.2 verification of `v1` against the reconstructed `signed_context`.
@@ -291,11 +277,7 @@ pub fn verify(ctx: &SignedContext, v1: &str, keys: &[VerifyingKey]) -> Result<()
 pub fn check_window(t: i64, now_unix: i64, window_secs: i64) -> Result<(), SignatureError> {
     match u64::try_from(window_secs) {
         Ok(w) if t.abs_diff(now_unix) <= w => Ok(()),
-        _ => Err(SignatureError::OutOfWindow {
-            t,
-            now: now_unix,
-            window_secs,
-        }),
+        _ => Err(SignatureError::OutOfWindow { t, now: now_unix, window_secs }),
     }
 }
 
@@ -354,11 +336,5 @@ pub fn parse_header(value: &str) -> Result<ParsedHeader, SignatureError> {
         return Err(M("jti must be 1..=256 visible ASCII characters"));
     }
     let mac = decode_mac(v1).ok_or(SignatureError::BadMac)?;
-    Ok(ParsedHeader {
-        t: t.to_owned(),
-        t_unix,
-        jti: jti.to_owned(),
-        v1: v1.to_owned(),
-        mac,
-    })
+    Ok(ParsedHeader { t: t.to_owned(), t_unix, jti: jti.to_owned(), v1: v1.to_owned(), mac })
 }

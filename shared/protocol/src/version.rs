@@ -26,20 +26,18 @@ impl Version {
                     "`/ma2h_version`: major version {major} is not supported (this hub speaks 0.x up to {HUB_VERSION})"
                 )));
             }
-            return Err(ProtocolError::validation(format!(
-                "`/ma2h_version`: `{s}` is not a MAJOR.MINOR version"
-            )));
+            return Err(ProtocolError::validation(format!("`/ma2h_version`: `{s}` is not a MAJOR.MINOR version")));
         }
-        let canonical = minor == "0"
-            || (!minor.is_empty() && !minor.starts_with('0') && minor.bytes().all(|b| b.is_ascii_digit()));
+        let canonical =
+            minor == "0" || (!minor.is_empty() && !minor.starts_with('0') && minor.bytes().all(|b| b.is_ascii_digit()));
         if !canonical {
             return Err(ProtocolError::validation(format!(
                 "`/ma2h_version`: `{s}` is not a canonical 0.x version (no leading zeros)"
             )));
         }
-        let minor = minor.parse().map_err(|_| {
-            ProtocolError::validation(format!("`/ma2h_version`: minor of `{s}` is out of range"))
-        })?;
+        let minor = minor
+            .parse()
+            .map_err(|_| ProtocolError::validation(format!("`/ma2h_version`: minor of `{s}` is out of range")))?;
         Ok(Self { minor })
     }
 

@@ -104,11 +104,17 @@ fn valid_envelopes_pass() {
     pass(M, &notify());
     pass(M, &select());
     pass(M, &ask(json!({ "mode": "confirm" })));
-    pass(M, &ask(json!({ "mode": "confirm", "default_on_expire": null, "options": [
-        { "value": "approve", "label": "Yes" }, { "value": "deny", "label": "No" } ] })));
-    pass(M, &ask(json!({ "mode": "input", "default_on_expire": { "reason": "timeout" },
+    pass(
+        M,
+        &ask(json!({ "mode": "confirm", "default_on_expire": null, "options": [
+        { "value": "approve", "label": "Yes" }, { "value": "deny", "label": "No" } ] })),
+    );
+    pass(
+        M,
+        &ask(json!({ "mode": "input", "default_on_expire": { "reason": "timeout" },
         "schema": { "type": "object", "properties": { "reason": { "type": "string" } }, "required": ["reason"] },
-        "callback": { "mode": "pull" } })));
+        "callback": { "mode": "pull" } })),
+    );
     pass(M, &task());
     let rich = json!({
         "ma2h_version": "0.5", "type": "notify", "created_at": "2026-06-04T13:00:00+02:00",
@@ -205,13 +211,20 @@ fn ask_requires_an_idempotency_key() {
 fn request_modes_are_checked() {
     fail(M, &without(select(), "/request/options"), &["`/request`: missing required field `options`"]);
     fail(M, &with(select(), "/request/options", json!([])), &["`/request/options`", "at least 1"]);
-    fail(M, &with(select(), "/request/options/0", json!({ "value": "ship" })),
-        &["`/request/options/0`: missing required field `label`"]);
+    fail(
+        M,
+        &with(select(), "/request/options/0", json!({ "value": "ship" })),
+        &["`/request/options/0`: missing required field `label`"],
+    );
     fail(M, &with(select(), "/request/default_on_expire", json!({ "v": 1 })), &["`/request/default_on_expire`"]);
     fail(M, &ask(json!({ "mode": "input" })), &["`/request`: missing required field `schema`"]);
-    fail(M, &ask(json!({ "mode": "input", "schema": { "type": "object" }, "default_on_expire": "x" })),
-        &["`/request/default_on_expire`"]);
-    let three = json!([ { "value": "a", "label": "A" }, { "value": "b", "label": "B" }, { "value": "c", "label": "C" } ]);
+    fail(
+        M,
+        &ask(json!({ "mode": "input", "schema": { "type": "object" }, "default_on_expire": "x" })),
+        &["`/request/default_on_expire`"],
+    );
+    let three =
+        json!([ { "value": "a", "label": "A" }, { "value": "b", "label": "B" }, { "value": "c", "label": "C" } ]);
     // A confirm with 3 options is schema-valid: the exactly-two rule is the Hub's 422 (rules.rs).
     pass(M, &ask(json!({ "mode": "confirm", "options": three })));
     fail(M, &ask(json!({ "mode": "vote" })), &["`/request/mode`"]);
@@ -246,7 +259,8 @@ fn callbacks_are_checked() {
     fail(M, &without(select(), "/request/callback/url"), &["`/request/callback`: missing required field `url`"]);
     fail(M, &with(select(), "/request/callback/url", json!("not a uri")), &["`/request/callback/url`", "URI"]);
     fail(M, &with(select(), "/request/callback/mode", json!("webhook")), &["`/request/callback/mode`"]);
-    let apikey = json!({ "mode": "push", "url": "https://a.example/x", "auth": { "scheme": "apikey", "token_ref": "env:K" } });
+    let apikey =
+        json!({ "mode": "push", "url": "https://a.example/x", "auth": { "scheme": "apikey", "token_ref": "env:K" } });
     pass(M, &with(select(), "/request/callback", apikey));
 }
 
@@ -261,11 +275,19 @@ fn allowed_resolvers_entries_are_typed() {
 fn context_parts_carry_exactly_one_kind() {
     let part = |p: Value| with(notify(), "/context", json!([{ "kind": "text", "text": "ok" }, p]));
     fail(M, &part(json!({ "kind": "text", "text": "a", "data": { "b": 1 } })), &["`/context/1/data`", "not allowed"]);
-    fail(M, &part(json!({ "kind": "file", "file": { "uri": "https://x.example/f" }, "text": "t" })), &["`/context/1/text`"]);
+    fail(
+        M,
+        &part(json!({ "kind": "file", "file": { "uri": "https://x.example/f" }, "text": "t" })),
+        &["`/context/1/text`"],
+    );
     fail(M, &part(json!({ "kind": "image", "image": "x" })), &["`/context/1/kind`"]);
     fail(M, &part(json!({ "text": "no kind" })), &["`/context/1`: missing required field `kind`"]);
     fail(M, &part(json!({ "kind": "data" })), &["`/context/1`: missing required field `data`"]);
-    fail(M, &part(json!({ "kind": "file", "file": { "name": "x" } })), &["`/context/1/file`: missing required field `uri`"]);
+    fail(
+        M,
+        &part(json!({ "kind": "file", "file": { "name": "x" } })),
+        &["`/context/1/file`: missing required field `uri`"],
+    );
 }
 
 #[test]
@@ -276,9 +298,17 @@ fn submit_ack_is_closed() {
     let queued = json!({ "id": "msg_02", "status": "queued", "poll_url": "https://hub.example/v1/messages/msg_02",
                          "destination": { "state": "offline", "last_seen": "2026-08-10T11:20:00Z" } });
     pass(SchemaKind::SubmitAck, &queued);
-    fail(SchemaKind::SubmitAck, &with(ack.clone(), "/resolution", json!("answered")), &["`/resolution`", "unknown field"]);
+    fail(
+        SchemaKind::SubmitAck,
+        &with(ack.clone(), "/resolution", json!("answered")),
+        &["`/resolution`", "unknown field"],
+    );
     fail(SchemaKind::SubmitAck, &without(queued.clone(), "/destination"), &["missing required field `destination`"]);
-    fail(SchemaKind::SubmitAck, &with(queued.clone(), "/destination/state", json!("unknown")), &["`/destination/last_seen`"]);
+    fail(
+        SchemaKind::SubmitAck,
+        &with(queued.clone(), "/destination/state", json!("unknown")),
+        &["`/destination/last_seen`"],
+    );
     fail(SchemaKind::SubmitAck, &with(ack, "/status", json!("created")), &["`/status`"]);
 }
 
@@ -288,22 +318,40 @@ fn resolve_requests_follow_section_8_8() {
     // from autnmy/ma2h-protocol conformance/vectors/sv-041-resolve-request-answered-valid.json
     pass(r, &json!({ "resolution": "answered", "value": "approve", "comment": "Restarting the consumer now." }));
     // from autnmy/ma2h-protocol conformance/vectors/sv-056-resolve-request-completed-checklist-valid.json
-    pass(r, &json!({ "resolution": "completed", "comment": "Key rotated; webhook re-signed and verified.",
+    pass(
+        r,
+        &json!({ "resolution": "completed", "comment": "Key rotated; webhook re-signed and verified.",
         "checklist": [ { "text": "Generate a new key in the secret manager", "done": true },
-                       { "text": "Update prod secret", "done": true } ] }));
+                       { "text": "Update prod secret", "done": true } ] }),
+    );
     pass(r, &json!({ "resolution": "answered", "value": { "reason": "ok" } }));
     // from autnmy/ma2h-protocol conformance/vectors/sv-042-resolve-request-answered-missing-value-invalid.json
-    fail(r, &json!({ "resolution": "answered", "comment": "Forgot the value" }), &["`/`: missing required field `value`"]);
+    fail(
+        r,
+        &json!({ "resolution": "answered", "comment": "Forgot the value" }),
+        &["`/`: missing required field `value`"],
+    );
     // from autnmy/ma2h-protocol conformance/vectors/sv-055-resolve-request-declined-with-value-invalid.json
-    fail(r, &json!({ "resolution": "declined", "value": "approve",
-        "comment": "Not comfortable approving this restart window." }), &["`/value`", "not allowed"]);
+    fail(
+        r,
+        &json!({ "resolution": "declined", "value": "approve",
+        "comment": "Not comfortable approving this restart window." }),
+        &["`/value`", "not allowed"],
+    );
     // from autnmy/ma2h-protocol conformance/vectors/sv-057-resolve-request-answered-with-checklist-invalid.json
-    fail(r, &json!({ "resolution": "answered", "value": "approve",
-        "checklist": [ { "text": "Restart the queue consumer", "done": true } ] }), &["`/checklist`", "not allowed"]);
+    fail(
+        r,
+        &json!({ "resolution": "answered", "value": "approve",
+        "checklist": [ { "text": "Restart the queue consumer", "done": true } ] }),
+        &["`/checklist`", "not allowed"],
+    );
     fail(r, &json!({ "resolution": "completed", "value": "x" }), &["`/value`"]);
     fail(r, &json!({ "resolution": "cancelled" }), &["`/resolution`"]);
-    fail(r, &json!({ "resolution": "completed", "checklist": [ { "text": "a" } ] }),
-        &["`/checklist/0`: missing required field `done`"]);
+    fail(
+        r,
+        &json!({ "resolution": "completed", "checklist": [ { "text": "a" } ] }),
+        &["`/checklist/0`: missing required field `done`"],
+    );
 }
 
 fn answered() -> Value {
@@ -328,19 +376,30 @@ fn responses_follow_section_6() {
                       "checklist": [ { "text": "Update prod", "done": true } ] } });
     pass(r, &done);
     // from autnmy/ma2h-protocol conformance/vectors/sv-004-response-resolution-ignored-invalid.json
-    fail(r, &json!({ "ma2h_version": "0.3", "in_reply_to": "msg_1", "resolution_id": "res_1",
+    fail(
+        r,
+        &json!({ "ma2h_version": "0.3", "in_reply_to": "msg_1", "resolution_id": "res_1",
         "agent": { "id": "deploybot/dev-team", "run_id": "r1" }, "resolution": "ignored",
-        "response": { "actor": "human:alice", "resolved_at": "2026-06-04T17:00:00Z" } }), &["`/resolution`"]);
+        "response": { "actor": "human:alice", "resolved_at": "2026-06-04T17:00:00Z" } }),
+        &["`/resolution`"],
+    );
     // from autnmy/ma2h-protocol conformance/vectors/sv-007-expired-default-bad-actor-invalid.json
-    fail(r, &json!({ "ma2h_version": "0.3", "in_reply_to": "msg_1", "resolution_id": "res_1",
+    fail(
+        r,
+        &json!({ "ma2h_version": "0.3", "in_reply_to": "msg_1", "resolution_id": "res_1",
         "agent": { "id": "deploybot/dev-team", "run_id": "r1" }, "resolution": "expired", "defaulted": true,
         "response": { "value": "hold", "actor": "human:alice", "resolved_at": "2026-06-05T15:22:08Z" } }),
-        &["`/response/actor`", "system:default_on_expire"]);
+        &["`/response/actor`", "system:default_on_expire"],
+    );
     let defaulted_answer = with(answered(), "/defaulted", json!(true));
     let defaulted_answer = with(defaulted_answer, "/response/actor", json!("system:default_on_expire"));
     fail(r, &defaulted_answer, &["`/resolution`", "`expired`"]);
     fail(r, &with(answered(), "/response/actor", json!("alice")), &["`/response/actor`"]);
-    fail(r, &with(answered(), "/response/checklist", json!([{ "text": "x", "done": true }])), &["`/response/checklist`"]);
+    fail(
+        r,
+        &with(answered(), "/response/checklist", json!([{ "text": "x", "done": true }])),
+        &["`/response/checklist`"],
+    );
     fail(r, &without(answered(), "/response/value"), &["`/response`: missing required field `value`"]);
     fail(r, &without(answered(), "/response"), &["missing required field `response`"]);
     fail(r, &with(done, "/response/value", json!("x")), &["`/response/value`"]);
@@ -373,10 +432,16 @@ fn get_message_bodies_follow_section_8_2() {
     fail(g, &with(delivered_notify.clone(), "/response", answered()), &["`/response`", "not allowed"]);
     fail(g, &with(delivered_notify, "/status", json!("open")), &["`/status`", "`delivered`"]);
     fail(g, &pulled("completed"), &["`/status`"]);
-    fail(g, &with(closed.clone(), "/delivery", json!({ "state": "acknowledged" })),
-        &["`/delivery`: missing required field `acknowledged_at`"]);
-    fail(g, &with(closed.clone(), "/delivery", json!({ "state": "expired", "delivered_at": "2026-06-04T18:05:00Z" })),
-        &["`/delivery/delivered_at`"]);
+    fail(
+        g,
+        &with(closed.clone(), "/delivery", json!({ "state": "acknowledged" })),
+        &["`/delivery`: missing required field `acknowledged_at`"],
+    );
+    fail(
+        g,
+        &with(closed.clone(), "/delivery", json!({ "state": "expired", "delivered_at": "2026-06-04T18:05:00Z" })),
+        &["`/delivery/delivered_at`"],
+    );
     fail(g, &with(pulled("open"), "/delivery", json!({ "state": "delivered-to-agent" })), &["`/delivery`"]);
     // the embedded envelope and Response are validated through the cross-file `$ref`s
     fail(g, &without(pulled("open"), "/title"), &["missing required field `title`"]);

@@ -7,9 +7,9 @@
 
 use ma2h_protocol::jcs;
 use ma2h_protocol::signature::{
-    self, ALG_ED25519, ALG_HMAC_SHA256, REPLAY_WINDOW_SECS, SIGNATURE_HEADER, SignatureError,
-    SignedContext, SigningKey, VerifyingKey, check_window, decode_mac, header_line, header_value,
-    is_well_formed_mac, parse_header, sign, verify,
+    self, ALG_ED25519, ALG_HMAC_SHA256, REPLAY_WINDOW_SECS, SIGNATURE_HEADER, SignatureError, SignedContext,
+    SigningKey, VerifyingKey, check_window, decode_mac, header_line, header_value, is_well_formed_mac, parse_header,
+    sign, verify,
 };
 use serde_json::{Value, json};
 
@@ -34,8 +34,7 @@ fn dp001_payload() -> Value {
     })
 }
 
-const DP001_PAYLOAD_SHA256: &str =
-    "3073dec57c04075d0b6bfa17c300fa9600ad92fb13e485e410c8a95274ac47ed";
+const DP001_PAYLOAD_SHA256: &str = "3073dec57c04075d0b6bfa17c300fa9600ad92fb13e485e410c8a95274ac47ed";
 
 /// dp-001 / dp-003 `signed_context`.
 fn dp001_ctx() -> SignedContext {
@@ -54,7 +53,8 @@ fn dp001_ctx() -> SignedContext {
 }
 
 const DP001_CANONICAL_JCS: &str = "{\"callback_url\":\"https://deploybot.example/ma2h/resume\",\"id\":\"msg_01HZXASK0001\",\"in_reply_to\":\"msg_01HZXASK0001\",\"jti\":\"jti_01HZX7Q9Z3DEMOFIX\",\"ma2h_version\":\"0.3\",\"payload_sha256\":\"3073dec57c04075d0b6bfa17c300fa9600ad92fb13e485e410c8a95274ac47ed\",\"resolution\":\"answered\",\"resolution_id\":\"res_01HZXR3SOLVE\",\"resolved_at\":\"2026-06-04T15:48:30Z\",\"t\":\"1749050910\"}";
-const DP001_HEADER: &str = "MA2H-Signature: t=1749050910,jti=jti_01HZX7Q9Z3DEMOFIX,v1=Ryfm6kkeIKl80WEanB__dxoyL6bg5yFF33bRpu_3cxc";
+const DP001_HEADER: &str =
+    "MA2H-Signature: t=1749050910,jti=jti_01HZX7Q9Z3DEMOFIX,v1=Ryfm6kkeIKl80WEanB__dxoyL6bg5yFF33bRpu_3cxc";
 const DP001_V1: &str = "Ryfm6kkeIKl80WEanB__dxoyL6bg5yFF33bRpu_3cxc";
 
 fn hmac_keys() -> Vec<VerifyingKey> {
@@ -88,13 +88,7 @@ fn dp001_hmac_v1_and_header() {
     let v1 = sign(&ctx, &key);
     assert_eq!(v1, DP001_V1);
     assert_eq!(header_line(&ctx.t, &ctx.jti, &v1), DP001_HEADER);
-    assert_eq!(
-        format!(
-            "{SIGNATURE_HEADER}: {}",
-            header_value(&ctx.t, &ctx.jti, &v1)
-        ),
-        DP001_HEADER
-    );
+    assert_eq!(format!("{SIGNATURE_HEADER}: {}", header_value(&ctx.t, &ctx.jti, &v1)), DP001_HEADER);
     assert_eq!(verify(&ctx, DP001_V1, &hmac_keys()), Ok(()));
     assert_eq!(verify(&ctx, DP001_V1, &[key.verifying_key()]), Ok(()));
 
@@ -106,11 +100,7 @@ fn dp001_hmac_v1_and_header() {
     assert_eq!(parsed.jti, "jti_01HZX7Q9Z3DEMOFIX");
     assert_eq!(parsed.v1, DP001_V1);
     assert_eq!(parsed.mac.len(), 32);
-    let rebuilt = SignedContext {
-        t: parsed.t.clone(),
-        jti: parsed.jti.clone(),
-        ..dp001_ctx()
-    };
+    let rebuilt = SignedContext { t: parsed.t.clone(), jti: parsed.jti.clone(), ..dp001_ctx() };
     assert_eq!(verify(&rebuilt, &parsed.v1, &hmac_keys()), Ok(()));
 }
 
@@ -119,22 +109,14 @@ fn dp001_tampered_context_fails_every_field() {
     type Tamper = fn(&mut SignedContext);
     let tampers: Vec<(&str, Tamper)> = vec![
         ("ma2h_version", |c| c.ma2h_version = "0.4".into()),
-        ("callback_url", |c| {
-            c.callback_url = "https://evil.example/ma2h/resume".into()
-        }),
+        ("callback_url", |c| c.callback_url = "https://evil.example/ma2h/resume".into()),
         ("id", |c| c.id = "msg_01HZXASK0002".into()),
         ("in_reply_to", |c| c.in_reply_to = "msg_01HZXASK0002".into()),
         ("jti", |c| c.jti = "jti_01HZX7Q9Z3DEMOFIY".into()),
-        ("payload_sha256", |c| {
-            c.payload_sha256.replace_range(0..1, "4")
-        }),
+        ("payload_sha256", |c| c.payload_sha256.replace_range(0..1, "4")),
         ("resolution", |c| c.resolution = "expired".into()),
-        ("resolution_id", |c| {
-            c.resolution_id = "res_01HZXR3SOLVF".into()
-        }),
-        ("resolved_at", |c| {
-            c.resolved_at = Some("2026-06-04T15:48:31Z".into())
-        }),
+        ("resolution_id", |c| c.resolution_id = "res_01HZXR3SOLVF".into()),
+        ("resolved_at", |c| c.resolved_at = Some("2026-06-04T15:48:31Z".into())),
         ("resolved_at=null", |c| c.resolved_at = None),
         ("t", |c| c.t = "1749050911".into()),
     ];
@@ -150,26 +132,13 @@ fn dp001_tampered_context_fails_every_field() {
     }
     // Wrong key, and a tampered MAC (still well-formed), also fail.
     assert_eq!(
-        verify(
-            &dp001_ctx(),
-            DP001_V1,
-            &[VerifyingKey::Hmac(b"other-secret".to_vec())]
-        ),
+        verify(&dp001_ctx(), DP001_V1, &[VerifyingKey::Hmac(b"other-secret".to_vec())]),
         Err(SignatureError::Mismatch)
     );
     let flipped = format!("S{}", &DP001_V1[1..]);
-    assert_eq!(
-        verify(&dp001_ctx(), &flipped, &hmac_keys()),
-        Err(SignatureError::Mismatch)
-    );
-    assert_eq!(
-        verify(&dp001_ctx(), DP001_V1, &[]),
-        Err(SignatureError::NoKeys)
-    );
-    assert_eq!(
-        verify(&dp001_ctx(), "not+base64url", &hmac_keys()),
-        Err(SignatureError::BadMac)
-    );
+    assert_eq!(verify(&dp001_ctx(), &flipped, &hmac_keys()), Err(SignatureError::Mismatch));
+    assert_eq!(verify(&dp001_ctx(), DP001_V1, &[]), Err(SignatureError::NoKeys));
+    assert_eq!(verify(&dp001_ctx(), "not+base64url", &hmac_keys()), Err(SignatureError::BadMac));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,10 +159,7 @@ fn dp003_payload_tamper_invalid() {
         "state": { "sealed": "v1.demo.MOCK-SEALED-STATE-BLOB" }
     });
     // The verifier recomputes the digest from what it received — never trusts a transmitted one.
-    let rebuild = |payload: &Value| SignedContext {
-        payload_sha256: digest_of(payload),
-        ..dp001_ctx()
-    };
+    let rebuild = |payload: &Value| SignedContext { payload_sha256: digest_of(payload), ..dp001_ctx() };
 
     let honest_ctx = rebuild(&honest);
     assert_eq!(honest_ctx.payload_sha256, DP001_PAYLOAD_SHA256);
@@ -201,10 +167,7 @@ fn dp003_payload_tamper_invalid() {
 
     let tampered_ctx = rebuild(&tampered);
     assert_ne!(tampered_ctx.payload_sha256, DP001_PAYLOAD_SHA256);
-    assert_eq!(
-        verify(&tampered_ctx, DP001_V1, &hmac_keys()),
-        Err(SignatureError::Mismatch)
-    );
+    assert_eq!(verify(&tampered_ctx, DP001_V1, &hmac_keys()), Err(SignatureError::Mismatch));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,21 +244,9 @@ fn dp025_v1_reproduces_from_context() {
 fn dp025_cases_classified() {
     // (value, expect well-formed, decoded_length where pinned)
     let cases: &[(&str, bool, Option<usize>)] = &[
-        (
-            "In3evtBNZywRzuNYkphbw-_764_Wu98zWM5rZ1iN4VI",
-            true,
-            Some(32),
-        ),
-        (
-            "In3evtBNZywRzuNYkphbw-_764_Wu98zWM5rZ1iN4VI=",
-            true,
-            Some(32),
-        ),
-        (
-            "3073dec57c04075d0b6bfa17c300fa9600ad92fb13e",
-            true,
-            Some(32),
-        ),
+        ("In3evtBNZywRzuNYkphbw-_764_Wu98zWM5rZ1iN4VI", true, Some(32)),
+        ("In3evtBNZywRzuNYkphbw-_764_Wu98zWM5rZ1iN4VI=", true, Some(32)),
+        ("3073dec57c04075d0b6bfa17c300fa9600ad92fb13e", true, Some(32)),
         ("In3evtBNZywRzuNYkphbw!_764_Wu98zWM5rZ1iN4VI", false, None),
         ("In3evtBNZywRzuNYkphbw+_764_Wu98zWM5rZ1iN4VI", false, None),
         ("In3evtBNZywRzuNYkphbw-/764_Wu98zWM5rZ1iN4VI", false, None),
@@ -304,11 +255,7 @@ fn dp025_cases_classified() {
         ("AAAAAAAAAAAAAAAAAAAA", false, None),
     ];
     for &(value, well_formed, decoded_length) in cases {
-        assert_eq!(
-            is_well_formed_mac(value),
-            well_formed,
-            "classification of {value:?}"
-        );
+        assert_eq!(is_well_formed_mac(value), well_formed, "classification of {value:?}");
         let decoded = decode_mac(value);
         assert_eq!(decoded.is_some(), well_formed, "decode of {value:?}");
         if let Some(len) = decoded_length {
@@ -321,10 +268,7 @@ fn dp025_cases_classified() {
         decode_mac("In3evtBNZywRzuNYkphbw-_764_Wu98zWM5rZ1iN4VI").unwrap()
     );
     // The hex-shaped case is the first 43 chars of dp-001's payload_sha256 (vector's `generator`).
-    assert_eq!(
-        &DP001_PAYLOAD_SHA256[..43],
-        "3073dec57c04075d0b6bfa17c300fa9600ad92fb13e"
-    );
+    assert_eq!(&DP001_PAYLOAD_SHA256[..43], "3073dec57c04075d0b6bfa17c300fa9600ad92fb13e");
 }
 
 #[test]
@@ -376,54 +320,25 @@ fn ed25519_round_trip_and_rotation() {
     let ed_a = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
     let raw = signature::sign_canonical_raw(&ctx.to_canonical(), &key_a);
     let sig = ed25519_dalek::Signature::from_slice(&raw).unwrap();
-    assert!(
-        ed_a.verifying_key()
-            .verify_strict(DP001_CANONICAL_JCS.as_bytes(), &sig)
-            .is_ok()
-    );
+    assert!(ed_a.verifying_key().verify_strict(DP001_CANONICAL_JCS.as_bytes(), &sig).is_ok());
 
     let pub_a = key_a.verifying_key();
     let pub_b = key_b.verifying_key();
     assert_eq!(verify(&ctx, &v1, std::slice::from_ref(&pub_a)), Ok(()));
-    assert_eq!(
-        verify(&ctx, &v1, std::slice::from_ref(&pub_b)),
-        Err(SignatureError::Mismatch)
-    );
+    assert_eq!(verify(&ctx, &v1, std::slice::from_ref(&pub_b)), Err(SignatureError::Mismatch));
     // Rotation overlap: either held key suffices, in any order, even mixed with an HMAC secret.
     assert_eq!(verify(&ctx, &v1, &[pub_b.clone(), pub_a.clone()]), Ok(()));
     let v1_b = sign(&ctx, &key_b);
     assert_eq!(verify(&ctx, &v1_b, &[pub_a.clone(), pub_b.clone()]), Ok(()));
-    assert_eq!(
-        verify(
-            &ctx,
-            &v1,
-            &[VerifyingKey::Hmac(TEST_KEY.to_vec()), pub_a.clone()]
-        ),
-        Ok(())
-    );
+    assert_eq!(verify(&ctx, &v1, &[VerifyingKey::Hmac(TEST_KEY.to_vec()), pub_a.clone()]), Ok(()));
     // An HMAC tag is never accepted by an Ed25519 key, and vice versa.
-    assert_eq!(
-        verify(&ctx, DP001_V1, std::slice::from_ref(&pub_a)),
-        Err(SignatureError::Mismatch)
-    );
-    assert_eq!(
-        verify(&ctx, &v1, &hmac_keys()),
-        Err(SignatureError::Mismatch)
-    );
+    assert_eq!(verify(&ctx, DP001_V1, std::slice::from_ref(&pub_a)), Err(SignatureError::Mismatch));
+    assert_eq!(verify(&ctx, &v1, &hmac_keys()), Err(SignatureError::Mismatch));
     // Tampered context fails.
-    let tampered = SignedContext {
-        resolution: "declined".into(),
-        ..dp001_ctx()
-    };
-    assert_eq!(
-        verify(&tampered, &v1, &[pub_a, pub_b]),
-        Err(SignatureError::Mismatch)
-    );
+    let tampered = SignedContext { resolution: "declined".into(), ..dp001_ctx() };
+    assert_eq!(verify(&tampered, &v1, &[pub_a, pub_b]), Err(SignatureError::Mismatch));
     // HMAC rotation overlap, too.
-    let keys = [
-        VerifyingKey::Hmac(b"old".to_vec()),
-        VerifyingKey::Hmac(TEST_KEY.to_vec()),
-    ];
+    let keys = [VerifyingKey::Hmac(b"old".to_vec()), VerifyingKey::Hmac(TEST_KEY.to_vec())];
     assert_eq!(verify(&ctx, DP001_V1, &keys), Ok(()));
     // Secrets are not printed.
     assert!(!format!("{:?}", SigningKey::Hmac(TEST_KEY.to_vec())).contains("ma2h-test"));
@@ -439,12 +354,7 @@ fn parse_header_round_trip_and_tolerances() {
     let p = parse_header(&v).unwrap();
     assert_eq!(
         (p.t.as_str(), p.t_unix, p.jti.as_str(), p.v1.as_str()),
-        (
-            "1749050910",
-            1_749_050_910,
-            "jti_01HZX7Q9Z3DEMOFIX",
-            DP001_V1
-        )
+        ("1749050910", 1_749_050_910, "jti_01HZX7Q9Z3DEMOFIX", DP001_V1)
     );
     assert_eq!(p.mac, decode_mac(DP001_V1).unwrap());
 
@@ -505,25 +415,10 @@ fn parse_header_rejects_malformed() {
     ];
     for bad in &cases {
         let err = parse_header(bad).expect_err(&format!("{bad:?} must be rejected"));
-        assert!(
-            matches!(
-                err,
-                SignatureError::MalformedHeader(_) | SignatureError::BadMac
-            ),
-            "{bad:?} gave {err:?}"
-        );
+        assert!(matches!(err, SignatureError::MalformedHeader(_) | SignatureError::BadMac), "{bad:?} gave {err:?}");
     }
     // Never panics on arbitrary junk (including multi-byte chars at split points).
-    for junk in [
-        "=",
-        "==",
-        "t",
-        "t=",
-        "é=é,é",
-        "\u{feff}t=1",
-        "v1=\u{10ffff}",
-        "t=1,jti=\u{7f},v1=A",
-    ] {
+    for junk in ["=", "==", "t", "t=", "é=é,é", "\u{feff}t=1", "v1=\u{10ffff}", "t=1,jti=\u{7f},v1=A"] {
         assert!(parse_header(junk).is_err());
     }
 }
@@ -542,11 +437,7 @@ fn window_edges() {
     assert_eq!(check_window(now + w, now, w), Ok(()));
     assert_eq!(
         check_window(now - w - 1, now, w),
-        Err(SignatureError::OutOfWindow {
-            t: now - w - 1,
-            now,
-            window_secs: w
-        })
+        Err(SignatureError::OutOfWindow { t: now - w - 1, now, window_secs: w })
     );
     assert!(check_window(now + w + 1, now, w).is_err());
     // Overflow-safe extremes and a nonsensical negative window.

@@ -98,7 +98,12 @@ pub fn ask(account: &AccountId, agent: &AgentId, created_at: Timestamp) -> Messa
 }
 
 /// An open ask that expires at `expires_at`.
-pub fn expiring_ask(account: &AccountId, agent: &AgentId, created_at: Timestamp, expires_at: Timestamp) -> MessageRecord {
+pub fn expiring_ask(
+    account: &AccountId,
+    agent: &AgentId,
+    created_at: Timestamp,
+    expires_at: Timestamp,
+) -> MessageRecord {
     MessageRecord { expires_at: Some(expires_at), ..ask(account, agent, created_at) }
 }
 

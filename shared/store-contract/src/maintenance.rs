@@ -11,7 +11,7 @@ use ma2h_protocol::ids::MessageId;
 use ma2h_protocol::lifecycle::Status;
 
 use crate::Store;
-use crate::fixtures::{account, agent, ask, at, claim, expiring_ask, notify, task, terminal, t0};
+use crate::fixtures::{account, agent, ask, at, claim, expiring_ask, notify, t0, task, terminal};
 
 async fn insert_all<S: Store>(store: &S, messages: &[&MessageRecord]) {
     for m in messages {
@@ -37,13 +37,12 @@ pub async fn due_expiries_returns_due_open_messages_oldest_first<S: Store>(store
     let resolved = expiring_ask(&acct, &bot, at(-7200), at(-240));
     let mut delivered = notify(&acct, &bot, at(-7200));
     delivered.expires_at = Some(at(-300));
-    insert_all(&store, &[&later, &due_1, &no_deadline, &due_now, &resolved, &due_3, &delivered, &due_2_other_account]).await;
+    insert_all(&store, &[&later, &due_1, &no_deadline, &due_now, &resolved, &due_3, &delivered, &due_2_other_account])
+        .await;
     resolve(&store, &resolved, Status::Answered, at(-250)).await;
 
-    let expected: Vec<_> = [&due_3, &due_2_other_account, &due_1, &due_now]
-        .iter()
-        .map(|m| (m.account.clone(), m.id.clone()))
-        .collect();
+    let expected: Vec<_> =
+        [&due_3, &due_2_other_account, &due_1, &due_now].iter().map(|m| (m.account.clone(), m.id.clone())).collect();
     assert_eq!(store.due_expiries(t0(), 100).await.unwrap(), expected, "due, oldest deadline first");
     assert_eq!(store.due_expiries(t0(), 2).await.unwrap(), expected[..2].to_vec(), "limit keeps the oldest");
     assert_eq!(store.due_expiries(at(-7200), 100).await.unwrap(), vec![], "nothing due yet");
@@ -87,7 +86,8 @@ pub async fn purge_leaves_tombstones_and_drops_expired_state<S: Store>(store: S)
     // `limit` bounds one purge.
     let batch: Vec<_> = (0..5).map(|i| notify(&acct, &bot, at(-86_400 * 31 - i))).collect();
     insert_all(&store, &batch.iter().collect::<Vec<_>>()).await;
-    let counts = [store.purge(t0(), 2).await.unwrap(), store.purge(t0(), 2).await.unwrap(), store.purge(t0(), 2).await.unwrap()];
+    let counts =
+        [store.purge(t0(), 2).await.unwrap(), store.purge(t0(), 2).await.unwrap(), store.purge(t0(), 2).await.unwrap()];
     assert_eq!(counts, [2, 2, 1]);
 
     // An expired counter is dropped: counting starts again at 1.
@@ -150,7 +150,8 @@ pub async fn list_messages_filters_and_limits<S: Store>(store: S) {
     let limited = list(true, None, None, 2).await;
     assert_eq!(limited.len(), 2, "limit caps the rows");
     assert!(ids(&limited).is_subset(&set(&[&a_ask, &a_task, &b_ask])));
-    let in_other = store.list_messages(&other, &ListQuery { open: true, limit: 100, ..ListQuery::default() }).await.unwrap();
+    let in_other =
+        store.list_messages(&other, &ListQuery { open: true, limit: 100, ..ListQuery::default() }).await.unwrap();
     assert_eq!(ids(&in_other), set(&[&foreign]));
 }
 

@@ -10,7 +10,8 @@ use ma2h_protocol::lifecycle::Status;
 
 use crate::Store;
 use crate::fixtures::{
-    account, agent, ask, at, claim, completed, expiring_ask, message_id, notify, resolution_id, response, task, terminal, t0,
+    account, agent, ask, at, claim, completed, expiring_ask, message_id, notify, resolution_id, response, t0, task,
+    terminal,
 };
 
 async fn found<S: Store>(store: &S, m: &MessageRecord) -> MessageRecord {

@@ -64,7 +64,8 @@ pub(crate) fn opt_ms(ts: Option<Timestamp>) -> Option<i64> {
 
 /// A stored Unix-ms value back as a timestamp.
 pub(crate) fn ts(ms: i64, what: &str) -> Result<Timestamp, DbError> {
-    DateTime::from_timestamp_millis(ms).ok_or_else(|| DbError::Corrupt(format!("{what}: {ms} is not a valid timestamp")))
+    DateTime::from_timestamp_millis(ms)
+        .ok_or_else(|| DbError::Corrupt(format!("{what}: {ms} is not a valid timestamp")))
 }
 
 pub(crate) fn opt_ts(ms: Option<i64>, what: &str) -> Result<Option<Timestamp>, DbError> {

@@ -77,9 +77,11 @@ impl CredentialStore for SqliteStore {
         let c = credential.clone();
         self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx
-                .prepare_cached(sql::UPDATE_CREDENTIAL)?
-                .execute(params![opt_ms(c.expires_at), opt_ms(c.revoked_at), c.id])?;
+            let changed = tx.prepare_cached(sql::UPDATE_CREDENTIAL)?.execute(params![
+                opt_ms(c.expires_at),
+                opt_ms(c.revoked_at),
+                c.id
+            ])?;
             tx.commit()?;
             if changed == 0 {
                 tracing::warn!(credential_id = %c.id, "sqlite store: update of an unknown credential ignored");
@@ -89,19 +91,29 @@ impl CredentialStore for SqliteStore {
         .await
     }
 
-    async fn put_secret(&self, account: &AccountId, agent: &AgentId, name: &str, sealed: &[u8]) -> Result<(), StoreError> {
+    async fn put_secret(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        name: &str,
+        sealed: &[u8],
+    ) -> Result<(), StoreError> {
         let (account, agent, name, sealed) = (account.clone(), agent.clone(), name.to_owned(), sealed.to_vec());
         self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached(sql::PUT_SECRET)?
-                .execute(params![account.as_str(), agent.as_str(), name, sealed])?;
+            tx.prepare_cached(sql::PUT_SECRET)?.execute(params![account.as_str(), agent.as_str(), name, sealed])?;
             tx.commit()?;
             Ok(())
         })
         .await
     }
 
-    async fn get_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn get_secret(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         let (account, agent, name) = (account.clone(), agent.clone(), name.to_owned());
         self.read(move |conn| {
             Ok(conn
@@ -147,7 +159,9 @@ impl RawCredential {
         let principal = match self.principal_kind.as_str() {
             "agent" => PrincipalId::Agent(parsed(name, &what("principal_name"), AgentId::parse)?),
             "operator" => PrincipalId::Operator(parsed(name, &what("principal_name"), HumanId::parse)?),
-            other => return Err(DbError::Corrupt(format!("{}: unknown principal kind {other:?}", what("principal_kind")))),
+            other => {
+                return Err(DbError::Corrupt(format!("{}: unknown principal kind {other:?}", what("principal_kind"))));
+            }
         };
         Ok(CredentialRecord {
             account: parsed(&self.account, &what("account"), AccountId::parse)?,

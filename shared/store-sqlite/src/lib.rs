@@ -72,7 +72,8 @@ impl SqliteStore {
         let settings = schema::prepare_writer(&mut writer)?;
         let readers = (0..READERS)
             .map(|_| {
-                let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+                let flags =
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
                 let conn = Connection::open_with_flags(&path, flags)?;
                 schema::prepare_reader(&conn)?;
                 Ok(Mutex::new(conn))
@@ -90,7 +91,12 @@ impl SqliteStore {
         Ok(Self::from_parts(writer, Vec::new(), None, settings))
     }
 
-    fn from_parts(writer: Connection, readers: Vec<Mutex<Connection>>, path: Option<PathBuf>, settings: StoreSettings) -> Self {
+    fn from_parts(
+        writer: Connection,
+        readers: Vec<Mutex<Connection>>,
+        path: Option<PathBuf>,
+        settings: StoreSettings,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 writer: Mutex::new(writer),

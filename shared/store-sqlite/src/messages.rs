@@ -26,9 +26,7 @@
 
 use async_trait::async_trait;
 use ma2h_core::ports::{MessageStore, StoreError};
-use ma2h_core::records::{
-    Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, TerminalWrite,
-};
+use ma2h_core::records::{Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, TerminalWrite};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
@@ -72,7 +70,12 @@ impl MessageStore for SqliteStore {
         .await
     }
 
-    async fn complete(&self, account: &AccountId, id: &MessageId, write: &TerminalWrite) -> Result<Completion, StoreError> {
+    async fn complete(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        write: &TerminalWrite,
+    ) -> Result<Completion, StoreError> {
         let (account, id, write) = (account.clone(), id.clone(), write.clone());
         self.write(move |conn| complete(conn, &account, &id, &write)).await
     }
@@ -80,7 +83,8 @@ impl MessageStore for SqliteStore {
     async fn due_expiries(&self, now: Timestamp, max: usize) -> Result<Vec<(AccountId, MessageId)>, StoreError> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(sql::DUE_EXPIRIES)?;
-            let rows = stmt.query_map(params![ms(now), limit(max)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let rows =
+                stmt.query_map(params![ms(now), limit(max)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
             rows.map(|row| {
                 let (account, id) = row?;
                 Ok((parsed(&account, "messages.account", AccountId::parse)?, MessageId::from_trusted(id)))
@@ -122,9 +126,8 @@ impl MessageStore for SqliteStore {
         let key = key.to_owned();
         self.write(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value: i64 = tx
-                .prepare_cached(sql::INCR_COUNTER)?
-                .query_row(params![key, ms(expires_at), ms(now)], |r| r.get(0))?;
+            let value: i64 =
+                tx.prepare_cached(sql::INCR_COUNTER)?.query_row(params![key, ms(expires_at), ms(now)], |r| r.get(0))?;
             tx.commit()?;
             u64::try_from(value).map_err(|_| DbError::Corrupt(format!("counter {key} holds {value}")))
         })
@@ -230,7 +233,12 @@ fn lookup(conn: &Connection, account: &AccountId, id: &MessageId) -> Result<Look
     })
 }
 
-fn complete(conn: &mut Connection, account: &AccountId, id: &MessageId, w: &TerminalWrite) -> Result<Completion, DbError> {
+fn complete(
+    conn: &mut Connection,
+    account: &AccountId,
+    id: &MessageId,
+    w: &TerminalWrite,
+) -> Result<Completion, DbError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let changed = tx.prepare_cached(sql::COMPLETE)?.execute(params![
         w.status.as_str(),

@@ -59,7 +59,8 @@ pub const LIST_TERMINAL: &str = concat!(
 pub const PURGEABLE: &str = "SELECT id, account, agent_id FROM messages \
      WHERE retain_until IS NOT NULL AND retain_until <= ?1 ORDER BY retain_until LIMIT ?2";
 
-pub const INSERT_TOMBSTONE: &str = "INSERT OR IGNORE INTO tombstones (id, account, agent_id, deleted_at) VALUES (?1, ?2, ?3, ?4)";
+pub const INSERT_TOMBSTONE: &str =
+    "INSERT OR IGNORE INTO tombstones (id, account, agent_id, deleted_at) VALUES (?1, ?2, ?3, ?4)";
 
 pub const DELETE_MESSAGE: &str = "DELETE FROM messages WHERE id = ?1";
 
@@ -104,7 +105,8 @@ pub const CREDENTIAL_BY_HASH: &str = concat!("SELECT ", credential_columns!(), "
 
 pub const CREDENTIAL_BY_ID: &str = concat!("SELECT ", credential_columns!(), " FROM credentials WHERE id = ?1");
 
-pub const LIST_CREDENTIALS: &str = concat!("SELECT ", credential_columns!(), " FROM credentials ORDER BY created_at, id");
+pub const LIST_CREDENTIALS: &str =
+    concat!("SELECT ", credential_columns!(), " FROM credentials ORDER BY created_at, id");
 
 /// Only the revocation / expiry change after creation.
 pub const UPDATE_CREDENTIAL: &str = "UPDATE credentials SET expires_at = ?1, revoked_at = ?2 WHERE id = ?3";

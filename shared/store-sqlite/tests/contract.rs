@@ -153,7 +153,8 @@ async fn purge_deletes_expired_claim_and_counter_rows() {
 
     assert_eq!(store.purge(now, 100).await.unwrap(), 0, "no message is past retention");
     let conn = raw(&path);
-    let count = |table: &str| -> i64 { conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap() };
+    let count =
+        |table: &str| -> i64 { conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap() };
     assert_eq!(count("idempotency"), 1, "only the live claim remains");
     assert_eq!(count("counters"), 1, "only the live counter remains");
     assert_eq!(count("messages"), 3, "open messages are never purged");
@@ -214,11 +215,16 @@ async fn listings_are_ordered_for_the_inbox() {
     }
     let open = store.list_messages(&acct, &ListQuery { open: true, limit: 3, ..ListQuery::default() }).await.unwrap();
     let ids: Vec<_> = open.iter().map(|r| r.id.clone()).collect();
-    assert_eq!(ids, vec![urgent_new.id.clone(), normal_old.id.clone(), normal_new.id.clone()], "urgent first, then oldest");
+    assert_eq!(
+        ids,
+        vec![urgent_new.id.clone(), normal_old.id.clone(), normal_new.id.clone()],
+        "urgent first, then oldest"
+    );
 
     store.complete(&acct, &low_old.id, &terminal(Status::Declined, at(10))).await.unwrap();
     store.complete(&acct, &normal_old.id, &terminal(Status::Answered, at(20))).await.unwrap();
-    let recent = store.list_messages(&acct, &ListQuery { open: false, limit: 10, ..ListQuery::default() }).await.unwrap();
+    let recent =
+        store.list_messages(&acct, &ListQuery { open: false, limit: 10, ..ListQuery::default() }).await.unwrap();
     let ids: Vec<_> = recent.iter().map(|r| r.id.clone()).collect();
     assert_eq!(ids, vec![normal_old.id.clone(), low_old.id.clone()], "most recently resolved first");
 }

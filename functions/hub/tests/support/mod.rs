@@ -40,12 +40,8 @@ pub struct Hub {
 
 impl Hub {
     pub fn start(data: &Path) -> Self {
-        let mut child = base_command(data)
-            .arg("serve")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child =
+            base_command(data).arg("serve").stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let addr = loop {
             let line = lines.next().expect("hub exited before listening").unwrap();
@@ -73,7 +69,13 @@ impl Drop for Hub {
 }
 
 /// One request; `None` if the connection failed (the hub is down).
-pub fn try_request(addr: &str, method: &str, path: &str, key: Option<&str>, body: Option<&Value>) -> Option<(u16, Value)> {
+pub fn try_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<&Value>,
+) -> Option<(u16, Value)> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let payload = body.map(|b| serde_json::to_vec(b).unwrap()).unwrap_or_default();
@@ -89,7 +91,8 @@ pub fn try_request(addr: &str, method: &str, path: &str, key: Option<&str>, body
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n")?;
     let status: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
+    let body =
+        if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_owned() };
     Some((status, serde_json::from_str(&body).unwrap_or(Value::Null)))
 }
 

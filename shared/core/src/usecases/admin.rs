@@ -58,7 +58,12 @@ fn summary(c: &CredentialRecord, now: Timestamp) -> CredentialSummary {
     }
 }
 
-async fn issue(hub: &Hub, account: AccountId, principal: PrincipalId, label: Option<String>) -> Result<(CredentialRecord, String), HubError> {
+async fn issue(
+    hub: &Hub,
+    account: AccountId,
+    principal: PrincipalId,
+    label: Option<String>,
+) -> Result<(CredentialRecord, String), HubError> {
     let key = new_token(hub, key_prefix(&principal));
     let record = CredentialRecord {
         id: format!("cred_{}", ulid_like(hub)),
@@ -80,7 +85,12 @@ fn ulid_like(hub: &Hub) -> String {
 
 /// Create an agent credential. The agent's signing secret is generated on first use and printed
 /// with it; later credentials for the same agent reuse (and print) the same secret.
-pub async fn create_agent(hub: &Hub, account: &str, agent: &str, label: Option<String>) -> Result<IssuedCredential, HubError> {
+pub async fn create_agent(
+    hub: &Hub,
+    account: &str,
+    agent: &str,
+    label: Option<String>,
+) -> Result<IssuedCredential, HubError> {
     let account = AccountId::parse(account).ok_or_else(|| HubError::validation("invalid account id"))?;
     let agent = AgentId::parse(agent).ok_or_else(|| HubError::validation("invalid agent id"))?;
     let secret = signing_secret(hub, &account, &agent).await?;
@@ -111,7 +121,12 @@ async fn signing_secret(hub: &Hub, account: &AccountId, agent: &AgentId) -> Resu
 }
 
 /// Create an operator (human) credential; the Hub attests `human:<id>` for its actions.
-pub async fn create_operator(hub: &Hub, account: &str, human: &str, label: Option<String>) -> Result<IssuedCredential, HubError> {
+pub async fn create_operator(
+    hub: &Hub,
+    account: &str,
+    human: &str,
+    label: Option<String>,
+) -> Result<IssuedCredential, HubError> {
     let account = AccountId::parse(account).ok_or_else(|| HubError::validation("invalid account id"))?;
     let human = HumanId::parse(human).ok_or_else(|| HubError::validation("invalid operator id"))?;
     let (record, key) = issue(hub, account.clone(), PrincipalId::Operator(human.clone()), label).await?;
@@ -132,10 +147,7 @@ pub async fn list(hub: &Hub) -> Result<Vec<CredentialSummary>, HubError> {
 }
 
 async fn find(hub: &Hub, id: &str) -> Result<CredentialRecord, HubError> {
-    hub.credentials
-        .credential_by_id(id)
-        .await?
-        .ok_or_else(|| HubError::validation(format!("no credential `{id}`")))
+    hub.credentials.credential_by_id(id).await?.ok_or_else(|| HubError::validation(format!("no credential `{id}`")))
 }
 
 /// Revoke at once. Idempotent.

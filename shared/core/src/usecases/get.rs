@@ -31,15 +31,13 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
     let PrincipalId::Agent(agent) = &principal.id else {
         return Err(HubError::NotFound);
     };
-    let wait = Duration::from_secs(u64::from(
-        opts.wait_seconds.unwrap_or(0).min(hub.settings.long_poll_max_seconds),
-    ));
+    let wait = Duration::from_secs(u64::from(opts.wait_seconds.unwrap_or(0).min(hub.settings.long_poll_max_seconds)));
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         // Subscribe before reading, so a resolve landing in between still wakes us.
-        let subscription = (!wait.is_zero()).then(|| {
-            ma2h_protocol::ids::MessageId::parse(id).map(|mid| hub.changes.subscribe(&mid))
-        }).flatten();
+        let subscription = (!wait.is_zero())
+            .then(|| ma2h_protocol::ids::MessageId::parse(id).map(|mid| hub.changes.subscribe(&mid)))
+            .flatten();
         let record = load_owned(hub, &principal.account, agent, id).await?;
         let changed = opts.since.is_none_or(|since| record.updated_at > since);
         // Hold while the message is open (or unchanged since the cursor) and time remains.

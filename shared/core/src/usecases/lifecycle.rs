@@ -88,9 +88,5 @@ pub(crate) async fn load_owned(
 
 /// The 409 `already_terminal` for a record that is no longer open.
 pub(crate) fn already_terminal(record: &MessageRecord) -> HubError {
-    HubError::AlreadyTerminal {
-        id: record.id.clone(),
-        status: record.status,
-        resolution: record.status.resolution(),
-    }
+    HubError::AlreadyTerminal { id: record.id.clone(), status: record.status, resolution: record.status.resolution() }
 }

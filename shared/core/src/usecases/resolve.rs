@@ -72,7 +72,12 @@ async fn load_for_resolver(hub: &Hub, principal: &Principal, id: &str) -> Result
 /// §9.1 resolver authorization. `allowed_resolvers` absent ⇒ fail-closed: only the submitting
 /// agent's own identity. An agent that may not resolve — and did not submit — gets the unknown-id
 /// 404 (no existence oracle); the account's operator and the submitter get a 403 that says why.
-fn authorize(record: &MessageRecord, envelope: &Envelope, principal: &Principal, actor: &Actor) -> Result<(), HubError> {
+fn authorize(
+    record: &MessageRecord,
+    envelope: &Envelope,
+    principal: &Principal,
+    actor: &Actor,
+) -> Result<(), HubError> {
     if record.kind == ma2h_protocol::envelope::MessageType::Notify {
         return match &principal.id {
             PrincipalId::Agent(a) if a != &record.agent_id => Err(HubError::NotFound),
@@ -90,7 +95,9 @@ fn authorize(record: &MessageRecord, envelope: &Envelope, principal: &Principal,
         PrincipalId::Agent(a) if a != &record.agent_id => Err(HubError::NotFound),
         _ => Err(HubError::NotAuthorized(match envelope.allowed_resolvers() {
             Some(_) => format!("{actor} is not listed in allowed_resolvers"),
-            None => format!("{actor} may not resolve this message: without allowed_resolvers only its submitting agent may (§9.1)"),
+            None => format!(
+                "{actor} may not resolve this message: without allowed_resolvers only its submitting agent may (§9.1)"
+            ),
         })),
     }
 }
