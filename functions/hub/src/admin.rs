@@ -1,11 +1,14 @@
-//! `ma2h-hub admin …`: non-interactive credential administration against the Hub's store.
-//! Every command prints text, or JSON with `--json`.
+//! `ma2h-hub admin …`: non-interactive administration against the Hub's store — credentials,
+//! per-agent callback secrets, callback bindings (§9.4) and signing. Every command prints text,
+//! or JSON with `--json`.
 
-use anyhow::Result;
+use std::io::Read;
+
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use ma2h_core::admin;
 use ma2h_core::settings::Settings;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[derive(Subcommand)]
 pub enum AdminCommand {
@@ -43,6 +46,58 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Register a secret an agent's callbacks reference by name (`secret_ref` / `token_ref`).
+    PutSecret {
+        #[command(flatten)]
+        target: Agent,
+        #[arg(long)]
+        name: String,
+        /// The value; prefer `--value-stdin` so it stays out of shell history.
+        #[arg(long, conflicts_with = "value_stdin")]
+        value: Option<String>,
+        /// Read the value from standard input (trailing newline removed).
+        #[arg(long)]
+        value_stdin: bool,
+    },
+    /// Remove an agent's secret.
+    DeleteSecret {
+        #[command(flatten)]
+        target: Agent,
+        #[arg(long)]
+        name: String,
+    },
+    /// List an agent's secret names (never values).
+    ListSecrets {
+        #[command(flatten)]
+        target: Agent,
+    },
+    /// Approve a host for an agent's push callbacks (§9.4 operator approval).
+    BindCallback {
+        #[command(flatten)]
+        target: Agent,
+        /// Host only: `agent.example.com` (no scheme, port or path).
+        #[arg(long)]
+        host: String,
+    },
+    /// Remove a callback binding.
+    UnbindCallback {
+        #[command(flatten)]
+        target: Agent,
+        #[arg(long)]
+        host: String,
+    },
+    /// List an agent's callback bindings.
+    ListBindings {
+        #[command(flatten)]
+        target: Agent,
+    },
+    /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
+    SetSigning {
+        #[command(flatten)]
+        target: Agent,
+        #[arg(long)]
+        alg: String,
+    },
 }
 
 #[derive(Args)]
@@ -57,9 +112,19 @@ pub struct Common {
     json: bool,
 }
 
+#[derive(Args)]
+pub struct Agent {
+    #[arg(long, default_value = "default")]
+    account: String,
+    #[arg(long)]
+    agent: String,
+    #[arg(long)]
+    json: bool,
+}
+
 pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
     let hub = crate::app::build_hub(settings)?;
-    let (value, json) = match cmd {
+    let (value, json): (Value, bool) = match cmd {
         AdminCommand::CreateAgent { agent, common } => {
             let c = admin::create_agent(&hub, &common.account, &agent, common.label).await?;
             (serde_json::to_value(c)?, common.json)
@@ -76,6 +141,41 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
             let overlap = chrono::Duration::hours(i64::from(overlap_hours));
             (serde_json::to_value(admin::rotate(&hub, &credential_id, overlap).await?)?, json)
         }
+        AdminCommand::PutSecret { target: t, name, value, value_stdin } => {
+            let value = match (value, value_stdin) {
+                (Some(v), false) => v,
+                (None, true) => {
+                    let mut s = String::new();
+                    std::io::stdin().read_to_string(&mut s).context("reading the secret from stdin")?;
+                    s.trim_end_matches(['\r', '\n']).to_owned()
+                }
+                _ => bail!("give the secret with --value or --value-stdin"),
+            };
+            admin::put_secret(&hub, &t.account, &t.agent, &name, &value).await?;
+            (json!({ "account": t.account, "agent": t.agent, "secret": name, "stored": true }), t.json)
+        }
+        AdminCommand::DeleteSecret { target: t, name } => {
+            let deleted = admin::delete_secret(&hub, &t.account, &t.agent, &name).await?;
+            (json!({ "account": t.account, "agent": t.agent, "secret": name, "deleted": deleted }), t.json)
+        }
+        AdminCommand::ListSecrets { target: t } => {
+            (json!({ "account": t.account, "agent": t.agent, "secrets": admin::list_secrets(&hub, &t.account, &t.agent).await? }), t.json)
+        }
+        AdminCommand::BindCallback { target: t, host } => {
+            let host = admin::bind_callback(&hub, &t.account, &t.agent, &host).await?;
+            (json!({ "account": t.account, "agent": t.agent, "host": host, "bound": true }), t.json)
+        }
+        AdminCommand::UnbindCallback { target: t, host } => {
+            let removed = admin::unbind_callback(&hub, &t.account, &t.agent, &host).await?;
+            (json!({ "account": t.account, "agent": t.agent, "host": host, "removed": removed }), t.json)
+        }
+        AdminCommand::ListBindings { target: t } => {
+            (json!({ "account": t.account, "agent": t.agent, "hosts": admin::list_bindings(&hub, &t.account, &t.agent).await? }), t.json)
+        }
+        AdminCommand::SetSigning { target: t, alg } => {
+            admin::set_signing_alg(&hub, &t.account, &t.agent, &alg).await?;
+            (json!({ "account": t.account, "agent": t.agent, "signing_alg": alg }), t.json)
+        }
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&value)?);
@@ -85,8 +185,8 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
     Ok(())
 }
 
-fn print_text(value: &serde_json::Value) {
-    if let Some(list) = value.get("credentials").and_then(|v| v.as_array()) {
+fn print_text(value: &Value) {
+    if let Some(list) = value.get("credentials").and_then(Value::as_array) {
         for c in list {
             println!(
                 "{}  {:<30} account={} active={}",

@@ -5,11 +5,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use base64::Engine;
 use ma2h_core::changes::InProcessChanges;
-use ma2h_core::ports::{OsRandom, SystemClock};
+use ma2h_core::keys::HubKeys;
+use ma2h_core::ports::{OsRandom, PushSender, Random, SystemClock, WakeWorker};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::{Mode, Settings};
-use ma2h_core::{Hub, sweep};
+use ma2h_core::{Hub, push, sweep};
+use ma2h_delivery_http::{EgressMode, EgressPolicy, HttpPushSender};
 use ma2h_store_sqlite::SqliteStore;
 use tokio::net::TcpListener;
 
@@ -20,13 +23,25 @@ pub fn init_tracing(settings: &Settings) {
     let _ = if settings.log_json { builder.json().try_init() } else { builder.try_init() };
 }
 
+/// The local Hub and the wake-up its delivery worker waits on.
+pub struct Local {
+    pub hub: Hub,
+    pub wake: Arc<WakeWorker>,
+}
+
 /// Open the store under `settings.data_dir` and build the Hub over it.
 pub fn build_hub(settings: Settings) -> Result<Hub> {
+    Ok(build_local(settings)?.hub)
+}
+
+pub fn build_local(settings: Settings) -> Result<Local> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
     let store = Arc::new(SqliteStore::open(settings.data_dir.join("hub.db")).context("opening the SQLite store")?);
     let master_key = load_master_key(&settings)?;
-    Ok(Hub {
+    let keys = load_ed25519(&settings)?;
+    let wake = Arc::new(WakeWorker::default());
+    let hub = Hub {
         messages: store.clone(),
         credentials: store,
         clock: Arc::new(SystemClock),
@@ -34,7 +49,75 @@ pub fn build_hub(settings: Settings) -> Result<Hub> {
         changes: Arc::new(InProcessChanges::new()),
         settings: Arc::new(settings),
         master_key,
-    })
+        push_queue: wake.clone(),
+        keys: Arc::new(keys),
+    };
+    Ok(Local { hub, wake })
+}
+
+/// `MA2H_ED25519_SEED`, else `<data_dir>/ed25519.seed`, generated (mode 0600) on first start;
+/// `MA2H_ED25519_PREVIOUS` adds previous public keys for a rotation overlap.
+fn load_ed25519(settings: &Settings) -> Result<HubKeys> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let seed_text = match &settings.ed25519_seed {
+        Some(s) => s.0.clone(),
+        None => {
+            let path = settings.data_dir.join("ed25519.seed");
+            if path.exists() {
+                std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?
+            } else {
+                let mut seed = [0u8; 32];
+                OsRandom.fill(&mut seed);
+                let text = b64.encode(seed);
+                write_private(&path, &text)?;
+                text
+            }
+        }
+    };
+    let seed: [u8; 32] = b64
+        .decode(seed_text.trim())
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .context("the Ed25519 seed must be 32 bytes of base64")?;
+    let previous = settings
+        .ed25519_previous
+        .iter()
+        .map(|p| HubKeys::parse_public(p).with_context(|| format!("MA2H_ED25519_PREVIOUS: `{p}` is not a base64url public key")))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(HubKeys::from_seed(&seed, previous))
+}
+
+/// The push sender with the §9.4 egress policy for this mode.
+pub fn push_sender(settings: &Settings) -> Result<Arc<dyn PushSender>> {
+    let mut policy = match settings.mode {
+        Mode::Dev => EgressPolicy::dev(
+            settings
+                .dev_egress_allow
+                .iter()
+                .map(|n| n.parse().with_context(|| format!("MA2H_DEV_EGRESS_ALLOW: `{n}` is not a CIDR network")))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        Mode::Production => EgressPolicy { mode: EgressMode::Production, ..EgressPolicy::default() },
+    };
+    policy.connect_timeout = settings.push.connect_timeout;
+    policy.total_timeout = settings.push.total_timeout;
+    Ok(Arc::new(HttpPushSender::new(policy)?))
+}
+
+/// The delivery worker: drains due pushes whenever a terminal transition enqueues one, and on a
+/// short tick for retries and for obligations left pending by a crash (§3.1).
+pub async fn run_push_worker(hub: Hub, wake: Arc<WakeWorker>, sender: Arc<dyn PushSender>) {
+    loop {
+        match push::deliver_due(&hub, &sender).await {
+            Ok(r) if r.delivered + r.failed + r.retrying > 0 => {
+                tracing::debug!(delivered = r.delivered, failed = r.failed, retrying = r.retrying, "push drain");
+                continue; // there may be more due
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "push drain failed"),
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), wake.0.notified()).await;
+    }
 }
 
 /// `MA2H_MASTER_KEY`, else `<data_dir>/master.key`, generated (mode 0600) on first start.
@@ -68,16 +151,20 @@ pub fn write_private(path: &Path, contents: &str) -> Result<()> {
     Ok(())
 }
 
-/// Serve the Hub on `listener` until `shutdown` resolves, with the sweeper running beside it.
+/// Serve the Hub on `listener` until `shutdown` resolves, with the sweeper and the push worker
+/// running beside it.
 pub async fn serve(
     listener: TcpListener,
-    hub: Hub,
+    local: Local,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let sweeper = tokio::spawn(run_sweeper(hub.clone()));
-    let app = ma2h_http::router(hub);
+    let sender = push_sender(&local.hub.settings)?;
+    let sweeper = tokio::spawn(run_sweeper(local.hub.clone()));
+    let worker = tokio::spawn(run_push_worker(local.hub.clone(), local.wake, sender));
+    let app = ma2h_http::router(local.hub);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     sweeper.abort();
+    worker.abort();
     Ok(())
 }
 
@@ -99,16 +186,16 @@ pub async fn run_sweeper(hub: Hub) {
 pub async fn run(settings: Settings) -> Result<()> {
     let bind = settings.bind;
     let dev = settings.mode == Mode::Dev;
-    let hub = build_hub(settings)?;
+    let local = build_local(settings)?;
     if dev {
-        crate::bootstrap::dev_credentials(&hub).await?;
+        crate::bootstrap::dev_credentials(&local.hub).await?;
     }
     let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, mode = if dev { "dev" } else { "production" }, "ma2h hub listening");
     // One machine-readable line on stdout: scripts and tests started with port 0 read it.
     println!("ma2h hub listening on http://{addr}");
-    serve(listener, hub, shutdown_signal()).await
+    serve(listener, local, shutdown_signal()).await
 }
 
 async fn shutdown_signal() {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use ma2h_protocol::ids::{MessageId, ResolutionId};
 
-use crate::ports::{ChangeFeed, Clock, CredentialStore, MessageStore, Random};
+use crate::keys::HubKeys;
+use crate::ports::{ChangeFeed, Clock, CredentialStore, MessageStore, PushQueue, Random};
 use crate::secrets::MasterKey;
 use crate::settings::Settings;
 
@@ -18,6 +19,10 @@ pub struct Hub {
     pub changes: Arc<dyn ChangeFeed>,
     pub settings: Arc<Settings>,
     pub master_key: MasterKey,
+    /// Where committed push obligations are announced (§8.3).
+    pub push_queue: Arc<dyn PushQueue>,
+    /// The Hub's Ed25519 keys (§9.2).
+    pub keys: Arc<HubKeys>,
 }
 
 impl Hub {

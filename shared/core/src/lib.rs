@@ -8,6 +8,7 @@ pub mod auth;
 pub mod changes;
 pub mod error;
 pub mod hub;
+pub mod keys;
 pub mod ports;
 pub mod records;
 pub mod secrets;
@@ -16,7 +17,7 @@ mod usecases;
 
 pub use error::HubError;
 pub use hub::Hub;
-pub use usecases::{admin, cancel, get, list, resolve, submit, sweep};
+pub use usecases::{admin, cancel, get, list, push, resolve, submit, sweep};
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.
 pub mod usecases_prelude {

@@ -7,7 +7,8 @@ use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::time::Timestamp;
 
 use crate::records::{
-    Completion, CredentialRecord, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, TerminalWrite,
+    Completion, CredentialRecord, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, PushTrack,
+    TerminalWrite,
 };
 
 // Timestamps: stores keep whole milliseconds; the Hub clock yields millisecond precision so every
@@ -69,6 +70,19 @@ pub trait MessageStore: Send + Sync + 'static {
     /// first, then oldest. Terminal (including delivered notifies): newest `updated_at` first.
     async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<Vec<MessageRecord>, StoreError>;
 
+    /// Claim up to `limit` pending pushes due at `now` (oldest first, from an index on the due
+    /// time): each claimed entry's `next_attempt_at` moves to `lease_until` in the same write, so
+    /// two workers never attempt one entry at once and a crashed attempt is retried later.
+    async fn claim_due_pushes(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(AccountId, MessageId)>, StoreError>;
+
+    /// Replace a message's push track (after an attempt).
+    async fn record_push(&self, account: &AccountId, id: &MessageId, track: &PushTrack) -> Result<(), StoreError>;
+
     /// Open asks/tasks of one agent (the §8.6 inbox-depth limit).
     async fn count_open(&self, account: &AccountId, agent: &AgentId) -> Result<u64, StoreError>;
 
@@ -98,6 +112,34 @@ pub trait CredentialStore: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
     async fn get_secret(&self, account: &AccountId, agent: &AgentId, name: &str)
     -> Result<Option<Vec<u8>>, StoreError>;
+    /// Names of an agent's stored secrets (never values).
+    async fn list_secrets(&self, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError>;
+    /// Remove one secret; `false` if it did not exist.
+    async fn delete_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> Result<bool, StoreError>;
+
+    /// §9.4 callback bindings: hosts (lowercase, no port) an agent may receive pushes on.
+    async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError>;
+    async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<bool, StoreError>;
+    async fn list_bindings(&self, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError>;
+}
+
+/// Hands a committed push obligation to the delivery worker (in-process wake-up locally; an SQS
+/// message on AWS). Losing an enqueue loses nothing: the obligation is in the store and the
+/// worker / sweeper finds it by its due time.
+#[async_trait]
+pub trait PushQueue: Send + Sync + 'static {
+    async fn enqueue(&self, account: &AccountId, id: &MessageId);
+}
+
+/// The local [`PushQueue`]: wakes the in-process delivery worker.
+#[derive(Debug, Default)]
+pub struct WakeWorker(pub tokio::sync::Notify);
+
+#[async_trait]
+impl PushQueue for WakeWorker {
+    async fn enqueue(&self, _account: &AccountId, _id: &MessageId) {
+        self.0.notify_one();
+    }
 }
 
 /// The Hub clock (§9.5: authoritative for expiry).
@@ -171,4 +213,34 @@ impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
         *self.0.lock().expect("clock poisoned")
     }
+}
+
+/// One signed push of a §6 Response to an agent's callback URL (§8.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushRequest {
+    pub url: String,
+    /// Extra headers: `MA2H-Signature`, and `Authorization`/`X-API-Key` for bearer/apikey.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (the §6 Response).
+    pub body: Vec<u8>,
+}
+
+/// What one delivery attempt came to. Only `Retry` is retried (§8.3: 5xx / network / timeout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// 2xx.
+    Delivered { status: u16 },
+    /// 4xx: the receiver refused; never retried.
+    Rejected { status: u16 },
+    /// 5xx, network error, timeout: retry with backoff.
+    Retry { reason: String },
+    /// The egress guard refused the destination (§9.4: private/link-local/metadata address,
+    /// scheme, redirect…); never retried.
+    Refused { reason: String },
+}
+
+/// Sends pushes. The HTTP adapter enforces the §9.4 egress rules at delivery time.
+#[async_trait]
+pub trait PushSender: Send + Sync + 'static {
+    async fn send(&self, request: &PushRequest) -> PushOutcome;
 }

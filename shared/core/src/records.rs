@@ -28,6 +28,56 @@ pub struct MessageRecord {
     pub resolution_id: Option<ResolutionId>,
     /// The row may be purged (→ 410) after this instant; `None` while open.
     pub retain_until: Option<Timestamp>,
+    /// The push obligation (§8.3), written by the terminal transition of a push-mode ask/task.
+    pub push: Option<PushTrack>,
+}
+
+/// Where a push obligation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PushStatus {
+    /// Waiting for its next attempt (or being attempted).
+    Pending,
+    /// A 2xx was received: the response track reads `delivered-to-agent` (§14.2).
+    Delivered,
+    /// Retries exhausted, a 4xx, or refused by the egress guard. The Response stays pullable.
+    Failed,
+}
+
+impl PushStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Delivered => "delivered",
+            Self::Failed => "failed",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(Self::Pending),
+            "delivered" => Some(Self::Delivered),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// The outbox entry of one message, stored with the message row so it commits atomically with
+/// the terminal transition (§3.1: a crash between commit and send cannot lose it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushTrack {
+    pub status: PushStatus,
+    pub attempts: u32,
+    /// When the next attempt is due (`Pending` only). Claiming an entry moves it forward by a
+    /// lease, so a worker that dies mid-attempt leaves it due again later.
+    pub next_attempt_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub delivered_at: Option<Timestamp>,
+}
+
+impl PushTrack {
+    pub fn pending(at: Timestamp) -> Self {
+        Self { status: PushStatus::Pending, attempts: 0, next_attempt_at: Some(at), last_error: None, delivered_at: None }
+    }
 }
 
 impl MessageRecord {
@@ -62,6 +112,8 @@ pub struct TerminalWrite {
     /// `true` for the §7 expiry transition, which is exempt from the `resolved_at <= expires_at`
     /// guard every other terminal must satisfy.
     pub is_expiry: bool,
+    /// Write a pending push obligation (due at `resolved_at`) in the same atomic write.
+    pub push: bool,
 }
 
 /// Who a credential authenticates.

@@ -56,6 +56,46 @@ pub struct Settings {
     pub sweep_interval: Duration,
     /// Log as JSON lines instead of human-readable text (`MA2H_LOG_JSON`).
     pub log_json: bool,
+    /// §8.3 push retries: the caps on attempts and on total duration, and the backoff.
+    pub push: PushSettings,
+    /// Hub Ed25519 signing seed, base64 (`MA2H_ED25519_SEED`); generated into the data directory
+    /// when unset.
+    pub ed25519_seed: Option<Secret>,
+    /// Public keys (base64url) of previous Hub Ed25519 keys still published during a rotation
+    /// overlap (`MA2H_ED25519_PREVIOUS`, comma-separated).
+    pub ed25519_previous: Vec<String>,
+    /// Dev mode only: networks push egress may reach despite §9.4 (`MA2H_DEV_EGRESS_ALLOW`,
+    /// comma-separated CIDRs, e.g. `127.0.0.0/8`). Ignored — fails closed — in production.
+    pub dev_egress_allow: Vec<String>,
+}
+
+/// §8.3 delivery policy (advertised in the capability document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PushSettings {
+    /// At least 5 (§8.3) (`MA2H_PUSH_MAX_ATTEMPTS`).
+    pub max_attempts: u32,
+    /// Give up after this long since the resolution (`MA2H_PUSH_MAX_DURATION_SECONDS`).
+    pub max_duration: Duration,
+    /// First retry delay; doubles per attempt, with jitter (`MA2H_PUSH_BACKOFF_MS`).
+    pub backoff_base: Duration,
+    /// Cap on one retry delay (`MA2H_PUSH_BACKOFF_MAX_MS`).
+    pub backoff_max: Duration,
+    /// Per-attempt connect and total timeouts (`MA2H_PUSH_CONNECT_TIMEOUT_MS`, `MA2H_PUSH_TIMEOUT_MS`).
+    pub connect_timeout: Duration,
+    pub total_timeout: Duration,
+}
+
+impl Default for PushSettings {
+    fn default() -> Self {
+        Self {
+            max_attempts: 8,
+            max_duration: Duration::from_secs(3600),
+            backoff_base: Duration::from_secs(2),
+            backoff_max: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(5),
+            total_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -75,6 +115,10 @@ impl Default for Settings {
             long_poll_max_seconds: 30,
             sweep_interval: Duration::from_millis(1000),
             log_json: false,
+            push: PushSettings::default(),
+            ed25519_seed: None,
+            ed25519_previous: Vec::new(),
+            dev_egress_allow: Vec::new(),
         }
     }
 }
@@ -130,6 +174,24 @@ impl Settings {
         let mut sweep_ms: u64 = s.sweep_interval.as_millis() as u64;
         num("MA2H_SWEEP_INTERVAL_MS", get("MA2H_SWEEP_INTERVAL_MS"), &mut sweep_ms)?;
         s.sweep_interval = Duration::from_millis(sweep_ms);
+        num("MA2H_PUSH_MAX_ATTEMPTS", get("MA2H_PUSH_MAX_ATTEMPTS"), &mut s.push.max_attempts)?;
+        let dur = |k: &str, unit_ms: u64, into: &mut Duration| -> Result<(), SettingsError> {
+            let mut n = into.as_millis() as u64 / unit_ms;
+            num(k, get(k), &mut n)?;
+            *into = Duration::from_millis(n * unit_ms);
+            Ok(())
+        };
+        dur("MA2H_PUSH_MAX_DURATION_SECONDS", 1000, &mut s.push.max_duration)?;
+        dur("MA2H_PUSH_BACKOFF_MS", 1, &mut s.push.backoff_base)?;
+        dur("MA2H_PUSH_BACKOFF_MAX_MS", 1, &mut s.push.backoff_max)?;
+        dur("MA2H_PUSH_CONNECT_TIMEOUT_MS", 1, &mut s.push.connect_timeout)?;
+        dur("MA2H_PUSH_TIMEOUT_MS", 1, &mut s.push.total_timeout)?;
+        s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
+        let list = |k: &str| -> Vec<String> {
+            get(k).map(|v| v.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect()).unwrap_or_default()
+        };
+        s.ed25519_previous = list("MA2H_ED25519_PREVIOUS");
+        s.dev_egress_allow = list("MA2H_DEV_EGRESS_ALLOW");
         if let Some(j) = get("MA2H_LOG_JSON") {
             s.log_json = matches!(j.as_str(), "1" | "true" | "yes");
         }
@@ -162,6 +224,15 @@ impl Settings {
         }
         if self.long_poll_max_seconds > 60 {
             return err("MA2H_LONG_POLL_MAX_SECONDS must be at most 60 (§8.2)");
+        }
+        if self.push.max_attempts < 5 {
+            return err("MA2H_PUSH_MAX_ATTEMPTS must be at least 5 (§8.3)");
+        }
+        if self.push.backoff_base.is_zero() || self.push.total_timeout.is_zero() || self.push.connect_timeout.is_zero() {
+            return err("push backoff and timeouts must be at least 1 ms");
+        }
+        if self.push.max_duration.is_zero() {
+            return err("MA2H_PUSH_MAX_DURATION_SECONDS must be at least 1");
         }
         if self.sweep_interval.is_zero() {
             return err("MA2H_SWEEP_INTERVAL_MS must be at least 1");

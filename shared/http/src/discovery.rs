@@ -9,24 +9,33 @@ use ma2h_protocol::version::HUB_VERSION;
 use serde_json::{Value, json};
 
 pub async fn capability(State(hub): State<Hub>) -> Json<Value> {
-    Json(capability_document(&hub.settings))
+    Json(capability_document(&hub))
 }
 
-pub fn capability_document(s: &Settings) -> Value {
+pub fn capability_document(hub: &Hub) -> Value {
+    let s: &Settings = &hub.settings;
     let mut doc = json!({
         "ma2h_version": HUB_VERSION,
         "max_body_bytes": s.limits.max_body_bytes,
         "max_part_bytes": s.limits.max_part_bytes,
         "max_context_parts": s.limits.max_context_parts,
         "auth_schemes": ["bearer", "apikey"],
-        // Push delivery is not offered yet: callbacks must be pull (§8.3).
-        "callback_auth_schemes": [],
+        "callback_auth_schemes": ["hmac", "bearer", "apikey"],
+        "signature_algs": ["hmac-sha256", "ed25519"],
         "retention_days": s.retention_days,
         "replay_window_seconds": s.replay_window_seconds,
         // Hub extensions (unknown fields are ignored by conformant agents, §10).
         "long_poll_max_seconds": s.long_poll_max_seconds,
         "idempotency_ttl_hours": s.idempotency_ttl_hours,
         "api_key_header": "X-API-Key",
+        // §8.3/§8.6: the advertised caps on push attempts and duration.
+        "push": {
+            "max_attempts": s.push.max_attempts,
+            "max_duration_seconds": s.push.max_duration.as_secs(),
+            "requires_callback_binding": true,
+        },
+        // §9.2: the Hub's Ed25519 public keys (current, plus previous ones during a rotation).
+        "signing_keys": hub.keys.published(),
     });
     let mut rate = serde_json::Map::new();
     if s.requests_per_minute > 0 {

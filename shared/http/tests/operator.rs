@@ -78,6 +78,10 @@ async fn the_capability_document_reflects_the_configuration() {
     assert_eq!(r.body["long_poll_max_seconds"], 25);
     assert_eq!(r.body["max_body_bytes"], 65536);
     assert_eq!(r.body["auth_schemes"], json!(["bearer", "apikey"]));
-    assert_eq!(r.body["callback_auth_schemes"], json!([]), "push is not advertised until implemented");
+    assert_eq!(r.body["callback_auth_schemes"], json!(["hmac", "bearer", "apikey"]));
+    assert_eq!(r.body["push"]["max_attempts"], 8);
+    let key = &r.body["signing_keys"][0];
+    assert_eq!((key["alg"].as_str(), key["status"].as_str()), (Some("ed25519"), Some("current")));
+    assert_eq!(key["public_key"].as_str().unwrap().len(), 43, "32 bytes, base64url");
     assert!(r.body.get("inbound").is_none() && r.body.get("sessions").is_none());
 }

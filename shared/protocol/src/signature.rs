@@ -149,6 +149,19 @@ impl SigningKey {
 }
 
 impl VerifyingKey {
+    /// An Ed25519 public key from its 32 bytes (`None` if not a valid curve point).
+    pub fn ed25519_from_bytes(bytes: &[u8; 32]) -> Option<Self> {
+        ed25519_dalek::VerifyingKey::from_bytes(bytes).ok().map(Self::Ed25519)
+    }
+
+    /// The raw public key bytes of an Ed25519 key.
+    pub fn ed25519_bytes(&self) -> Option<[u8; 32]> {
+        match self {
+            Self::Ed25519(k) => Some(k.to_bytes()),
+            Self::Hmac(_) => None,
+        }
+    }
+
     /// `hmac-sha256` or `ed25519`.
     pub fn alg(&self) -> &'static str {
         match self {

@@ -123,6 +123,31 @@ impl CredentialStore for SqliteStore {
         })
         .await
     }
+
+    async fn list_secrets(&self, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError> {
+        self.names(sql::LIST_SECRETS, account, agent).await
+    }
+
+    async fn delete_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> Result<bool, StoreError> {
+        self.delete(sql::DELETE_SECRET, account, agent, name).await
+    }
+
+    async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError> {
+        let (account, agent, host) = (account.clone(), agent.clone(), host.to_owned());
+        self.write(move |conn| {
+            conn.prepare_cached(sql::PUT_BINDING)?.execute(params![account.as_str(), agent.as_str(), host])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<bool, StoreError> {
+        self.delete(sql::DELETE_BINDING, account, agent, host).await
+    }
+
+    async fn list_bindings(&self, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError> {
+        self.names(sql::LIST_BINDINGS, account, agent).await
+    }
 }
 
 /// A credential row as stored, before validation.
@@ -173,5 +198,25 @@ impl RawCredential {
             label: self.label,
             id: self.id,
         })
+    }
+}
+
+impl SqliteStore {
+    /// One text column of rows keyed by `(account, agent)`.
+    async fn names(&self, query: &'static str, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError> {
+        let (account, agent) = (account.clone(), agent.clone());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(query)?;
+            let rows = stmt.query_map(params![account.as_str(), agent.as_str()], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// Delete one `(account, agent, key)` row; `true` if it existed.
+    async fn delete(&self, query: &'static str, account: &AccountId, agent: &AgentId, key: &str) -> Result<bool, StoreError> {
+        let (account, agent, key) = (account.clone(), agent.clone(), key.to_owned());
+        self.write(move |conn| Ok(conn.prepare_cached(query)?.execute(params![account.as_str(), agent.as_str(), key])? > 0))
+            .await
     }
 }

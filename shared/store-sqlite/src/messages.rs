@@ -26,7 +26,9 @@
 
 use async_trait::async_trait;
 use ma2h_core::ports::{MessageStore, StoreError};
-use ma2h_core::records::{Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, TerminalWrite};
+use ma2h_core::records::{
+    Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
+};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
@@ -111,6 +113,48 @@ impl MessageStore for SqliteStore {
         .await
     }
 
+    async fn claim_due_pushes(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        max: usize,
+    ) -> Result<Vec<(AccountId, MessageId)>, StoreError> {
+        self.write(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let claimed = {
+                let mut stmt = tx.prepare_cached(sql::CLAIM_PUSHES)?;
+                let rows = stmt.query_map(params![ms(now), ms(lease_until), limit(max)], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })?;
+                rows.map(|row| {
+                    let (account, id) = row?;
+                    Ok((parsed(&account, "messages.account", AccountId::parse)?, MessageId::from_trusted(id)))
+                })
+                .collect::<Result<Vec<_>, DbError>>()?
+            };
+            tx.commit()?;
+            Ok(claimed)
+        })
+        .await
+    }
+
+    async fn record_push(&self, account: &AccountId, id: &MessageId, track: &PushTrack) -> Result<(), StoreError> {
+        let (account, id, t) = (account.clone(), id.clone(), track.clone());
+        self.write(move |conn| {
+            conn.prepare_cached(sql::RECORD_PUSH)?.execute(params![
+                account.as_str(),
+                id.as_str(),
+                t.status.as_str(),
+                i64::from(t.attempts),
+                t.next_attempt_at.map(ms),
+                t.last_error,
+                t.delivered_at.map(ms),
+            ])?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn count_open(&self, account: &AccountId, agent: &AgentId) -> Result<u64, StoreError> {
         let (account, agent) = (account.clone(), agent.clone());
         self.read(move |conn| {
@@ -163,6 +207,11 @@ fn insert_message(
         m.response.as_ref().map(json_text),
         m.resolution_id.as_ref().map(ResolutionId::as_str),
         opt_ms(m.retain_until),
+        m.push.as_ref().map(|p| p.status.as_str()),
+        m.push.as_ref().map_or(0, |p| i64::from(p.attempts)),
+        m.push.as_ref().and_then(|p| p.next_attempt_at).map(ms),
+        m.push.as_ref().and_then(|p| p.last_error.clone()),
+        m.push.as_ref().and_then(|p| p.delivered_at).map(ms),
     ])?;
     if let Some(c) = claim {
         tx.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![
@@ -249,6 +298,7 @@ fn complete(
         account.as_str(),
         id.as_str(),
         w.is_expiry,
+        w.push,
     ])?;
     let current = select_message(&tx, account, id)?;
     tx.commit()?;
@@ -299,6 +349,11 @@ struct RawMessage {
     response: Option<String>,
     resolution_id: Option<String>,
     retain_until: Option<i64>,
+    push_status: Option<String>,
+    push_attempts: i64,
+    push_next_at: Option<i64>,
+    push_last_error: Option<String>,
+    push_delivered_at: Option<i64>,
 }
 
 impl RawMessage {
@@ -319,6 +374,11 @@ impl RawMessage {
             response: r.get(11)?,
             resolution_id: r.get(12)?,
             retain_until: r.get(13)?,
+            push_status: r.get(14)?,
+            push_attempts: r.get(15)?,
+            push_next_at: r.get(16)?,
+            push_last_error: r.get(17)?,
+            push_delivered_at: r.get(18)?,
         })
     }
 
@@ -337,6 +397,17 @@ impl RawMessage {
             response: self.response.as_deref().map(|r| json_value(r, &what("response"))).transpose()?,
             resolution_id: self.resolution_id.clone().map(ResolutionId::from_trusted),
             retain_until: opt_ts(self.retain_until, &what("retain_until"))?,
+            push: match &self.push_status {
+                None => None,
+                Some(s) => Some(PushTrack {
+                    status: parsed(s, &what("push_status"), PushStatus::parse)?,
+                    attempts: u32::try_from(self.push_attempts)
+                        .map_err(|_| DbError::Corrupt(what("push_attempts")))?,
+                    next_attempt_at: opt_ts(self.push_next_at, &what("push_next_at"))?,
+                    last_error: self.push_last_error.clone(),
+                    delivered_at: opt_ts(self.push_delivered_at, &what("push_delivered_at"))?,
+                }),
+            },
             title: self.title,
             id: MessageId::from_trusted(self.id),
         })

@@ -25,7 +25,7 @@ const STATEMENT_CACHE: usize = 64;
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -108,6 +108,27 @@ CREATE TABLE secrets (
     name     TEXT NOT NULL,
     sealed   BLOB NOT NULL,
     PRIMARY KEY (account, agent_id, name)
+) STRICT;
+"#;
+
+/// Version 2: the push outbox (§8.3) as columns of the message row — written by the same UPDATE
+/// as the terminal transition, so a crash can never separate them (§3.1) — plus §9.4 callback
+/// bindings.
+const V2: &str = r#"
+ALTER TABLE messages ADD COLUMN push_status TEXT;
+ALTER TABLE messages ADD COLUMN push_attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN push_next_at INTEGER;
+ALTER TABLE messages ADD COLUMN push_last_error TEXT;
+ALTER TABLE messages ADD COLUMN push_delivered_at INTEGER;
+-- The delivery worker claims due pushes by this index (never a scan).
+CREATE INDEX messages_push_due ON messages (push_next_at) WHERE push_status = 'pending';
+
+-- §9.4: hosts an agent may receive push callbacks on (operator-approved).
+CREATE TABLE bindings (
+    account  TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    host     TEXT NOT NULL,
+    PRIMARY KEY (account, agent_id, host)
 ) STRICT;
 "#;
 

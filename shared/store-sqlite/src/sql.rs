@@ -5,14 +5,15 @@
 macro_rules! message_columns {
     () => {
         "id, account, agent_id, kind, status, priority, title, envelope, created_at, expires_at, \
-         updated_at, response, resolution_id, retain_until"
+         updated_at, response, resolution_id, retain_until, push_status, push_attempts, push_next_at, \
+         push_last_error, push_delivered_at"
     };
 }
 
 pub const INSERT_MESSAGE: &str = concat!(
     "INSERT INTO messages (",
     message_columns!(),
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
 );
 
 /// One message, always scoped to its account (another account's id reads as unknown, §9.1).
@@ -21,9 +22,22 @@ pub const GET_MESSAGE: &str = concat!("SELECT ", message_columns!(), " FROM mess
 pub const GET_TOMBSTONE: &str = "SELECT agent_id FROM tombstones WHERE account = ?1 AND id = ?2";
 
 /// The §7 compare-and-set: only an `open` message takes a terminal write.
+/// With `?9`, the same UPDATE writes the pending push obligation (the outbox, §3.1).
 pub const COMPLETE: &str = "UPDATE messages SET status = ?1, response = ?2, resolution_id = ?3, updated_at = ?4, \
-     retain_until = ?5 WHERE account = ?6 AND id = ?7 AND status = 'open' \
+     retain_until = ?5, \
+     push_status = CASE WHEN ?9 THEN 'pending' ELSE push_status END, \
+     push_next_at = CASE WHEN ?9 THEN ?4 ELSE push_next_at END \
+     WHERE account = ?6 AND id = ?7 AND status = 'open' \
      AND (?8 OR expires_at IS NULL OR ?4 <= expires_at)";
+
+/// Claim due pushes: move each one's due time to the lease end in the same statement (a range
+/// read of `messages_push_due`).
+pub const CLAIM_PUSHES: &str = "UPDATE messages SET push_next_at = ?2 WHERE rowid IN ( \
+     SELECT rowid FROM messages WHERE push_status = 'pending' AND push_next_at <= ?1 \
+     ORDER BY push_next_at LIMIT ?3) RETURNING account, id";
+
+pub const RECORD_PUSH: &str = "UPDATE messages SET push_status = ?3, push_attempts = ?4, push_next_at = ?5, \
+     push_last_error = ?6, push_delivered_at = ?7 WHERE account = ?1 AND id = ?2";
 
 /// Open messages due at `?1`, earliest deadline first — a range read of `messages_due`.
 pub const DUE_EXPIRIES: &str = "SELECT account, id FROM messages \
@@ -115,3 +129,10 @@ pub const PUT_SECRET: &str = "INSERT INTO secrets (account, agent_id, name, seal
      ON CONFLICT (account, agent_id, name) DO UPDATE SET sealed = excluded.sealed";
 
 pub const GET_SECRET: &str = "SELECT sealed FROM secrets WHERE account = ?1 AND agent_id = ?2 AND name = ?3";
+
+pub const LIST_SECRETS: &str = "SELECT name FROM secrets WHERE account = ?1 AND agent_id = ?2 ORDER BY name";
+pub const DELETE_SECRET: &str = "DELETE FROM secrets WHERE account = ?1 AND agent_id = ?2 AND name = ?3";
+
+pub const PUT_BINDING: &str = "INSERT OR IGNORE INTO bindings (account, agent_id, host) VALUES (?1, ?2, ?3)";
+pub const DELETE_BINDING: &str = "DELETE FROM bindings WHERE account = ?1 AND agent_id = ?2 AND host = ?3";
+pub const LIST_BINDINGS: &str = "SELECT host FROM bindings WHERE account = ?1 AND agent_id = ?2 ORDER BY host";

@@ -185,3 +185,79 @@ pub async fn rotate(hub: &Hub, id: &str, overlap: Duration) -> Result<IssuedCred
         signing_secret,
     })
 }
+
+fn parse_agent(account: &str, agent: &str) -> Result<(AccountId, AgentId), HubError> {
+    Ok((
+        AccountId::parse(account).ok_or_else(|| HubError::validation("invalid account id"))?,
+        AgentId::parse(agent).ok_or_else(|| HubError::validation("invalid agent id"))?,
+    ))
+}
+
+/// Register (or replace) a secret an agent's callbacks may reference by name as `secret_ref`
+/// (hmac) or `token_ref` (bearer/apikey). Sealed under the master key; never printed again.
+pub async fn put_secret(hub: &Hub, account: &str, agent: &str, name: &str, value: &str) -> Result<(), HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    if name.is_empty() || name.len() > 200 || name.starts_with(crate::push::RESERVED_PREFIX) {
+        return Err(HubError::validation(format!("secret names are 1–200 characters and may not start with `{}`", crate::push::RESERVED_PREFIX)));
+    }
+    if value.is_empty() {
+        return Err(HubError::validation("the secret value is empty"));
+    }
+    seal_and_store(hub, &account, &agent, name, value).await
+}
+
+async fn seal_and_store(hub: &Hub, account: &AccountId, agent: &AgentId, name: &str, value: &str) -> Result<(), HubError> {
+    let sealed = hub.master_key.seal(hub.random.as_ref(), &format!("{account}/{agent}/{name}"), value.as_bytes());
+    hub.credentials.put_secret(account, agent, name, &sealed).await?;
+    Ok(())
+}
+
+pub async fn delete_secret(hub: &Hub, account: &str, agent: &str, name: &str) -> Result<bool, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    Ok(hub.credentials.delete_secret(&account, &agent, name).await?)
+}
+
+/// Secret names of an agent (the Hub's own `hub:` entries excluded).
+pub async fn list_secrets(hub: &Hub, account: &str, agent: &str) -> Result<Vec<String>, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    let mut names = hub.credentials.list_secrets(&account, &agent).await?;
+    names.retain(|n| !n.starts_with(crate::push::RESERVED_PREFIX));
+    Ok(names)
+}
+
+/// §9.4 operator approval: the agent may receive push callbacks on `host`.
+pub async fn bind_callback(hub: &Hub, account: &str, agent: &str, host: &str) -> Result<String, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    let host = normalize_host(host)?;
+    hub.credentials.put_binding(&account, &agent, &host).await?;
+    Ok(host)
+}
+
+pub async fn unbind_callback(hub: &Hub, account: &str, agent: &str, host: &str) -> Result<bool, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    Ok(hub.credentials.delete_binding(&account, &agent, &normalize_host(host)?).await?)
+}
+
+pub async fn list_bindings(hub: &Hub, account: &str, agent: &str) -> Result<Vec<String>, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    Ok(hub.credentials.list_bindings(&account, &agent).await?)
+}
+
+/// A bare host name or IP literal, lowercased, as URLs present it (IDNA, IPv4 normalisation).
+fn normalize_host(host: &str) -> Result<String, HubError> {
+    let parsed = crate::push::callback_host(&format!("https://{}/", host.trim()));
+    match parsed {
+        Some(h) if !host.contains(['/', '@', '?', '#']) && !host.trim().is_empty() => Ok(h),
+        _ => Err(HubError::validation(format!("`{host}` is not a host name (give the host only, no scheme, port or path)"))),
+    }
+}
+
+/// How an agent's bearer/apikey pushes are signed: `hmac-sha256` (its Hub-issued signing secret,
+/// the default) or `ed25519` (the Hub key published in the capability document).
+pub async fn set_signing_alg(hub: &Hub, account: &str, agent: &str, alg: &str) -> Result<(), HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    if alg != ma2h_protocol::signature::ALG_HMAC_SHA256 && alg != ma2h_protocol::signature::ALG_ED25519 {
+        return Err(HubError::validation("alg must be hmac-sha256 or ed25519"));
+    }
+    seal_and_store(hub, &account, &agent, crate::push::SIGNING_ALG_NAME, alg).await
+}

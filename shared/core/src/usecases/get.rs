@@ -70,5 +70,14 @@ pub fn body(record: &MessageRecord) -> Value {
     if let Some(r) = &record.response {
         out.insert("response".into(), r.clone());
     }
+    // §14.2 response track: a 2xx push is delivery evidence.
+    if let Some(crate::records::PushTrack { status: crate::records::PushStatus::Delivered, delivered_at: Some(at), .. }) =
+        &record.push
+    {
+        out.insert(
+            "delivery".into(),
+            serde_json::json!({ "state": "delivered-to-agent", "delivered_at": ma2h_protocol::time::format(*at) }),
+        );
+    }
     Value::Object(out)
 }

@@ -32,6 +32,8 @@ pub(crate) async fn apply_terminal(
         resolved_at: terminal.resolved_at,
         retain_until: terminal.resolved_at + hub.retention(),
         is_expiry: terminal.resolution == ma2h_protocol::lifecycle::Resolution::Expired,
+        // §8.3: every terminal of a push-mode ask/task owes a push (any resolution, §10 parity).
+        push: envelope.callback().is_some_and(|c| c.mode == ma2h_protocol::envelope::CallbackMode::Push),
     };
     let outcome = match hub.messages.complete(&record.account, &record.id, &write).await? {
         // Refused while still open: the resolve/cancel landed after `expires_at` (§7), so the
@@ -43,6 +45,9 @@ pub(crate) async fn apply_terminal(
     };
     if let Completion::Applied(rec) = &outcome {
         hub.changes.publish(&rec.id);
+        if write.push {
+            hub.push_queue.enqueue(&rec.account, &rec.id).await;
+        }
         tracing::info!(
             message_id = %rec.id,
             agent_id = %rec.agent_id,

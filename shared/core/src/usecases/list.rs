@@ -53,6 +53,15 @@ fn summary(r: &MessageRecord) -> Value {
         "created_at": time::format(r.created_at),
         "expires_at": r.expires_at.map(time::format),
     });
+    if let Some(p) = &r.push {
+        out["push"] = json!({
+            "status": p.status.as_str(),
+            "attempts": p.attempts,
+            "last_error": p.last_error,
+            "next_attempt_at": p.next_attempt_at.map(time::format),
+            "delivered_at": p.delivered_at.map(time::format),
+        });
+    }
     if let Some(resp) = &r.response {
         out["resolution"] = resp["resolution"].clone();
         out["resolution_id"] = resp["resolution_id"].clone();

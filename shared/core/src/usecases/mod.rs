@@ -6,6 +6,7 @@ pub mod cancel;
 pub mod get;
 mod lifecycle;
 pub mod list;
+pub mod push;
 pub mod resolve;
 pub mod submit;
 pub mod sweep;

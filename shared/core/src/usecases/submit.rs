@@ -1,7 +1,7 @@
 //! `POST /v1/messages` (§8.1): authenticate, limit, validate, deduplicate, store, ack.
 
 use chrono::{Duration, Timelike};
-use ma2h_protocol::envelope::{CallbackMode, Envelope, MessageType};
+use ma2h_protocol::envelope::{Envelope, MessageType};
 use ma2h_protocol::lifecycle::{self, Status};
 use ma2h_protocol::rules;
 use serde::Serialize;
@@ -42,11 +42,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     if envelope.agent.session.is_some() {
         return Err(HubError::invalid_field("`/agent/session`: unknown session (this hub does not offer sessions)"));
     }
-    if envelope.callback().is_some_and(|c| c.mode == CallbackMode::Push) {
-        return Err(HubError::invalid_field(
-            "`/request/callback/mode`: push delivery is not offered by this hub; omit the callback and poll (§8.2)",
-        ));
-    }
+    super::push::validate_callback(hub, &principal.account, &envelope).await?;
 
     let fingerprint = envelope.idempotency_fingerprint();
     if let Some(key) = &envelope.idempotency_key
@@ -83,6 +79,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         resolution_id: None,
         // A delivered notify is terminal at once; asks/tasks are retained from resolution.
         retain_until: (status == Status::Delivered).then(|| now + hub.retention()),
+        push: None,
     };
     let claim = envelope.idempotency_key.as_ref().map(|key| IdempotencyRecord {
         account: principal.account.clone(),

@@ -10,7 +10,8 @@ use axum::http::{Method, Request, StatusCode};
 use chrono::{DateTime, Duration, Utc};
 use http_body_util::BodyExt;
 use ma2h_core::changes::InProcessChanges;
-use ma2h_core::ports::{ManualClock, OsRandom};
+use ma2h_core::keys::HubKeys;
+use ma2h_core::ports::{ManualClock, OsRandom, WakeWorker};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::{Mode, Settings};
 use ma2h_core::{Hub, admin};
@@ -55,6 +56,8 @@ pub async fn hub_with(settings: Settings) -> TestHub {
         changes: Arc::new(InProcessChanges::new()),
         settings: Arc::new(settings),
         master_key: MasterKey::generate(&OsRandom),
+        push_queue: Arc::new(WakeWorker::default()),
+        keys: Arc::new(HubKeys::from_seed(&[7u8; 32], vec![])),
     };
     let agent = admin::create_agent(&hub, "acme", "bot", None).await.unwrap().api_key;
     let other_agent = admin::create_agent(&hub, "acme", "other", None).await.unwrap().api_key;

@@ -1,0 +1,251 @@
+//! Push delivery (§8.3) of signed Responses (§9.2), drained from the outbox that the terminal
+//! transition wrote atomically (§3.1). Retries 5xx / network errors / timeouts with exponential
+//! backoff and jitter, capped in attempts and total duration; stops at once on a 4xx or an egress
+//! refusal. After exhaustion the Response stays pullable (§8.2).
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ma2h_protocol::envelope::{Callback, CallbackMode, CallbackScheme, Envelope};
+use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
+use ma2h_protocol::jcs;
+use ma2h_protocol::signature::{self, SignedContext, SigningKey};
+use ma2h_protocol::time::Timestamp;
+use serde_json::Value;
+
+use crate::ports::{PushOutcome, PushRequest, PushSender};
+use crate::records::{Lookup, MessageRecord, PushStatus, PushTrack};
+use crate::{Hub, HubError};
+
+/// Secret names under `hub:` are the Hub's own (the agent's signing secret and settings); a
+/// `secret_ref`/`token_ref` may not name them.
+pub const RESERVED_PREFIX: &str = "hub:";
+/// The per-agent setting choosing how bearer/apikey pushes are signed (`hmac-sha256` default,
+/// or `ed25519` with the Hub's published key).
+pub const SIGNING_ALG_NAME: &str = "hub:signing-alg";
+/// How many due pushes one drain claims.
+pub const PUSH_BATCH: usize = 32;
+
+/// What one drain did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PushReport {
+    pub delivered: usize,
+    pub retrying: usize,
+    pub failed: usize,
+}
+
+/// Claim every due push and attempt each once, concurrently.
+pub async fn deliver_due(hub: &Hub, sender: &Arc<dyn PushSender>) -> Result<PushReport, HubError> {
+    let now = hub.clock.now();
+    let lease = chrono::Duration::from_std(hub.settings.push.total_timeout * 2 + std::time::Duration::from_secs(5))
+        .unwrap_or(chrono::Duration::seconds(30));
+    let due = hub.messages.claim_due_pushes(now, now + lease, PUSH_BATCH).await?;
+    let mut set = tokio::task::JoinSet::new();
+    for (account, id) in due {
+        let (hub, sender) = (hub.clone(), sender.clone());
+        set.spawn(async move { attempt(&hub, sender.as_ref(), &account, &id).await });
+    }
+    let mut report = PushReport::default();
+    while let Some(joined) = set.join_next().await {
+        match joined.map_err(|e| HubError::Internal(format!("push task panicked: {e}")))? {
+            Ok(Some(PushStatus::Delivered)) => report.delivered += 1,
+            Ok(Some(PushStatus::Pending)) => report.retrying += 1,
+            Ok(Some(PushStatus::Failed)) => report.failed += 1,
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "push attempt failed"),
+        }
+    }
+    Ok(report)
+}
+
+/// One attempt for one message. `None` if there was nothing (left) to deliver.
+pub async fn attempt(
+    hub: &Hub,
+    sender: &dyn PushSender,
+    account: &AccountId,
+    id: &MessageId,
+) -> Result<Option<PushStatus>, HubError> {
+    let Lookup::Found(record) = hub.messages.get_message(account, id).await? else { return Ok(None) };
+    let Some(mut track) = record.push.clone().filter(|t| t.status == PushStatus::Pending) else { return Ok(None) };
+    let now = hub.clock.now();
+    let outcome = match build_request(hub, &record, now).await {
+        Ok(request) => sender.send(&request).await,
+        Err(reason) => PushOutcome::Refused { reason },
+    };
+    track.attempts += 1;
+    let resolved_at = record.updated_at;
+    match &outcome {
+        PushOutcome::Delivered { .. } => {
+            track.status = PushStatus::Delivered;
+            track.delivered_at = Some(now);
+            track.next_attempt_at = None;
+            track.last_error = None;
+        }
+        PushOutcome::Rejected { status } => fail(&mut track, format!("receiver answered {status}")),
+        PushOutcome::Refused { reason } => fail(&mut track, format!("refused: {reason}")),
+        PushOutcome::Retry { reason } => {
+            let budget = chrono::Duration::from_std(hub.settings.push.max_duration).unwrap_or(chrono::Duration::MAX);
+            let next = now + backoff(hub, track.attempts);
+            if track.attempts >= hub.settings.push.max_attempts || next - resolved_at > budget {
+                let n = track.attempts;
+                fail(&mut track, format!("retries exhausted after {n} attempts: {reason}"));
+            } else {
+                track.next_attempt_at = Some(next);
+                track.last_error = Some(reason.clone());
+            }
+        }
+    }
+    hub.messages.record_push(account, id, &track).await?;
+    hub.changes.publish(id);
+    tracing::info!(
+        message_id = %id,
+        attempt = track.attempts,
+        outcome = match &outcome {
+            PushOutcome::Delivered { .. } => "delivered",
+            PushOutcome::Rejected { .. } => "rejected",
+            PushOutcome::Retry { .. } => "retry",
+            PushOutcome::Refused { .. } => "refused",
+        },
+        status = track.status.as_str(),
+        "push attempt"
+    );
+    Ok(Some(track.status))
+}
+
+fn fail(track: &mut PushTrack, reason: String) {
+    track.status = PushStatus::Failed;
+    track.next_attempt_at = None;
+    track.last_error = Some(reason);
+}
+
+/// `base · 2^(n-1)`, capped, times a jitter factor in [0.8, 1.2] — so gaps still grow.
+fn backoff(hub: &Hub, attempts: u32) -> chrono::Duration {
+    let p = &hub.settings.push;
+    let exp = p.backoff_base.saturating_mul(1u32 << attempts.saturating_sub(1).min(20)).min(p.backoff_max);
+    let mut r = [0u8; 2];
+    hub.random.fill(&mut r);
+    let jitter = 0.8 + 0.4 * f64::from(u16::from_le_bytes(r)) / f64::from(u16::MAX);
+    chrono::Duration::from_std(exp.mul_f64(jitter)).unwrap_or(chrono::Duration::seconds(1))
+}
+
+/// The signed POST for a resolved message: the §6 Response as the body, `MA2H-Signature` over
+/// the §9.2 context, and the bearer/apikey token when the scheme asks for one. An `Err` is a
+/// permanent refusal (the binding or a referenced secret is gone).
+async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Result<PushRequest, String> {
+    let envelope = record.envelope().map_err(|e| e.to_string())?;
+    let callback = envelope.callback().filter(|c| c.mode == CallbackMode::Push).ok_or("no push callback")?;
+    let url = callback.url.clone().ok_or("push callback without url")?;
+    let response = record.response.as_ref().ok_or("no Response to deliver")?;
+    // §9.4: credentials only to a host still bound to this agent.
+    let host = callback_host(&url).ok_or("callback url has no host")?;
+    let bindings = hub.credentials.list_bindings(&record.account, &record.agent_id).await.map_err(|e| e.to_string())?;
+    if !bindings.contains(&host) {
+        return Err(format!("callback host {host} is not bound to agent {}", record.agent_id));
+    }
+
+    let mut jti = [0u8; 16];
+    hub.random.fill(&mut jti);
+    let detail = response.get("response");
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let ctx = SignedContext {
+        ma2h_version: str_of(response, "ma2h_version"),
+        callback_url: url.clone(),
+        id: record.id.to_string(),
+        in_reply_to: str_of(response, "in_reply_to"),
+        jti: format!("jti_{}", URL_SAFE_NO_PAD.encode(jti)),
+        payload_sha256: jcs::payload_sha256(detail, response.get("state")),
+        resolution: str_of(response, "resolution"),
+        resolution_id: str_of(response, "resolution_id"),
+        resolved_at: detail.and_then(|d| d.get("resolved_at")).and_then(Value::as_str).map(str::to_owned),
+        t: now.timestamp().to_string(),
+    };
+    let (key, token) = keys_for(hub, &record.account, &record.agent_id, callback).await?;
+    let v1 = signature::sign(&ctx, &key);
+    let mut headers = vec![(signature::SIGNATURE_HEADER.to_owned(), signature::header_value(&ctx.t, &ctx.jti, &v1))];
+    match (callback.auth.as_ref().map(|a| &a.scheme), token) {
+        (Some(CallbackScheme::Bearer), Some(t)) => headers.push(("Authorization".into(), format!("Bearer {t}"))),
+        (Some(CallbackScheme::Apikey), Some(t)) => headers.push(("X-API-Key".into(), t)),
+        _ => {}
+    }
+    let body = serde_json::to_vec(response).map_err(|e| e.to_string())?;
+    Ok(PushRequest { url, headers, body })
+}
+
+/// The signing key, and the token to attach (bearer/apikey), for this callback.
+async fn keys_for(
+    hub: &Hub,
+    account: &AccountId,
+    agent: &AgentId,
+    callback: &Callback,
+) -> Result<(SigningKey, Option<String>), String> {
+    let auth = callback.auth.as_ref();
+    if let Some(name) = auth.filter(|a| a.scheme == CallbackScheme::Hmac).and_then(|a| a.secret_ref.as_deref()) {
+        let secret = open_secret(hub, account, agent, name).await?.ok_or(format!("secret `{name}` is gone"))?;
+        return Ok((SigningKey::Hmac(secret.into_bytes()), None));
+    }
+    let token = match auth.and_then(|a| a.token_ref.as_deref()) {
+        Some(name) => Some(open_secret(hub, account, agent, name).await?.ok_or(format!("token `{name}` is gone"))?),
+        None => None,
+    };
+    let alg = open_secret(hub, account, agent, SIGNING_ALG_NAME).await?;
+    let key = if alg.as_deref() == Some(signature::ALG_ED25519) {
+        hub.keys.current.clone()
+    } else {
+        let secret = open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME)
+            .await?
+            .ok_or("the agent has no signing secret")?;
+        SigningKey::Hmac(secret.into_bytes())
+    };
+    Ok((key, token))
+}
+
+/// An agent's stored secret, opened with the master key.
+pub(crate) async fn open_secret(hub: &Hub, account: &AccountId, agent: &AgentId, name: &str) -> Result<Option<String>, String> {
+    let Some(sealed) = hub.credentials.get_secret(account, agent, name).await.map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let plain = hub.master_key.open(&format!("{account}/{agent}/{name}"), &sealed).map_err(|e| e.to_string())?;
+    String::from_utf8(plain).map(Some).map_err(|_| format!("secret `{name}` is not UTF-8"))
+}
+
+/// The lowercase host of a URL (no port), as bindings store it.
+pub fn callback_host(url: &str) -> Option<String> {
+    url::Url::parse(url).ok()?.host_str().map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
+}
+
+/// Submit-time checks for a push callback (§8.3, §9.4): an https URL (http only in dev mode)
+/// without credentials, on a host bound to this agent, and `secret_ref`/`token_ref` naming
+/// secrets registered for this agent — never the Hub's environment or another agent's.
+pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelope) -> Result<(), HubError> {
+    let Some(callback) = envelope.callback().filter(|c| c.mode == CallbackMode::Push) else { return Ok(()) };
+    let field = if envelope.request.is_some() { "/request/callback" } else { "/action/callback" };
+    let bad = |m: String| Err(HubError::invalid_field(format!("`{field}{m}")));
+    let raw = callback.url.as_deref().unwrap_or_default();
+    let Ok(url) = url::Url::parse(raw) else { return bad("/url`: not a valid URL".into()) };
+    let dev = hub.settings.mode == crate::settings::Mode::Dev;
+    if !(url.scheme() == "https" || (dev && url.scheme() == "http")) {
+        return bad("/url`: must be https".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return bad("/url`: must not carry credentials".into());
+    }
+    let Some(host) = callback_host(raw) else { return bad("/url`: has no host".into()) };
+    let agent = &envelope.agent.id;
+    if !hub.credentials.list_bindings(account, agent).await?.contains(&host) {
+        return bad(format!(
+            "/url`: host {host} is not a registered callback binding for agent {agent} (ask an operator to bind it)"
+        ));
+    }
+    if let Some(auth) = &callback.auth {
+        for (name, what) in [(&auth.secret_ref, "secret_ref"), (&auth.token_ref, "token_ref")] {
+            let Some(name) = name else { continue };
+            let known = !name.starts_with(RESERVED_PREFIX)
+                && hub.credentials.get_secret(account, agent, name).await?.is_some();
+            if !known {
+                return bad(format!("/auth/{what}`: no secret named `{name}` is registered for agent {agent}"));
+            }
+        }
+    }
+    Ok(())
+}
