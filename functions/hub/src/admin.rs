@@ -158,9 +158,10 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
             let deleted = admin::delete_secret(&hub, &t.account, &t.agent, &name).await?;
             (json!({ "account": t.account, "agent": t.agent, "secret": name, "deleted": deleted }), t.json)
         }
-        AdminCommand::ListSecrets { target: t } => {
-            (json!({ "account": t.account, "agent": t.agent, "secrets": admin::list_secrets(&hub, &t.account, &t.agent).await? }), t.json)
-        }
+        AdminCommand::ListSecrets { target: t } => (
+            json!({ "account": t.account, "agent": t.agent, "secrets": admin::list_secrets(&hub, &t.account, &t.agent).await? }),
+            t.json,
+        ),
         AdminCommand::BindCallback { target: t, host } => {
             let host = admin::bind_callback(&hub, &t.account, &t.agent, &host).await?;
             (json!({ "account": t.account, "agent": t.agent, "host": host, "bound": true }), t.json)
@@ -169,9 +170,10 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
             let removed = admin::unbind_callback(&hub, &t.account, &t.agent, &host).await?;
             (json!({ "account": t.account, "agent": t.agent, "host": host, "removed": removed }), t.json)
         }
-        AdminCommand::ListBindings { target: t } => {
-            (json!({ "account": t.account, "agent": t.agent, "hosts": admin::list_bindings(&hub, &t.account, &t.agent).await? }), t.json)
-        }
+        AdminCommand::ListBindings { target: t } => (
+            json!({ "account": t.account, "agent": t.agent, "hosts": admin::list_bindings(&hub, &t.account, &t.agent).await? }),
+            t.json,
+        ),
         AdminCommand::SetSigning { target: t, alg } => {
             admin::set_signing_alg(&hub, &t.account, &t.agent, &alg).await?;
             (json!({ "account": t.account, "agent": t.agent, "signing_alg": alg }), t.json)

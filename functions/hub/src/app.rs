@@ -82,7 +82,10 @@ fn load_ed25519(settings: &Settings) -> Result<HubKeys> {
     let previous = settings
         .ed25519_previous
         .iter()
-        .map(|p| HubKeys::parse_public(p).with_context(|| format!("MA2H_ED25519_PREVIOUS: `{p}` is not a base64url public key")))
+        .map(|p| {
+            HubKeys::parse_public(p)
+                .with_context(|| format!("MA2H_ED25519_PREVIOUS: `{p}` is not a base64url public key"))
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(HubKeys::from_seed(&seed, previous))
 }

@@ -76,7 +76,13 @@ pub struct PushTrack {
 
 impl PushTrack {
     pub fn pending(at: Timestamp) -> Self {
-        Self { status: PushStatus::Pending, attempts: 0, next_attempt_at: Some(at), last_error: None, delivered_at: None }
+        Self {
+            status: PushStatus::Pending,
+            attempts: 0,
+            next_attempt_at: Some(at),
+            last_error: None,
+            delivered_at: None,
+        }
     }
 }
 

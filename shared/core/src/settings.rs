@@ -188,7 +188,9 @@ impl Settings {
         dur("MA2H_PUSH_TIMEOUT_MS", 1, &mut s.push.total_timeout)?;
         s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
         let list = |k: &str| -> Vec<String> {
-            get(k).map(|v| v.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect()).unwrap_or_default()
+            get(k)
+                .map(|v| v.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect())
+                .unwrap_or_default()
         };
         s.ed25519_previous = list("MA2H_ED25519_PREVIOUS");
         s.dev_egress_allow = list("MA2H_DEV_EGRESS_ALLOW");
@@ -228,7 +230,8 @@ impl Settings {
         if self.push.max_attempts < 5 {
             return err("MA2H_PUSH_MAX_ATTEMPTS must be at least 5 (§8.3)");
         }
-        if self.push.backoff_base.is_zero() || self.push.total_timeout.is_zero() || self.push.connect_timeout.is_zero() {
+        if self.push.backoff_base.is_zero() || self.push.total_timeout.is_zero() || self.push.connect_timeout.is_zero()
+        {
             return err("push backoff and timeouts must be at least 1 ms");
         }
         if self.push.max_duration.is_zero() {

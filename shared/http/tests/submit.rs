@@ -116,27 +116,37 @@ async fn a_push_callback_needs_a_bound_host_and_the_agents_own_secrets() {
     let cb = |url: &str, auth: serde_json::Value| json!({ "mode": "push", "url": url, "auth": auth });
     let hmac = |name: &str| json!({ "scheme": "hmac", "secret_ref": name });
     // no binding yet
-    let r = t.submit(&t.agent, with(ask("p1"), "/request/callback", cb("https://agent.example/cb", hmac("cbsecret")))).await;
+    let r = t
+        .submit(&t.agent, with(ask("p1"), "/request/callback", cb("https://agent.example/cb", hmac("cbsecret"))))
+        .await;
     assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
     assert!(r.message().contains("binding"), "{}", r.message());
     admin::bind_callback(&t.hub, "acme", "bot", "Agent.Example").await.unwrap();
     // bound, but the secret is not registered — and never resolved from the Hub's environment
     for name in ["cbsecret", "env:PATH", "hub:signing"] {
-        let r = t.submit(&t.agent, with(ask(name), "/request/callback", cb("https://agent.example/cb", hmac(name)))).await;
+        let r =
+            t.submit(&t.agent, with(ask(name), "/request/callback", cb("https://agent.example/cb", hmac(name)))).await;
         assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"), "{name}");
         assert!(r.message().contains("secret_ref"), "{}", r.message());
     }
     // another agent's secret is not ours
     admin::put_secret(&t.hub, "acme", "other", "cbsecret", "s3cret").await.unwrap();
-    let r = t.submit(&t.agent, with(ask("p2"), "/request/callback", cb("https://agent.example/cb", hmac("cbsecret")))).await;
+    let r = t
+        .submit(&t.agent, with(ask("p2"), "/request/callback", cb("https://agent.example/cb", hmac("cbsecret"))))
+        .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     admin::put_secret(&t.hub, "acme", "bot", "cbsecret", "s3cret").await.unwrap();
-    let r = t.submit(&t.agent, with(ask("p3"), "/request/callback", cb("https://agent.example/cb", hmac("cbsecret")))).await;
+    let r = t
+        .submit(&t.agent, with(ask("p3"), "/request/callback", cb("https://agent.example/cb", hmac("cbsecret"))))
+        .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     // credentials in the URL, other hosts, bad tokens
-    let r = t.submit(&t.agent, with(ask("p4"), "/request/callback", cb("https://u:p@agent.example/cb", hmac("cbsecret")))).await;
+    let r = t
+        .submit(&t.agent, with(ask("p4"), "/request/callback", cb("https://u:p@agent.example/cb", hmac("cbsecret"))))
+        .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let r = t.submit(&t.agent, with(ask("p5"), "/request/callback", cb("https://evil.example/cb", hmac("cbsecret")))).await;
+    let r =
+        t.submit(&t.agent, with(ask("p5"), "/request/callback", cb("https://evil.example/cb", hmac("cbsecret")))).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     let bearer = json!({ "scheme": "bearer", "token_ref": "missing" });
     let r = t.submit(&t.agent, with(ask("p6"), "/request/callback", cb("https://agent.example/cb", bearer))).await;

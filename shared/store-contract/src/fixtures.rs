@@ -89,6 +89,7 @@ pub fn open_message(kind: MessageType, account: &AccountId, agent: &AgentId, cre
         response: None,
         resolution_id: None,
         retain_until: None,
+        push: None,
     }
 }
 
@@ -143,6 +144,7 @@ pub fn terminal(status: Status, resolved_at: Timestamp) -> TerminalWrite {
         resolved_at,
         retain_until: resolved_at + RETENTION,
         is_expiry: status == Status::Expired,
+        push: false,
     }
 }
 
@@ -154,6 +156,7 @@ pub fn completed(message: &MessageRecord, write: &TerminalWrite) -> MessageRecor
         resolution_id: Some(write.resolution_id.clone()),
         updated_at: write.resolved_at,
         retain_until: Some(write.retain_until),
+        push: write.push.then(|| ma2h_core::records::PushTrack::pending(write.resolved_at)),
         ..message.clone()
     }
 }

@@ -27,10 +27,12 @@ pub mod credentials;
 pub mod fixtures;
 pub mod maintenance;
 pub mod messages;
+pub mod push;
 
 pub use credentials::*;
 pub use maintenance::*;
 pub use messages::*;
+pub use push::*;
 
 /// Both store ports, as one bound.
 pub trait Store: MessageStore + CredentialStore {}
@@ -54,6 +56,9 @@ pub const CHECKS: &[&str] = &[
     "incr_counter_restarts_after_expiry",
     "credentials_put_lookup_list_update",
     "secrets_put_get_replace_scoped",
+    "a_push_terminal_writes_the_obligation_atomically",
+    "due_pushes_are_claimed_once_and_attempts_recorded",
+    "bindings_and_secret_names_are_scoped",
 ];
 
 /// Run every check against a fresh store from `make`. Panics on the first failure, naming the
@@ -85,5 +90,8 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         incr_counter_restarts_after_expiry,
         credentials_put_lookup_list_update,
         secrets_put_get_replace_scoped,
+        a_push_terminal_writes_the_obligation_atomically,
+        due_pushes_are_claimed_once_and_attempts_recorded,
+        bindings_and_secret_names_are_scoped,
     );
 }

@@ -203,7 +203,12 @@ impl RawCredential {
 
 impl SqliteStore {
     /// One text column of rows keyed by `(account, agent)`.
-    async fn names(&self, query: &'static str, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError> {
+    async fn names(
+        &self,
+        query: &'static str,
+        account: &AccountId,
+        agent: &AgentId,
+    ) -> Result<Vec<String>, StoreError> {
         let (account, agent) = (account.clone(), agent.clone());
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(query)?;
@@ -214,9 +219,17 @@ impl SqliteStore {
     }
 
     /// Delete one `(account, agent, key)` row; `true` if it existed.
-    async fn delete(&self, query: &'static str, account: &AccountId, agent: &AgentId, key: &str) -> Result<bool, StoreError> {
+    async fn delete(
+        &self,
+        query: &'static str,
+        account: &AccountId,
+        agent: &AgentId,
+        key: &str,
+    ) -> Result<bool, StoreError> {
         let (account, agent, key) = (account.clone(), agent.clone(), key.to_owned());
-        self.write(move |conn| Ok(conn.prepare_cached(query)?.execute(params![account.as_str(), agent.as_str(), key])? > 0))
-            .await
+        self.write(move |conn| {
+            Ok(conn.prepare_cached(query)?.execute(params![account.as_str(), agent.as_str(), key])? > 0)
+        })
+        .await
     }
 }

@@ -401,8 +401,7 @@ impl RawMessage {
                 None => None,
                 Some(s) => Some(PushTrack {
                     status: parsed(s, &what("push_status"), PushStatus::parse)?,
-                    attempts: u32::try_from(self.push_attempts)
-                        .map_err(|_| DbError::Corrupt(what("push_attempts")))?,
+                    attempts: u32::try_from(self.push_attempts).map_err(|_| DbError::Corrupt(what("push_attempts")))?,
                     next_attempt_at: opt_ts(self.push_next_at, &what("push_next_at"))?,
                     last_error: self.push_last_error.clone(),
                     delivered_at: opt_ts(self.push_delivered_at, &what("push_delivered_at"))?,

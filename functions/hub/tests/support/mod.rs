@@ -40,8 +40,14 @@ pub struct Hub {
 
 impl Hub {
     pub fn start(data: &Path) -> Self {
-        let mut child =
-            base_command(data).arg("serve").stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        Self::start_with(data, &[])
+    }
+
+    /// Start with extra environment variables.
+    pub fn start_with(data: &Path, env: &[(&str, &str)]) -> Self {
+        let mut command = base_command(data);
+        command.envs(env.iter().copied());
+        let mut child = command.arg("serve").stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let addr = loop {
             let line = lines.next().expect("hub exited before listening").unwrap();

@@ -198,7 +198,10 @@ fn parse_agent(account: &str, agent: &str) -> Result<(AccountId, AgentId), HubEr
 pub async fn put_secret(hub: &Hub, account: &str, agent: &str, name: &str, value: &str) -> Result<(), HubError> {
     let (account, agent) = parse_agent(account, agent)?;
     if name.is_empty() || name.len() > 200 || name.starts_with(crate::push::RESERVED_PREFIX) {
-        return Err(HubError::validation(format!("secret names are 1–200 characters and may not start with `{}`", crate::push::RESERVED_PREFIX)));
+        return Err(HubError::validation(format!(
+            "secret names are 1–200 characters and may not start with `{}`",
+            crate::push::RESERVED_PREFIX
+        )));
     }
     if value.is_empty() {
         return Err(HubError::validation("the secret value is empty"));
@@ -206,7 +209,13 @@ pub async fn put_secret(hub: &Hub, account: &str, agent: &str, name: &str, value
     seal_and_store(hub, &account, &agent, name, value).await
 }
 
-async fn seal_and_store(hub: &Hub, account: &AccountId, agent: &AgentId, name: &str, value: &str) -> Result<(), HubError> {
+async fn seal_and_store(
+    hub: &Hub,
+    account: &AccountId,
+    agent: &AgentId,
+    name: &str,
+    value: &str,
+) -> Result<(), HubError> {
     let sealed = hub.master_key.seal(hub.random.as_ref(), &format!("{account}/{agent}/{name}"), value.as_bytes());
     hub.credentials.put_secret(account, agent, name, &sealed).await?;
     Ok(())
@@ -248,7 +257,9 @@ fn normalize_host(host: &str) -> Result<String, HubError> {
     let parsed = crate::push::callback_host(&format!("https://{}/", host.trim()));
     match parsed {
         Some(h) if !host.contains(['/', '@', '?', '#']) && !host.trim().is_empty() => Ok(h),
-        _ => Err(HubError::validation(format!("`{host}` is not a host name (give the host only, no scheme, port or path)"))),
+        _ => Err(HubError::validation(format!(
+            "`{host}` is not a host name (give the host only, no scheme, port or path)"
+        ))),
     }
 }
 

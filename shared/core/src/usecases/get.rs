@@ -71,8 +71,11 @@ pub fn body(record: &MessageRecord) -> Value {
         out.insert("response".into(), r.clone());
     }
     // §14.2 response track: a 2xx push is delivery evidence.
-    if let Some(crate::records::PushTrack { status: crate::records::PushStatus::Delivered, delivered_at: Some(at), .. }) =
-        &record.push
+    if let Some(crate::records::PushTrack {
+        status: crate::records::PushStatus::Delivered,
+        delivered_at: Some(at),
+        ..
+    }) = &record.push
     {
         out.insert(
             "delivery".into(),

@@ -201,7 +201,12 @@ async fn keys_for(
 }
 
 /// An agent's stored secret, opened with the master key.
-pub(crate) async fn open_secret(hub: &Hub, account: &AccountId, agent: &AgentId, name: &str) -> Result<Option<String>, String> {
+pub(crate) async fn open_secret(
+    hub: &Hub,
+    account: &AccountId,
+    agent: &AgentId,
+    name: &str,
+) -> Result<Option<String>, String> {
     let Some(sealed) = hub.credentials.get_secret(account, agent, name).await.map_err(|e| e.to_string())? else {
         return Ok(None);
     };
@@ -240,8 +245,8 @@ pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelo
     if let Some(auth) = &callback.auth {
         for (name, what) in [(&auth.secret_ref, "secret_ref"), (&auth.token_ref, "token_ref")] {
             let Some(name) = name else { continue };
-            let known = !name.starts_with(RESERVED_PREFIX)
-                && hub.credentials.get_secret(account, agent, name).await?.is_some();
+            let known =
+                !name.starts_with(RESERVED_PREFIX) && hub.credentials.get_secret(account, agent, name).await?.is_some();
             if !known {
                 return bad(format!("/auth/{what}`: no secret named `{name}` is registered for agent {agent}"));
             }

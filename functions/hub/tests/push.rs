@@ -1,0 +1,292 @@
+//! §8.3 push delivery end to end: the real binary pushes signed Responses to a local receiver
+//! that verifies every signature with the project's verifier and deduplicates on
+//! `(in_reply_to, resolution_id)`.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use base64::Engine;
+use ma2h_protocol::jcs;
+use ma2h_protocol::signature::{self, SignedContext, VerifyingKey};
+use serde_json::{Value, json};
+use support::*;
+
+/// One request the receiver saw.
+#[derive(Clone, Debug)]
+struct Hit {
+    at: Instant,
+    headers: HeaderMap,
+    body: Value,
+}
+
+/// A callback receiver: per path, a script of statuses to answer (then 200), and every hit.
+#[derive(Clone, Default)]
+struct Receiver {
+    scripts: Arc<Mutex<HashMap<String, Vec<u16>>>>,
+    hits: Arc<Mutex<HashMap<String, Vec<Hit>>>>,
+}
+
+impl Receiver {
+    fn script(&self, path: &str, statuses: &[u16]) {
+        self.scripts.lock().unwrap().insert(path.to_owned(), statuses.to_vec());
+    }
+    fn hits(&self, path: &str) -> Vec<Hit> {
+        self.hits.lock().unwrap().get(path).cloned().unwrap_or_default()
+    }
+    /// Wait until `path` has at least `n` hits (or panic after 20 s).
+    fn wait_for(&self, path: &str, n: usize) -> Vec<Hit> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let hits = self.hits(path);
+            if hits.len() >= n {
+                return hits;
+            }
+            assert!(Instant::now() < deadline, "{path}: {} of {n} hits after 20 s", hits.len());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let hit = Hit { at: Instant::now(), headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
+    r.hits.lock().unwrap().entry(path.clone()).or_default().push(hit);
+    let mut scripts = r.scripts.lock().unwrap();
+    let next = scripts.get_mut(&path).and_then(|s| (!s.is_empty()).then(|| s.remove(0))).unwrap_or(200);
+    StatusCode::from_u16(next).unwrap()
+}
+
+/// Start the receiver on its own runtime thread; returns it and its base URL.
+fn start_receiver() -> (Receiver, String) {
+    let receiver = Receiver::default();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let state = receiver.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new().route("/cb/{path}", axum::routing::post(receive)).with_state(state);
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let addr = rx.recv().unwrap();
+    (receiver, format!("http://{addr}/cb"))
+}
+
+/// The agent-side §9.2 check: rebuild the context from OUR callback URL and the received body,
+/// recompute the payload digest, check the window, verify with any of `keys`.
+fn verify(hit: &Hit, callback_url: &str, keys: &[VerifyingKey]) -> Result<(), String> {
+    let header = hit.headers.get(signature::SIGNATURE_HEADER).ok_or("no signature header")?.to_str().unwrap();
+    let parsed = signature::parse_header(header).map_err(|e| e.to_string())?;
+    let b = &hit.body;
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let ctx = SignedContext {
+        ma2h_version: s(&b["ma2h_version"]),
+        callback_url: callback_url.to_owned(),
+        id: s(&b["in_reply_to"]),
+        in_reply_to: s(&b["in_reply_to"]),
+        jti: parsed.jti.clone(),
+        payload_sha256: jcs::payload_sha256(b.get("response"), b.get("state")),
+        resolution: s(&b["resolution"]),
+        resolution_id: s(&b["resolution_id"]),
+        resolved_at: b.get("response").and_then(|r| r["resolved_at"].as_str()).map(str::to_owned),
+        t: parsed.t.clone(),
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    signature::check_window(parsed.t_unix, now, 120).map_err(|e| e.to_string())?;
+    signature::verify(&ctx, &parsed.v1, keys).map_err(|e| e.to_string())
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    hub: Hub,
+    agent_key: String,
+    signing_secret: String,
+    op_key: String,
+}
+
+const HUB_ENV: &[(&str, &str)] =
+    &[("MA2H_DEV_EGRESS_ALLOW", "127.0.0.0/8"), ("MA2H_PUSH_BACKOFF_MS", "150"), ("MA2H_PUSH_MAX_ATTEMPTS", "5")];
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let agent = admin_json(&path, &["create-agent", "--account", "acme", "--agent", "bot"]);
+    let op = admin_json(&path, &["create-operator", "--account", "acme", "--human", "alice"]);
+    admin_json(&path, &["bind-callback", "--account", "acme", "--agent", "bot", "--host", "127.0.0.1"]);
+    admin_json(
+        &path,
+        &["put-secret", "--account", "acme", "--agent", "bot", "--name", "cb", "--value", "whsec-test-123"],
+    );
+    admin_json(&path, &["put-secret", "--account", "acme", "--agent", "bot", "--name", "tok", "--value", "tok-abc"]);
+    let hub = Hub::start_with(&path, HUB_ENV);
+    Setup {
+        _dir: dir,
+        dir: path,
+        hub,
+        agent_key: agent["api_key"].as_str().unwrap().into(),
+        signing_secret: agent["signing_secret"].as_str().unwrap().into(),
+        op_key: op["api_key"].as_str().unwrap().into(),
+    }
+}
+
+fn ask_with_callback(key: &str, url: &str, auth: Value) -> Value {
+    let mut env = ask_envelope(key);
+    env["request"]["callback"] = json!({ "mode": "push", "url": url, "auth": auth });
+    env["state"] = json!({ "sealed": "v1.blob", "n": 0.1 });
+    env
+}
+
+fn submit_and_answer(s: &Setup, env: &Value) -> String {
+    let (status, ack) = submit(&s.hub, &s.agent_key, env);
+    assert_eq!(status, 202, "{ack}");
+    let id = ack["id"].as_str().unwrap().to_owned();
+    let (status, body) = post(
+        &s.hub,
+        &format!("/v1/messages/{id}/resolve"),
+        &s.op_key,
+        &json!({"resolution": "answered", "value": "ship"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    id
+}
+
+fn hmac_key(secret: &str) -> Vec<VerifyingKey> {
+    vec![VerifyingKey::Hmac(secret.as_bytes().to_vec())]
+}
+
+#[test]
+fn a_signed_push_is_retried_on_503_with_growing_gaps_and_the_same_resolution_id() {
+    let s = setup();
+    let (receiver, base) = start_receiver();
+    receiver.script("retry", &[503, 503]);
+    let url = format!("{base}/retry");
+    let id = submit_and_answer(&s, &ask_with_callback("r1", &url, json!({"scheme": "hmac", "secret_ref": "cb"})));
+    let hits = receiver.wait_for("retry", 3);
+    std::thread::sleep(Duration::from_millis(800));
+    let hits_after = receiver.hits("retry");
+    assert_eq!(hits_after.len(), 3, "exactly N+1 attempts");
+
+    let mut dedup = HashSet::new();
+    let mut jtis = HashSet::new();
+    for hit in &hits {
+        verify(hit, &url, &hmac_key("whsec-test-123")).expect("every attempt verifies");
+        assert!(verify(hit, "https://elsewhere.example/cb", &hmac_key("whsec-test-123")).is_err(), "bound to the URL");
+        dedup.insert((hit.body["in_reply_to"].clone(), hit.body["resolution_id"].clone()));
+        let header = hit.headers[signature::SIGNATURE_HEADER].to_str().unwrap();
+        jtis.insert(signature::parse_header(header).unwrap().jti);
+        assert_eq!(hit.body["state"], json!({ "sealed": "v1.blob", "n": 0.1 }));
+    }
+    assert_eq!(dedup.len(), 1, "one (in_reply_to, resolution_id) across retries");
+    assert_eq!(jtis.len(), 3, "a fresh jti per attempt");
+    let (g1, g2) = (hits[1].at - hits[0].at, hits[2].at - hits[1].at);
+    assert!(g2 > g1, "backoff grows: {g1:?} then {g2:?}");
+
+    // a tampered body fails verification
+    let mut tampered = hits[2].clone();
+    tampered.body["response"]["value"] = json!("hold");
+    assert!(verify(&tampered, &url, &hmac_key("whsec-test-123")).is_err());
+
+    let (_, read) = get(&s.hub, &format!("/v1/messages/{id}"), &s.agent_key);
+    assert_eq!(read["delivery"]["state"], "delivered-to-agent");
+    assert_eq!(read["response"]["resolution_id"], hits[0].body["resolution_id"]);
+}
+
+#[test]
+fn a_4xx_stops_at_once_and_exhaustion_is_recorded_while_the_response_stays_pullable() {
+    let s = setup();
+    let (receiver, base) = start_receiver();
+    receiver.script("bad", &[400]);
+    receiver.script("down", &[503; 20]);
+    let auth = json!({"scheme": "hmac", "secret_ref": "cb"});
+    let bad = submit_and_answer(&s, &ask_with_callback("b1", &format!("{base}/bad"), auth.clone()));
+    let down = submit_and_answer(&s, &ask_with_callback("b2", &format!("{base}/down"), auth));
+    receiver.wait_for("bad", 1);
+    receiver.wait_for("down", 5);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(receiver.hits("bad").len(), 1, "a 4xx is never retried");
+    assert_eq!(receiver.hits("down").len(), 5, "capped at MA2H_PUSH_MAX_ATTEMPTS");
+
+    let (_, list) = get(&s.hub, "/v1/operator/messages?status=resolved", &s.op_key);
+    let push_of =
+        |id: &str| list["messages"].as_array().unwrap().iter().find(|m| m["id"] == id).unwrap()["push"].clone();
+    assert_eq!(push_of(&bad)["status"], "failed");
+    assert_eq!(push_of(&down)["status"], "failed");
+    assert_eq!(push_of(&down)["attempts"], 5);
+    for id in [&bad, &down] {
+        let (status, read) = get(&s.hub, &format!("/v1/messages/{id}"), &s.agent_key);
+        assert_eq!((status, read["status"].as_str()), (200, Some("answered")), "pull stays authoritative");
+        assert!(read.get("delivery").is_none());
+    }
+}
+
+#[test]
+fn bearer_pushes_carry_the_token_and_are_signed_with_the_agents_key_or_the_hub_ed25519_key() {
+    let s = setup();
+    let (receiver, base) = start_receiver();
+    let url = format!("{base}/bearer");
+    submit_and_answer(&s, &ask_with_callback("t1", &url, json!({"scheme": "bearer", "token_ref": "tok"})));
+    let hit = &receiver.wait_for("bearer", 1)[0];
+    assert_eq!(hit.headers["authorization"], "Bearer tok-abc");
+    verify(hit, &url, &hmac_key(&s.signing_secret)).expect("signed with the agent's Hub-issued secret");
+
+    // switch the agent to Ed25519 and verify with the published key
+    admin_json(&s.dir, &["set-signing", "--account", "acme", "--agent", "bot", "--alg", "ed25519"]);
+    let url2 = format!("{base}/apikey");
+    submit_and_answer(&s, &ask_with_callback("t2", &url2, json!({"scheme": "apikey", "token_ref": "tok"})));
+    let hit = &receiver.wait_for("apikey", 1)[0];
+    assert_eq!(hit.headers["x-api-key"], "tok-abc");
+    let cap = try_request(&s.hub.addr, "GET", "/.well-known/ma2h", None, None).unwrap().1;
+    let public = cap["signing_keys"][0]["public_key"].as_str().unwrap();
+    let bytes: [u8; 32] = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(public).unwrap().try_into().unwrap();
+    let key = VerifyingKey::ed25519_from_bytes(&bytes).unwrap();
+    verify(hit, &url2, &[key]).expect("signed with the Hub's Ed25519 key");
+    assert!(verify(hit, &url2, &hmac_key(&s.signing_secret)).is_err());
+}
+
+#[test]
+fn every_terminal_is_pushed_including_cancel() {
+    let s = setup();
+    let (receiver, base) = start_receiver();
+    let url = format!("{base}/cancel");
+    let (_, ack) =
+        submit(&s.hub, &s.agent_key, &ask_with_callback("c1", &url, json!({"scheme": "hmac", "secret_ref": "cb"})));
+    let id = ack["id"].as_str().unwrap();
+    let (status, _) = post(&s.hub, &format!("/v1/messages/{id}/cancel"), &s.agent_key, &json!({}));
+    assert_eq!(status, 200);
+    let hit = &receiver.wait_for("cancel", 1)[0];
+    assert_eq!(hit.body["resolution"], "cancelled");
+    verify(hit, &url, &hmac_key("whsec-test-123")).unwrap();
+}
+
+#[test]
+fn a_pending_push_is_delivered_after_a_kill_9_and_restart() {
+    let mut s = setup();
+    let (receiver, base) = start_receiver();
+    receiver.script("later", &[503; 1]);
+    let url = format!("{base}/later");
+    let id = submit_and_answer(&s, &ask_with_callback("k1", &url, json!({"scheme": "hmac", "secret_ref": "cb"})));
+    receiver.wait_for("later", 1);
+    s.hub.kill9();
+    // the retry is due while the hub is down; a restarted hub must still owe and deliver it
+    let hub = Hub::start_with(&s.dir, HUB_ENV);
+    let hits = receiver.wait_for("later", 2);
+    verify(&hits[1], &url, &hmac_key("whsec-test-123")).unwrap();
+    assert_eq!(hits[0].body["resolution_id"], hits[1].body["resolution_id"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, read) = get(&hub, &format!("/v1/messages/{id}"), &s.agent_key);
+        if read["delivery"]["state"] == "delivered-to-agent" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "delivery never recorded: {read}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
