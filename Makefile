@@ -10,10 +10,16 @@ run:
 	MA2H_MODE=dev MA2H_BIND=$(BIND) MA2H_PUBLIC_URL=http://$(BIND) MA2H_DATA_DIR=$(DATA_DIR) \
 		$(CARGO) run --release -p ma2h-hub -- serve
 
-## test: every test in the workspace, then clippy with warnings as errors
+# moto stands in for DynamoDB + SQS (same endpoint contract as localstack/).
+AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+	AWS_REGION=us-east-1 MA2H_REQUIRE_AWS_TESTS=1
+
+## test: start moto, run every test in the workspace, stop moto; then clippy, fmt and template lint
 test:
-	$(CARGO) test --workspace --locked
+	bash scripts/moto.sh start
+	$(AWS_TEST_ENV) $(CARGO) test --workspace --locked; status=$$?; bash scripts/moto.sh stop; exit $$status
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) fmt --all -- --check
 
 build:
 	$(CARGO) build --release -p ma2h-hub

@@ -12,7 +12,7 @@ use ma2h_core::ports::{OsRandom, PushSender, Random, SystemClock, WakeWorker};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::{Mode, Settings};
 use ma2h_core::{Hub, push, sweep};
-use ma2h_delivery_http::{EgressMode, EgressPolicy, HttpPushSender};
+use ma2h_delivery_http::{EgressPolicy, HttpPushSender};
 use ma2h_store_sqlite::SqliteStore;
 use tokio::net::TcpListener;
 
@@ -92,18 +92,7 @@ fn load_ed25519(settings: &Settings) -> Result<HubKeys> {
 
 /// The push sender with the §9.4 egress policy for this mode.
 pub fn push_sender(settings: &Settings) -> Result<Arc<dyn PushSender>> {
-    let mut policy = match settings.mode {
-        Mode::Dev => EgressPolicy::dev(
-            settings
-                .dev_egress_allow
-                .iter()
-                .map(|n| n.parse().with_context(|| format!("MA2H_DEV_EGRESS_ALLOW: `{n}` is not a CIDR network")))
-                .collect::<Result<Vec<_>>>()?,
-        ),
-        Mode::Production => EgressPolicy { mode: EgressMode::Production, ..EgressPolicy::default() },
-    };
-    policy.connect_timeout = settings.push.connect_timeout;
-    policy.total_timeout = settings.push.total_timeout;
+    let policy = EgressPolicy::from_settings(settings).map_err(anyhow::Error::msg)?;
     Ok(Arc::new(HttpPushSender::new(policy)?))
 }
 

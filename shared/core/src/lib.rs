@@ -17,7 +17,7 @@ mod usecases;
 
 pub use error::HubError;
 pub use hub::Hub;
-pub use usecases::{admin, cancel, get, list, push, resolve, submit, sweep};
+pub use usecases::{admin, cancel, get, inbox, list, push, resolve, submit, sweep};
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.
 pub mod usecases_prelude {

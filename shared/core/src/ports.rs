@@ -62,8 +62,9 @@ pub trait MessageStore: Send + Sync + 'static {
     /// ordered by `expires_at` (never a full scan).
     async fn due_expiries(&self, now: Timestamp, limit: usize) -> Result<Vec<(AccountId, MessageId)>, StoreError>;
 
-    /// Delete messages past `retain_until`, leaving tombstones so reads answer 410; also drop
-    /// expired idempotency claims and rate counters. Returns how many messages were purged.
+    /// Delete messages past `retain_until`, leaving tombstones so reads answer 410. Expired
+    /// idempotency claims and rate counters are dropped here or by a native TTL — either way
+    /// reads already treat them as absent. Returns how many messages were purged.
     async fn purge(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
 
     /// The operator listing for one account, at most `query.limit` rows. Open: most urgent

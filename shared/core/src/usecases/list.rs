@@ -66,6 +66,7 @@ fn summary(r: &MessageRecord) -> Value {
         out["resolution"] = resp["resolution"].clone();
         out["resolution_id"] = resp["resolution_id"].clone();
         out["actor"] = resp["response"]["actor"].clone();
+        out["comment"] = resp["response"]["comment"].clone();
         out["resolved_at"] = Value::String(time::format(r.updated_at));
     }
     out

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod cancel;
 pub mod get;
+pub mod inbox;
 mod lifecycle;
 pub mod list;
 pub mod push;

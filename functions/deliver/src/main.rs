@@ -1,0 +1,17 @@
+//! `ma2h-deliver`: the SQS consumer that performs signed pushes (§8.3), reporting partial batch
+//! failures so only retryable messages return to the queue.
+
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    ma2h_aws::init_tracing();
+    let deployment = ma2h_aws::build().await?;
+    let sender = ma2h_aws::handlers::push_sender(&deployment)?;
+    run(service_fn(|event: LambdaEvent<SqsEvent>| {
+        let (deployment, sender) = (deployment.clone(), sender.clone());
+        async move { Ok::<_, Error>(ma2h_aws::handlers::deliver(&deployment, &sender, event.payload).await) }
+    }))
+    .await
+}

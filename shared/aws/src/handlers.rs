@@ -1,0 +1,107 @@
+//! The non-HTTP functions: `deliver` (SQS consumer with partial batch failures) and `sweep`
+//! (the EventBridge schedule). Both run the same use cases as the local Hub's workers.
+
+use std::sync::Arc;
+
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use ma2h_core::ports::PushSender;
+use ma2h_core::push;
+use ma2h_core::records::{Lookup, PushStatus};
+use ma2h_core::sweep::{self, SweepReport};
+use ma2h_delivery_http::{EgressPolicy, HttpPushSender};
+use ma2h_queue_sqs::PushJob;
+
+use crate::{Deployment, Error};
+
+/// SQS caps a visibility timeout at 12 hours.
+const MAX_VISIBILITY_SECS: i64 = 43_200;
+/// A pending push not attempted this long after it was due lost its queue message: re-enqueue.
+const STALE_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+/// How long a re-enqueued push is leased before the sweeper may send it again.
+const REENQUEUE_LEASE: chrono::Duration = chrono::Duration::minutes(5);
+
+/// The §9.4-guarded sender for this deployment.
+pub fn push_sender(dep: &Deployment) -> Result<Arc<dyn PushSender>, Error> {
+    let policy = EgressPolicy::from_settings(&dep.hub.settings)?;
+    Ok(Arc::new(HttpPushSender::new(policy)?))
+}
+
+fn failure(id: &str) -> BatchItemFailure {
+    let mut f = BatchItemFailure::default();
+    f.item_identifier = id.to_owned();
+    f
+}
+
+/// One SQS batch: attempt each push once. A retryable outcome stays on the queue, made visible
+/// again after the backoff the use case chose (visibility-timeout backoff); the queue's redrive
+/// policy moves a message that keeps failing to the DLQ. Delivered, failed and malformed jobs
+/// are consumed — the failed state is in the store and shown to operators.
+pub async fn deliver(dep: &Deployment, sender: &Arc<dyn PushSender>, event: SqsEvent) -> SqsBatchResponse {
+    let mut response = SqsBatchResponse::default();
+    for record in event.records {
+        let message_id = record.message_id.clone().unwrap_or_default();
+        let Some((account, id)) = record.body.as_deref().and_then(PushJob::parse) else {
+            tracing::warn!(sqs_message_id = %message_id, "dropping a malformed push job");
+            continue;
+        };
+        match push::attempt(&dep.hub, sender.as_ref(), &account, &id).await {
+            Ok(Some(PushStatus::Pending)) => {
+                let delay = match dep.hub.messages.get_message(&account, &id).await {
+                    Ok(Lookup::Found(rec)) => rec
+                        .push
+                        .and_then(|p| p.next_attempt_at)
+                        .map(|t| (t - dep.hub.clock.now()).num_seconds().clamp(0, MAX_VISIBILITY_SECS))
+                        .unwrap_or(0),
+                    _ => 0,
+                };
+                if let Some(handle) = &record.receipt_handle {
+                    let res = dep
+                        .queue
+                        .client()
+                        .change_message_visibility()
+                        .queue_url(dep.queue.queue_url())
+                        .receipt_handle(handle)
+                        .visibility_timeout(i32::try_from(delay).unwrap_or(0))
+                        .send()
+                        .await;
+                    if let Err(e) = res {
+                        tracing::warn!(message_id = %id, error = ?e, "could not set the retry delay");
+                    }
+                }
+                response.batch_item_failures.push(failure(&message_id));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(message_id = %id, error = %e, "push attempt failed; SQS will redeliver");
+                response.batch_item_failures.push(failure(&message_id));
+            }
+        }
+    }
+    response
+}
+
+/// What one scheduled sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepOutcome {
+    pub expired: usize,
+    pub purged: usize,
+    pub requeued: usize,
+}
+
+/// Apply due expiries (through the `due` index), purge past retention (through `retain`), and
+/// re-enqueue push obligations whose queue message was lost between commit and enqueue.
+pub async fn sweep(dep: &Deployment) -> Result<SweepOutcome, Error> {
+    let SweepReport { expired, purged } = sweep::sweep_once(&dep.hub).await?;
+    let now = dep.hub.clock.now();
+    let stale = dep.hub.messages.claim_due_pushes(now - STALE_AFTER, now + REENQUEUE_LEASE, 100).await?;
+    let mut requeued = 0;
+    for (account, id) in stale {
+        match dep.queue.send(&account, &id).await {
+            Ok(()) => requeued += 1,
+            Err(e) => tracing::warn!(message_id = %id, error = %e, "re-enqueue failed; next sweep retries"),
+        }
+    }
+    let outcome = SweepOutcome { expired, purged, requeued };
+    tracing::info!(expired, purged, requeued, "sweep");
+    Ok(outcome)
+}

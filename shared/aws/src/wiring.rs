@@ -1,0 +1,106 @@
+//! Settings and adapters for the Lambda functions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use ma2h_core::changes::PollingChanges;
+use ma2h_core::keys::HubKeys;
+use ma2h_core::ports::{OsRandom, SystemClock};
+use ma2h_core::secrets::MasterKey;
+use ma2h_core::settings::Settings;
+use ma2h_core::Hub;
+use ma2h_queue_sqs::SqsPushQueue;
+use ma2h_store_dynamodb::DynamoStore;
+
+use crate::Error;
+
+/// The AWS-only settings, from `MA2H_*` variables (the SAM template sets them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsSettings {
+    /// DynamoDB table (`MA2H_TABLE`, default `ma2h`).
+    pub table: String,
+    /// SQS delivery queue URL (`MA2H_PUSH_QUEUE_URL`).
+    pub push_queue_url: String,
+    /// How often a Lambda long-poll re-reads the store (`MA2H_LONG_POLL_INTERVAL_MS`, default 500).
+    pub long_poll_interval: Duration,
+}
+
+impl AwsSettings {
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let interval = match get("MA2H_LONG_POLL_INTERVAL_MS") {
+            Some(v) => v.parse::<u64>().map_err(|_| format!("MA2H_LONG_POLL_INTERVAL_MS must be an integer, got `{v}`"))?,
+            None => 500,
+        };
+        if interval == 0 {
+            return Err("MA2H_LONG_POLL_INTERVAL_MS must be at least 1".into());
+        }
+        Ok(Self {
+            table: get("MA2H_TABLE").unwrap_or_else(|| "ma2h".into()),
+            push_queue_url: get("MA2H_PUSH_QUEUE_URL").ok_or("MA2H_PUSH_QUEUE_URL is required")?,
+            long_poll_interval: Duration::from_millis(interval),
+        })
+    }
+}
+
+/// Everything a function needs, built once per cold start.
+#[derive(Clone)]
+pub struct Deployment {
+    pub hub: Hub,
+    pub store: DynamoStore,
+    pub queue: SqsPushQueue,
+}
+
+/// Log JSON lines to stdout (CloudWatch); `MA2H_LOG` filters.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MA2H_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().json().with_env_filter(filter).without_time().try_init();
+}
+
+fn env(k: &str) -> Option<String> {
+    std::env::var(k).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Build from the process environment. `AWS_ENDPOINT_URL` (moto, LocalStack) is honoured by the
+/// SDK's standard configuration.
+pub async fn build() -> Result<Deployment, Error> {
+    let settings = Settings::from_env()?;
+    let aws = AwsSettings::from_vars(env)?;
+    let config = aws_config::load_from_env().await;
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table);
+    let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);
+    Ok(assemble(settings, &aws, store, queue)?)
+}
+
+/// Put the Hub together over already-built clients (tests pass moto-backed ones).
+pub fn assemble(settings: Settings, aws: &AwsSettings, store: DynamoStore, queue: SqsPushQueue) -> Result<Deployment, String> {
+    // Lambda has no data directory: both keys must come from configuration (SSM / Secrets
+    // Manager via the template's parameters).
+    let master = settings.master_key.as_ref().ok_or("MA2H_MASTER_KEY is required on AWS")?;
+    let master_key = MasterKey::from_base64(&master.0).map_err(|e| format!("MA2H_MASTER_KEY: {e}"))?;
+    let seed_text = settings.ed25519_seed.as_ref().ok_or("MA2H_ED25519_SEED is required on AWS")?;
+    let seed: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(seed_text.0.trim())
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or("MA2H_ED25519_SEED must be 32 bytes of base64")?;
+    let previous = settings
+        .ed25519_previous
+        .iter()
+        .map(|p| HubKeys::parse_public(p).ok_or_else(|| format!("MA2H_ED25519_PREVIOUS: `{p}` is not a public key")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let hub = Hub {
+        messages: Arc::new(store.clone()),
+        credentials: Arc::new(store.clone()),
+        clock: Arc::new(SystemClock),
+        random: Arc::new(OsRandom),
+        // Writers may be other Lambda instances: a long-poll re-reads the store on an interval.
+        changes: Arc::new(PollingChanges { interval: aws.long_poll_interval }),
+        settings: Arc::new(settings),
+        master_key,
+        push_queue: Arc::new(queue.clone()),
+        keys: Arc::new(HubKeys::from_seed(&seed, previous)),
+    };
+    Ok(Deployment { hub, store, queue })
+}

@@ -1,0 +1,96 @@
+//! The operator's read of ONE message of their account, for the web inbox's message page: the
+//! record (lazy expiry applied, §7) and what this operator may do with it — §9.1
+//! `allowed_resolvers` (fail-closed default) combined with the request's `permissions` (§5.2).
+//! Agents, other accounts and malformed ids all get the unknown-id 404 (§9.1).
+
+use ma2h_protocol::envelope::{Envelope, MessageType};
+use ma2h_protocol::ids::MessageId;
+
+use super::lifecycle::settle;
+use crate::auth::Principal;
+use crate::records::{Lookup, MessageRecord, PrincipalId};
+use crate::{Hub, HubError};
+
+/// Which resolve affordances the operator is offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Affordances {
+    /// Ask: `answered` (needs `permissions.allow_respond`).
+    pub answer: bool,
+    /// Ask: `declined` (needs `permissions.allow_ignore`).
+    pub decline: bool,
+    /// Task: `completed`.
+    pub complete: bool,
+    /// Task: `dismissed`.
+    pub dismiss: bool,
+}
+
+/// What the operator may do with the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allowed {
+    /// Open and resolvable by this operator, with these affordances.
+    Resolve(Affordances),
+    /// Open, but this operator may not resolve it (§9.1); the reason is shown instead of buttons.
+    Denied(String),
+    /// Nothing to do: a notify, or already terminal.
+    Closed,
+}
+
+/// One message as the operator sees it.
+#[derive(Debug, Clone)]
+pub struct InboxMessage {
+    pub record: MessageRecord,
+    pub envelope: Envelope,
+    pub allowed: Allowed,
+}
+
+/// Load message `id` of the operator's account and work out what they may do.
+pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMessage, HubError> {
+    if !matches!(principal.id, PrincipalId::Operator(_)) {
+        return Err(HubError::NotFound);
+    }
+    let id = MessageId::parse(id).ok_or(HubError::NotFound)?;
+    let record = match hub.messages.get_message(&principal.account, &id).await? {
+        Lookup::Found(rec) => settle(hub, rec).await?,
+        Lookup::Gone { .. } => return Err(HubError::Gone),
+        Lookup::Missing => return Err(HubError::NotFound),
+    };
+    let envelope = record.envelope()?;
+    let allowed = allowed(&record, &envelope, principal);
+    Ok(InboxMessage { record, envelope, allowed })
+}
+
+/// The §9.1 + §5.2 decision, mirroring what `resolve` will enforce.
+pub fn allowed(record: &MessageRecord, envelope: &Envelope, principal: &Principal) -> Allowed {
+    if record.kind == MessageType::Notify || !record.status.is_open() {
+        return Allowed::Closed;
+    }
+    let actor = principal.actor();
+    match envelope.allowed_resolvers() {
+        Some(list) if list.iter().any(|entry| actor.matches_entry(entry)) => {}
+        Some(list) => {
+            return Allowed::Denied(format!(
+                "{actor} is not listed in this message's allowed_resolvers ({}).",
+                list.join(", ")
+            ));
+        }
+        None => {
+            return Allowed::Denied(format!(
+                "This message lists no allowed_resolvers, so only its submitting agent ({}) may resolve it (§9.1 fail-closed default).",
+                record.agent_id
+            ));
+        }
+    }
+    let affordances = match (&envelope.request, record.kind) {
+        (Some(req), MessageType::Ask) => Affordances {
+            answer: req.permissions.allow_respond,
+            decline: req.permissions.allow_ignore,
+            ..Affordances::default()
+        },
+        (_, MessageType::Task) => Affordances { complete: true, dismiss: true, ..Affordances::default() },
+        _ => return Allowed::Closed,
+    };
+    if affordances == Affordances::default() {
+        return Allowed::Denied("The request's permissions allow neither an answer nor a decline.".into());
+    }
+    Allowed::Resolve(affordances)
+}

@@ -1,0 +1,261 @@
+//! Records ↔ DynamoDB items. Keys and index attributes are derived here, in one place.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use ma2h_core::ports::StoreError;
+use ma2h_core::records::{CredentialRecord, IdempotencyRecord, MessageRecord, PrincipalId, PushStatus, PushTrack};
+use ma2h_protocol::envelope::{MessageType, Priority};
+use ma2h_protocol::ids::{AccountId, AgentId, HumanId, MessageId, ResolutionId};
+use ma2h_protocol::lifecycle::Status;
+use ma2h_protocol::time::{self, Timestamp};
+
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+pub(crate) const MSG_SK: &str = "MSG";
+pub(crate) const TOMB_SK: &str = "TOMB";
+/// Tombstones outlive their message by this long, so a purged id answers 410 (then TTL).
+pub(crate) const TOMBSTONE_DAYS: i64 = 365;
+
+pub(crate) fn msg_pk(account: &AccountId, id: &MessageId) -> String {
+    format!("MSG#{account}#{id}")
+}
+pub(crate) fn claim_pk(account: &AccountId, agent: &AgentId, key: &str) -> String {
+    format!("IDEM#{account}#{agent}#{key}")
+}
+pub(crate) fn open_pk(account: &AccountId, agent: &AgentId) -> String {
+    format!("OPEN#{account}#{agent}")
+}
+pub(crate) fn agent_pk(account: &AccountId, agent: &AgentId) -> String {
+    format!("AGENT#{account}#{agent}")
+}
+
+/// Split `MSG#{account}#{id}` (message ids never contain `#`; the id is the last segment).
+pub(crate) fn parse_msg_pk(pk: &str) -> Option<(AccountId, MessageId)> {
+    let rest = pk.strip_prefix("MSG#")?;
+    let (account, id) = rest.rsplit_once('#')?;
+    Some((AccountId::parse(account)?, MessageId::from_trusted(id.to_owned())))
+}
+
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+pub(crate) fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+pub(crate) fn ms(t: Timestamp) -> i64 {
+    t.timestamp_millis()
+}
+/// Unix seconds, for the TTL attribute.
+pub(crate) fn ttl_secs(t: Timestamp) -> AttributeValue {
+    n(t.timestamp())
+}
+
+pub(crate) fn key(pk: String, sk: &str) -> Item {
+    HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("dynamodb item: {what}"))
+}
+
+pub(crate) fn get_s<'a>(item: &'a Item, k: &str) -> Result<&'a str, StoreError> {
+    item.get(k).and_then(|v| v.as_s().ok()).map(String::as_str).ok_or_else(|| corrupt(&format!("missing string `{k}`")))
+}
+pub(crate) fn opt_s(item: &Item, k: &str) -> Option<String> {
+    item.get(k).and_then(|v| v.as_s().ok()).cloned()
+}
+pub(crate) fn get_n(item: &Item, k: &str) -> Result<i64, StoreError> {
+    item.get(k)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| corrupt(&format!("missing number `{k}`")))
+}
+pub(crate) fn opt_n(item: &Item, k: &str) -> Result<Option<i64>, StoreError> {
+    match item.get(k) {
+        None | Some(AttributeValue::Null(_)) => Ok(None),
+        Some(_) => get_n(item, k).map(Some),
+    }
+}
+fn opt_ts(item: &Item, k: &str) -> Result<Option<Timestamp>, StoreError> {
+    Ok(opt_n(item, k)?.map(time::from_millis))
+}
+fn json(item: &Item, k: &str) -> Result<Option<serde_json::Value>, StoreError> {
+    opt_s(item, k).map(|t| serde_json::from_str(&t).map_err(|_| corrupt(&format!("`{k}` is not JSON")))).transpose()
+}
+fn parsed<T>(item: &Item, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<T, StoreError> {
+    f(get_s(item, k)?).ok_or_else(|| corrupt(&format!("bad `{k}`")))
+}
+
+/// The `list` index sort key: open → most urgent first, then oldest; done → by update time.
+pub(crate) fn list_keys(m: &MessageRecord) -> (String, String) {
+    if m.status == Status::Open {
+        (format!("{}#open", m.account), format!("{}#{:015}#{}", m.priority.rank(), ms(m.created_at), m.id))
+    } else {
+        (format!("{}#done", m.account), format!("{:015}#{}", ms(m.updated_at), m.id))
+    }
+}
+
+/// The full item for a message, index attributes included.
+pub(crate) fn message_item(m: &MessageRecord) -> Item {
+    let mut item = key(msg_pk(&m.account, &m.id), MSG_SK);
+    let mut put = |k: &str, v: AttributeValue| {
+        item.insert(k.to_owned(), v);
+    };
+    put("id", s(m.id.as_str()));
+    put("account", s(m.account.as_str()));
+    put("agent_id", s(m.agent_id.as_str()));
+    put("kind", s(m.kind.as_str()));
+    put("status", s(m.status.as_str()));
+    put("priority", s(m.priority.as_str()));
+    put("title", s(&m.title));
+    put("envelope", s(m.envelope.to_string()));
+    put("created_at", n(ms(m.created_at)));
+    put("updated_at", n(ms(m.updated_at)));
+    if let Some(e) = m.expires_at {
+        put("expires_at", n(ms(e)));
+        if m.status == Status::Open {
+            put("due_pk", s("DUE"));
+            put("due_sk", n(ms(e)));
+        }
+    }
+    if let Some(r) = &m.response {
+        put("response", s(r.to_string()));
+    }
+    if let Some(r) = &m.resolution_id {
+        put("resolution_id", s(r.as_str()));
+    }
+    if let Some(r) = m.retain_until {
+        put("retain_until", n(ms(r)));
+        put("retain_pk", s("RET"));
+        put("retain_sk", n(ms(r)));
+        put("ttl", ttl_secs(r + chrono::Duration::days(1)));
+    }
+    if let Some(p) = &m.push {
+        for (k, v) in push_attrs(p) {
+            put(&k, v);
+        }
+    }
+    let (lpk, lsk) = list_keys(m);
+    put("list_pk", s(lpk));
+    put("list_sk", s(lsk));
+    item
+}
+
+/// The push columns (and the sparse `push` index keys while pending).
+pub(crate) fn push_attrs(p: &PushTrack) -> Vec<(String, AttributeValue)> {
+    let mut v = vec![("push_status".to_owned(), s(p.status.as_str())), ("push_attempts".to_owned(), n(i64::from(p.attempts)))];
+    if let Some(t) = p.next_attempt_at {
+        v.push(("push_next_at".into(), n(ms(t))));
+        if p.status == PushStatus::Pending {
+            v.push(("push_pk".into(), s("PUSH")));
+            v.push(("push_sk".into(), n(ms(t))));
+        }
+    }
+    if let Some(e) = &p.last_error {
+        v.push(("push_last_error".into(), s(e.clone())));
+    }
+    if let Some(t) = p.delivered_at {
+        v.push(("push_delivered_at".into(), n(ms(t))));
+    }
+    v
+}
+
+pub(crate) fn message_from(item: &Item) -> Result<MessageRecord, StoreError> {
+    let push = match opt_s(item, "push_status") {
+        None => None,
+        Some(st) => Some(PushTrack {
+            status: PushStatus::parse(&st).ok_or_else(|| corrupt("bad push_status"))?,
+            attempts: u32::try_from(opt_n(item, "push_attempts")?.unwrap_or(0)).map_err(|_| corrupt("push_attempts"))?,
+            next_attempt_at: opt_ts(item, "push_next_at")?,
+            last_error: opt_s(item, "push_last_error"),
+            delivered_at: opt_ts(item, "push_delivered_at")?,
+        }),
+    };
+    Ok(MessageRecord {
+        id: MessageId::from_trusted(get_s(item, "id")?.to_owned()),
+        account: parsed(item, "account", AccountId::parse)?,
+        agent_id: parsed(item, "agent_id", AgentId::parse)?,
+        kind: parsed(item, "kind", MessageType::parse)?,
+        status: parsed(item, "status", Status::parse)?,
+        priority: parsed(item, "priority", Priority::parse)?,
+        title: get_s(item, "title")?.to_owned(),
+        envelope: json(item, "envelope")?.ok_or_else(|| corrupt("missing envelope"))?,
+        created_at: time::from_millis(get_n(item, "created_at")?),
+        expires_at: opt_ts(item, "expires_at")?,
+        updated_at: time::from_millis(get_n(item, "updated_at")?),
+        response: json(item, "response")?,
+        resolution_id: opt_s(item, "resolution_id").map(ResolutionId::from_trusted),
+        retain_until: opt_ts(item, "retain_until")?,
+        push,
+    })
+}
+
+pub(crate) fn tombstone_item(account: &AccountId, id: &MessageId, agent: &AgentId, retain_until: Timestamp) -> Item {
+    let mut item = key(msg_pk(account, id), TOMB_SK);
+    item.insert("agent_id".into(), s(agent.as_str()));
+    item.insert("ttl".into(), ttl_secs(retain_until + chrono::Duration::days(TOMBSTONE_DAYS)));
+    item
+}
+
+pub(crate) fn claim_item(c: &IdempotencyRecord) -> Item {
+    let mut item = key(claim_pk(&c.account, &c.agent_id, &c.key), "IDEM");
+    item.insert("account".into(), s(c.account.as_str()));
+    item.insert("agent_id".into(), s(c.agent_id.as_str()));
+    item.insert("key".into(), s(c.key.clone()));
+    item.insert("message_id".into(), s(c.message_id.as_str()));
+    item.insert("fingerprint".into(), s(c.fingerprint.clone()));
+    item.insert("expires_at".into(), n(ms(c.expires_at)));
+    item.insert("ttl".into(), ttl_secs(c.expires_at));
+    item
+}
+
+pub(crate) fn claim_from(item: &Item) -> Result<IdempotencyRecord, StoreError> {
+    Ok(IdempotencyRecord {
+        account: parsed(item, "account", AccountId::parse)?,
+        agent_id: parsed(item, "agent_id", AgentId::parse)?,
+        key: get_s(item, "key")?.to_owned(),
+        message_id: MessageId::from_trusted(get_s(item, "message_id")?.to_owned()),
+        fingerprint: get_s(item, "fingerprint")?.to_owned(),
+        expires_at: time::from_millis(get_n(item, "expires_at")?),
+    })
+}
+
+pub(crate) fn credential_item(c: &CredentialRecord) -> Item {
+    let mut item = key(format!("KEY#{}", c.key_hash), "KEY");
+    item.insert("id".into(), s(c.id.clone()));
+    item.insert("key_hash".into(), s(c.key_hash.clone()));
+    item.insert("account".into(), s(c.account.as_str()));
+    item.insert("principal_kind".into(), s(c.principal.kind()));
+    item.insert("principal_name".into(), s(c.principal.name()));
+    if let Some(l) = &c.label {
+        item.insert("label".into(), s(l.clone()));
+    }
+    item.insert("created_at".into(), n(ms(c.created_at)));
+    if let Some(t) = c.expires_at {
+        item.insert("expires_at".into(), n(ms(t)));
+    }
+    if let Some(t) = c.revoked_at {
+        item.insert("revoked_at".into(), n(ms(t)));
+    }
+    item
+}
+
+pub(crate) fn credential_from(item: &Item) -> Result<CredentialRecord, StoreError> {
+    let name = get_s(item, "principal_name")?;
+    let principal = match get_s(item, "principal_kind")? {
+        "agent" => PrincipalId::Agent(AgentId::parse(name).ok_or_else(|| corrupt("principal_name"))?),
+        "operator" => PrincipalId::Operator(HumanId::parse(name).ok_or_else(|| corrupt("principal_name"))?),
+        _ => return Err(corrupt("principal_kind")),
+    };
+    Ok(CredentialRecord {
+        id: get_s(item, "id")?.to_owned(),
+        account: parsed(item, "account", AccountId::parse)?,
+        principal,
+        key_hash: get_s(item, "key_hash")?.to_owned(),
+        label: opt_s(item, "label"),
+        created_at: time::from_millis(get_n(item, "created_at")?),
+        expires_at: opt_ts(item, "expires_at")?,
+        revoked_at: opt_ts(item, "revoked_at")?,
+    })
+}

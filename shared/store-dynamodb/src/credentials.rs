@@ -1,0 +1,187 @@
+//! [`CredentialStore`] on DynamoDB: credentials keyed by key hash (the hot lookup), a pointer item
+//! by credential id, and per-agent secrets and bindings under one partition per agent.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use ma2h_core::ports::{CredentialStore, StoreError};
+use ma2h_core::records::CredentialRecord;
+use ma2h_protocol::ids::{AccountId, AgentId};
+
+use crate::codec::*;
+use crate::{DynamoStore, unavailable};
+
+type R<T> = Result<T, StoreError>;
+
+fn id_pointer(c: &CredentialRecord) -> Item {
+    let mut item = key(format!("CRED#{}", c.id), "CRED");
+    item.insert("key_hash".into(), s(c.key_hash.clone()));
+    item
+}
+
+impl DynamoStore {
+    async fn item(&self, k: Item) -> R<Option<Item>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(k))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem", e))?;
+        Ok(out.item)
+    }
+
+    /// Sort keys under an agent's partition with `prefix`, prefix stripped.
+    async fn agent_names(&self, account: &AccountId, agent: &AgentId, prefix: &str) -> R<Vec<String>> {
+        let mut names = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :pre)")
+                .expression_attribute_values(":pk", s(agent_pk(account, agent)))
+                .expression_attribute_values(":pre", s(prefix))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| unavailable("Query", e))?;
+            for item in page.items() {
+                if let Some(n) = get_s(item, "sk")?.strip_prefix(prefix) {
+                    names.push(n.to_owned());
+                }
+            }
+            match page.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => return Ok(names),
+            }
+        }
+    }
+
+    async fn delete_agent_item(&self, account: &AccountId, agent: &AgentId, sk: String) -> R<bool> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(agent_pk(account, agent), &sk)))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| unavailable("DeleteItem", e))?;
+        Ok(out.attributes.is_some())
+    }
+
+    async fn put_agent_item(&self, account: &AccountId, agent: &AgentId, sk: String, extra: Option<(&str, AttributeValue)>) -> R<()> {
+        let mut item = key(agent_pk(account, agent), &sk);
+        if let Some((k, v)) = extra {
+            item.insert(k.to_owned(), v);
+        }
+        self.client.put_item().table_name(&self.table).set_item(Some(item)).send().await.map_err(|e| unavailable("PutItem", e))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CredentialStore for DynamoStore {
+    async fn put_credential(&self, c: &CredentialRecord) -> R<()> {
+        let put = |item: Item| -> R<TransactWriteItem> {
+            let p = Put::builder().table_name(&self.table).set_item(Some(item)).build().map_err(|e| unavailable("put", e))?;
+            Ok(TransactWriteItem::builder().put(p).build())
+        };
+        self.client
+            .transact_write_items()
+            .transact_items(put(credential_item(c))?)
+            .transact_items(put(id_pointer(c))?)
+            .send()
+            .await
+            .map_err(|e| unavailable("TransactWriteItems", e))?;
+        Ok(())
+    }
+
+    async fn credential_by_hash(&self, key_hash: &str) -> R<Option<CredentialRecord>> {
+        self.item(key(format!("KEY#{key_hash}"), "KEY")).await?.map(|i| credential_from(&i)).transpose()
+    }
+
+    async fn credential_by_id(&self, id: &str) -> R<Option<CredentialRecord>> {
+        let Some(pointer) = self.item(key(format!("CRED#{id}"), "CRED")).await? else { return Ok(None) };
+        self.credential_by_hash(get_s(&pointer, "key_hash")?).await
+    }
+
+    /// An admin listing: a Scan filtered to credential items (never on a request path).
+    async fn list_credentials(&self) -> R<Vec<CredentialRecord>> {
+        let mut out = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :k")
+                .expression_attribute_values(":k", s("KEY"))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| unavailable("Scan", e))?;
+            for item in page.items() {
+                out.push(credential_from(item)?);
+            }
+            match page.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        out.sort_by_key(|c| c.created_at);
+        Ok(out)
+    }
+
+    async fn update_credential(&self, c: &CredentialRecord) -> R<()> {
+        // Only revocation and expiry change; the item is rewritten whole if it exists.
+        let res = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(credential_item(c)))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(unavailable("PutItem", e)),
+        }
+    }
+
+    async fn put_secret(&self, account: &AccountId, agent: &AgentId, name: &str, sealed: &[u8]) -> R<()> {
+        let blob = AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(sealed.to_vec()));
+        self.put_agent_item(account, agent, format!("SECRET#{name}"), Some(("sealed", blob))).await
+    }
+
+    async fn get_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> R<Option<Vec<u8>>> {
+        let item = self.item(key(agent_pk(account, agent), &format!("SECRET#{name}"))).await?;
+        Ok(item.and_then(|i| i.get("sealed").and_then(|v| v.as_b().ok()).map(|b| b.as_ref().to_vec())))
+    }
+
+    async fn list_secrets(&self, account: &AccountId, agent: &AgentId) -> R<Vec<String>> {
+        self.agent_names(account, agent, "SECRET#").await
+    }
+
+    async fn delete_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> R<bool> {
+        self.delete_agent_item(account, agent, format!("SECRET#{name}")).await
+    }
+
+    async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> R<()> {
+        self.put_agent_item(account, agent, format!("BIND#{host}"), None).await
+    }
+
+    async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> R<bool> {
+        self.delete_agent_item(account, agent, format!("BIND#{host}")).await
+    }
+
+    async fn list_bindings(&self, account: &AccountId, agent: &AgentId) -> R<Vec<String>> {
+        self.agent_names(account, agent, "BIND#").await
+    }
+}

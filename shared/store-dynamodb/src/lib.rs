@@ -1,0 +1,47 @@
+//! # ma2h-store-dynamodb
+//!
+//! The Hub's store on one DynamoDB table (design and access patterns: `docs/dynamodb.md`; table
+//! definition: `infra/dynamodb-table.json`, shared with SAM and the LocalStack init script).
+//!
+//! * Every state transition is a conditional write — the §7 compare-and-set — and writes that
+//!   must land together (message + idempotency claim + open counter + tombstone) are one
+//!   `TransactWriteItems`.
+//! * Due work is read from sparse GSIs ordered by time (`due`, `push`, `retain`): never a Scan.
+//! * Retention: the sweeper deletes messages past `retain_until` (found through `retain`),
+//!   leaving the tombstone that answers 410; a TTL attribute is the backstop.
+//! * Secrets are stored sealed by the caller (XChaCha20-Poly1305 under the master key), never in
+//!   plaintext.
+
+mod codec;
+mod credentials;
+mod messages;
+pub mod provision;
+
+use aws_sdk_dynamodb::Client;
+use ma2h_core::ports::StoreError;
+
+/// The DynamoDB adapter: a client and the table name.
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+/// Map an SDK error to the port's error (the cause is kept for the log, never for a client).
+pub(crate) fn unavailable<E: std::fmt::Debug>(what: &str, e: E) -> StoreError {
+    StoreError::Unavailable(format!("dynamodb {what}: {e:?}"))
+}

@@ -1,0 +1,360 @@
+//! [`MessageStore`] on DynamoDB.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValue, TransactWriteItem, Update};
+use ma2h_core::ports::{MessageStore, StoreError};
+use ma2h_core::records::{
+    Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
+};
+use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
+use ma2h_protocol::lifecycle::Status;
+use ma2h_protocol::time::Timestamp;
+
+use crate::codec::*;
+use crate::{DynamoStore, unavailable};
+
+type R<T> = Result<T, StoreError>;
+
+fn vals(pairs: &[(&str, AttributeValue)]) -> HashMap<String, AttributeValue> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+}
+
+impl DynamoStore {
+    fn put(&self, item: Item, condition: Option<&str>, values: HashMap<String, AttributeValue>) -> R<TransactWriteItem> {
+        let mut b = Put::builder().table_name(&self.table).set_item(Some(item));
+        if let Some(c) = condition {
+            b = b.condition_expression(c);
+        }
+        if !values.is_empty() {
+            b = b.set_expression_attribute_values(Some(values));
+        }
+        Ok(TransactWriteItem::builder().put(b.build().map_err(|e| unavailable("put", e))?).build())
+    }
+
+    /// `ADD open_count :d` on the per-agent open counter (§8.6 inbox depth).
+    fn open_delta(&self, account: &AccountId, agent: &AgentId, delta: i64) -> R<TransactWriteItem> {
+        let u = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(open_pk(account, agent), "OPEN")))
+            .update_expression("ADD open_count :d")
+            .expression_attribute_values(":d", n(delta))
+            .build()
+            .map_err(|e| unavailable("update", e))?;
+        Ok(TransactWriteItem::builder().update(u).build())
+    }
+
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<bool, StoreError> {
+        match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_transaction_canceled_exception()) => Ok(false),
+            Err(e) => Err(unavailable("TransactWriteItems", e)),
+        }
+    }
+
+    async fn get(&self, k: Item) -> R<Option<Item>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(k))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem", e))?;
+        Ok(out.item)
+    }
+
+    async fn message(&self, account: &AccountId, id: &MessageId) -> R<Option<MessageRecord>> {
+        self.get(key(msg_pk(account, id), MSG_SK)).await?.map(|i| message_from(&i)).transpose()
+    }
+
+    /// Keys from a sparse time index, due at `now`, oldest first.
+    async fn due(&self, index: &str, pk_attr: &str, pk: &str, sk_attr: &str, now: Timestamp, limit: usize) -> R<Vec<(AccountId, MessageId)>> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index)
+            .key_condition_expression(format!("{pk_attr} = :p AND {sk_attr} <= :now"))
+            .expression_attribute_values(":p", s(pk))
+            .expression_attribute_values(":now", n(ms(now)))
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|e| unavailable("Query", e))?;
+        Ok(out.items().iter().filter_map(|i| get_s(i, "pk").ok().and_then(parse_msg_pk)).collect())
+    }
+}
+
+#[async_trait]
+impl MessageStore for DynamoStore {
+    async fn insert_message(&self, m: &MessageRecord, claim: Option<&IdempotencyRecord>, now: Timestamp) -> R<Inserted> {
+        let mut items = vec![self.put(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new())?];
+        if let Some(c) = claim {
+            // §8.1: a live claim blocks the write; an expired one is replaced.
+            items.push(self.put(claim_item(c), Some("attribute_not_exists(pk) OR expires_at <= :now"), vals(&[(":now", n(ms(now)))]))?);
+        }
+        if m.status == Status::Open {
+            items.push(self.open_delta(&m.account, &m.agent_id, 1)?);
+        }
+        if let Some(r) = m.retain_until {
+            items.push(self.put(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new())?);
+        }
+        if self.transact(items).await? {
+            return Ok(Inserted::New);
+        }
+        match claim {
+            Some(c) => match self.get_claim(&c.account, &c.agent_id, &c.key, now).await? {
+                Some(existing) => Ok(Inserted::Existing(existing)),
+                None => Err(StoreError::Unavailable("insert cancelled without a live claim (retry)".into())),
+            },
+            None => Err(StoreError::Unavailable(format!("message {} already exists", m.id))),
+        }
+    }
+
+    async fn get_claim(&self, account: &AccountId, agent: &AgentId, key_: &str, now: Timestamp) -> R<Option<IdempotencyRecord>> {
+        let Some(item) = self.get(key(claim_pk(account, agent, key_), "IDEM")).await? else { return Ok(None) };
+        let c = claim_from(&item)?;
+        // TTL deletes late: the read-time filter decides liveness.
+        Ok((now < c.expires_at).then_some(c))
+    }
+
+    async fn get_message(&self, account: &AccountId, id: &MessageId) -> R<Lookup> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(msg_pk(account, id)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("Query", e))?;
+        let mut tomb = None;
+        for item in out.items() {
+            match get_s(item, "sk")? {
+                MSG_SK => return Ok(Lookup::Found(message_from(item)?)),
+                TOMB_SK => tomb = Some(get_s(item, "agent_id")?.to_owned()),
+                _ => {}
+            }
+        }
+        Ok(match tomb.and_then(|a| AgentId::parse(&a)) {
+            // A tombstone without its message: purged after retention (§8.2 410).
+            Some(agent_id) => Lookup::Gone { agent_id },
+            None => Lookup::Missing,
+        })
+    }
+
+    async fn complete(&self, account: &AccountId, id: &MessageId, w: &TerminalWrite) -> R<Completion> {
+        let Some(current) = self.message(account, id).await? else { return Ok(Completion::Missing) };
+        let mut next = MessageRecord {
+            status: w.status,
+            response: Some(w.response.clone()),
+            resolution_id: Some(w.resolution_id.clone()),
+            updated_at: w.resolved_at,
+            retain_until: Some(w.retain_until),
+            push: w.push.then(|| PushTrack::pending(w.resolved_at)),
+            ..current.clone()
+        };
+        if !w.push {
+            next.push = current.push.clone();
+        }
+        // §7 CAS: still open, and — unless this is the expiry — not after expires_at.
+        let cond = "#st = :open AND (:is_expiry = :true OR attribute_not_exists(expires_at) OR expires_at >= :at)";
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(message_item(&next)))
+            .condition_expression(cond)
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":open", s("open"))
+            .expression_attribute_values(":is_expiry", AttributeValue::Bool(w.is_expiry))
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .expression_attribute_values(":at", n(ms(w.resolved_at)))
+            .build()
+            .map_err(|e| unavailable("put", e))?;
+        let items = vec![
+            TransactWriteItem::builder().put(put).build(),
+            self.open_delta(account, &current.agent_id, -1)?,
+            self.put(tombstone_item(account, id, &current.agent_id, w.retain_until), None, HashMap::new())?,
+        ];
+        if current.status == Status::Open && self.transact(items).await? {
+            return Ok(Completion::Applied(next));
+        }
+        match self.message(account, id).await? {
+            Some(now) => Ok(Completion::AlreadyTerminal(now)),
+            None => Ok(Completion::Missing),
+        }
+    }
+
+    async fn due_expiries(&self, now: Timestamp, limit: usize) -> R<Vec<(AccountId, MessageId)>> {
+        self.due("due", "due_pk", "DUE", "due_sk", now, limit).await
+    }
+
+    async fn purge(&self, now: Timestamp, limit: usize) -> R<usize> {
+        let mut purged = 0;
+        for (account, id) in self.due("retain", "retain_pk", "RET", "retain_sk", now, limit).await? {
+            let res = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(msg_pk(&account, &id), MSG_SK)))
+                .condition_expression("retain_until <= :now")
+                .expression_attribute_values(":now", n(ms(now)))
+                .send()
+                .await;
+            match res {
+                Ok(_) => purged += 1,
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(unavailable("DeleteItem", e)),
+            }
+        }
+        // Expired claims and counters are filtered at read time and removed by the TTL.
+        Ok(purged)
+    }
+
+    async fn list_messages(&self, account: &AccountId, q: &ListQuery) -> R<Vec<MessageRecord>> {
+        let pk = format!("{account}#{}", if q.open { "open" } else { "done" });
+        let mut out = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name("list")
+                .key_condition_expression("list_pk = :p")
+                .expression_attribute_values(":p", s(&pk))
+                .scan_index_forward(q.open)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| unavailable("Query", e))?;
+            for item in page.items() {
+                let m = message_from(item)?;
+                let kind_ok = q.kind.is_none_or(|k| k == m.kind);
+                let agent_ok = q.agent_id.as_ref().is_none_or(|a| a == &m.agent_id);
+                if kind_ok && agent_ok {
+                    out.push(m);
+                    if out.len() >= q.limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            match page.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    async fn claim_due_pushes(&self, now: Timestamp, lease_until: Timestamp, limit: usize) -> R<Vec<(AccountId, MessageId)>> {
+        let mut claimed = Vec::new();
+        for (account, id) in self.due("push", "push_pk", "PUSH", "push_sk", now, limit).await? {
+            // Claim = move the due time to the lease end, only if nobody else did first.
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(msg_pk(&account, &id), MSG_SK)))
+                .update_expression("SET push_next_at = :lease, push_sk = :lease")
+                .condition_expression("push_status = :pending AND push_next_at <= :now")
+                .expression_attribute_values(":lease", n(ms(lease_until)))
+                .expression_attribute_values(":pending", s(PushStatus::Pending.as_str()))
+                .expression_attribute_values(":now", n(ms(now)))
+                .send()
+                .await;
+            match res {
+                Ok(_) => claimed.push((account, id)),
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
+            }
+        }
+        Ok(claimed)
+    }
+
+    async fn record_push(&self, account: &AccountId, id: &MessageId, track: &PushTrack) -> R<()> {
+        let attrs = push_attrs(track);
+        let mut set: Vec<String> = Vec::new();
+        let mut values = HashMap::new();
+        for (i, (k, v)) in attrs.iter().enumerate() {
+            set.push(format!("{k} = :v{i}"));
+            values.insert(format!(":v{i}"), v.clone());
+        }
+        let present: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
+        let remove: Vec<&str> = ["push_next_at", "push_last_error", "push_delivered_at", "push_pk", "push_sk"]
+            .into_iter()
+            .filter(|k| !present.contains(k))
+            .collect();
+        let mut expr = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            expr.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(msg_pk(account, id), MSG_SK)))
+            .update_expression(expr)
+            .condition_expression("attribute_exists(pk)")
+            .set_expression_attribute_values(Some(values))
+            .send()
+            .await
+            .map_err(|e| unavailable("UpdateItem", e))?;
+        Ok(())
+    }
+
+    async fn count_open(&self, account: &AccountId, agent: &AgentId) -> R<u64> {
+        let item = self.get(key(open_pk(account, agent), "OPEN")).await?;
+        let count = item.as_ref().map(|i| opt_n(i, "open_count")).transpose()?.flatten().unwrap_or(0);
+        Ok(u64::try_from(count.max(0)).unwrap_or(0))
+    }
+
+    async fn incr_counter(&self, counter: &str, expires_at: Timestamp, now: Timestamp) -> R<u64> {
+        let k = key(format!("CNT#{counter}"), "CNT");
+        for _ in 0..5 {
+            // Within a live window: atomic ADD.
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(k.clone()))
+                .update_expression("ADD #v :one")
+                .condition_expression("expires_at > :now")
+                .expression_attribute_names("#v", "value")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":now", n(ms(now)))
+                .return_values(ReturnValue::UpdatedNew)
+                .send()
+                .await;
+            match res {
+                Ok(out) => {
+                    let v = out.attributes.as_ref().map(|a| get_n(a, "value")).transpose()?.unwrap_or(1);
+                    return Ok(u64::try_from(v).unwrap_or(0));
+                }
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
+            }
+            // Missing or expired: start a new window at 1, unless another writer just did.
+            let mut item = k.clone();
+            item.insert("value".into(), n(1));
+            item.insert("expires_at".into(), n(ms(expires_at)));
+            item.insert("ttl".into(), ttl_secs(expires_at + chrono::Duration::minutes(5)));
+            let res = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
+                .expression_attribute_values(":now", n(ms(now)))
+                .send()
+                .await;
+            match res {
+                Ok(_) => return Ok(1),
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(unavailable("PutItem", e)),
+            }
+        }
+        Err(StoreError::Unavailable(format!("counter {counter}: too much contention")))
+    }
+}

@@ -1,0 +1,62 @@
+//! The store contract suite against DynamoDB — a moto server at `AWS_ENDPOINT_URL` (`make test`
+//! starts one). Each check gets its own freshly created table.
+//!
+//! Without an endpoint the tests are skipped loudly, unless `MA2H_REQUIRE_AWS_TESTS=1` (set by
+//! `make test`), which turns a missing endpoint into a failure.
+
+use std::sync::Mutex;
+
+use ma2h_store_dynamodb::{DynamoStore, provision};
+
+async fn client() -> Option<aws_sdk_dynamodb::Client> {
+    if std::env::var("AWS_ENDPOINT_URL").is_err() {
+        assert!(
+            std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"),
+            "MA2H_REQUIRE_AWS_TESTS=1 but AWS_ENDPOINT_URL is unset: start moto (make test does)"
+        );
+        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
+        return None;
+    }
+    let config = aws_config::load_from_env().await;
+    Some(aws_sdk_dynamodb::Client::new(&config))
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{prefix}-{nanos}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_contract_holds_on_dynamodb() {
+    let Some(client) = client().await else { return };
+    // The factory is synchronous, so every table is created up front.
+    let mut tables = Vec::new();
+    for i in 0..ma2h_store_contract::CHECKS.len() {
+        let name = unique(&format!("contract-{i}"));
+        provision::create_table(&client, &name).await.unwrap();
+        tables.push(name);
+    }
+    tables.reverse();
+    let tables = Mutex::new(tables);
+    ma2h_store_contract::run_all(|| {
+        let table = tables.lock().unwrap().pop().expect("one table per check");
+        DynamoStore::new(client.clone(), table)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn provisioning_is_idempotent_and_enables_ttl() {
+    let Some(client) = client().await else { return };
+    let name = unique("provision");
+    provision::create_table(&client, &name).await.unwrap();
+    provision::create_table(&client, &name).await.unwrap();
+    let table = client.describe_table().table_name(&name).send().await.unwrap().table.unwrap();
+    let indexes: Vec<String> =
+        table.global_secondary_indexes().iter().filter_map(|g| g.index_name().map(str::to_owned)).collect();
+    for expected in ["due", "push", "retain", "list"] {
+        assert!(indexes.iter().any(|i| i == expected), "missing GSI {expected}: {indexes:?}");
+    }
+    let ttl = client.describe_time_to_live().table_name(&name).send().await.unwrap();
+    assert_eq!(ttl.time_to_live_description().and_then(|d| d.attribute_name()), Some(provision::TTL_ATTRIBUTE));
+}
