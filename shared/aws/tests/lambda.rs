@@ -1,0 +1,229 @@
+//! The Lambda handlers in-process against moto (DynamoDB + SQS): API Gateway HTTP API (payload
+//! v2) events through the shared Router, the SQS `deliver` handler, and the scheduled `sweep`.
+//! Skipped loudly without `AWS_ENDPOINT_URL`, failed if `MA2H_REQUIRE_AWS_TESTS=1`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use aws_lambda_events::sqs::SqsEvent;
+use axum::http::StatusCode;
+use chrono::Duration;
+use http_body_util::BodyExt;
+use ma2h_aws::{AwsSettings, Deployment, assemble, handlers};
+use ma2h_core::ports::ManualClock;
+use ma2h_core::settings::{Mode, Secret, Settings};
+use ma2h_core::{admin, auth, resolve};
+use ma2h_queue_sqs::SqsPushQueue;
+use ma2h_store_dynamodb::{DynamoStore, provision};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const APIGW: &str = include_str!("fixtures/apigw-v2-request.json");
+const SQS: &str = include_str!("fixtures/sqs-event.json");
+
+struct Env {
+    dep: Deployment,
+    clock: Arc<ManualClock>,
+    agent: String,
+    operator: String,
+}
+
+async fn env() -> Option<Env> {
+    if std::env::var("AWS_ENDPOINT_URL").is_err() {
+        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "AWS_ENDPOINT_URL unset: start moto");
+        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
+        return None;
+    }
+    let config = aws_config::load_from_env().await;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let table = format!("lambda-{nanos}");
+    let ddb = aws_sdk_dynamodb::Client::new(&config);
+    provision::create_table(&ddb, &table).await.unwrap();
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let queue_url = sqs.create_queue().queue_name(format!("push-{nanos}")).send().await.unwrap().queue_url.unwrap();
+    let mut settings = Settings {
+        mode: Mode::Dev,
+        public_url: "https://api.test".into(),
+        master_key: Some(Secret("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into())),
+        ed25519_seed: Some(Secret("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=".into())),
+        dev_egress_allow: vec!["127.0.0.0/8".into()],
+        ..Settings::default()
+    };
+    settings.push.backoff_base = std::time::Duration::from_millis(100);
+    let aws = AwsSettings { table: table.clone(), push_queue_url: queue_url.clone(), long_poll_interval: std::time::Duration::from_millis(50) };
+    let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
+    let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+    dep.hub.clock = clock.clone();
+    let agent = admin::create_agent(&dep.hub, "acme", "bot", None).await.unwrap().api_key;
+    let operator = admin::create_operator(&dep.hub, "acme", "alice", None).await.unwrap().api_key;
+    Some(Env { dep, clock, agent, operator })
+}
+
+/// An API Gateway v2 event from the fixture, for `method path` with `key` and `body`.
+fn event(method: &str, path_and_query: &str, key: &str, body: Option<&Value>) -> lambda_http::Request {
+    let mut ev: Value = serde_json::from_str(APIGW).unwrap();
+    let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+    ev["rawPath"] = json!(path);
+    ev["rawQueryString"] = json!(query);
+    ev["requestContext"]["http"]["method"] = json!(method);
+    ev["requestContext"]["http"]["path"] = json!(path);
+    ev["headers"]["authorization"] = json!(format!("Bearer {key}"));
+    ev["body"] = body.map_or(Value::Null, |b| json!(b.to_string()));
+    lambda_http::request::from_str(&ev.to_string()).expect("a valid API Gateway v2 event")
+}
+
+async fn call(e: &Env, req: lambda_http::Request) -> (StatusCode, Value) {
+    let resp = ma2h_aws::http_app(&e.dep).oneshot(req).await.unwrap();
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn ask(key: &str, callback: Option<Value>) -> Value {
+    let mut env = json!({
+        "ma2h_version": "0.5", "type": "ask", "created_at": "2026-12-02T15:00:00Z",
+        "agent": { "id": "bot", "run_id": "r1", "runtime": "github-actions" },
+        "title": "Ship?", "idempotency_key": key,
+        "request": { "mode": "select", "options": [{"value": "ship", "label": "Ship"}, {"value": "hold", "label": "Hold"}],
+                     "allowed_resolvers": ["human:alice"] }
+    });
+    if let Some(cb) = callback {
+        env["request"]["callback"] = cb;
+    }
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_gateway_events_are_served_by_the_shared_router_over_dynamodb() {
+    let Some(e) = env().await else { return };
+    let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("k1", None)))).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+    assert!(ack["poll_url"].as_str().unwrap().starts_with("https://api.test/v1/messages/msg_"));
+    let id = ack["id"].as_str().unwrap().to_owned();
+    // idempotent replay through the TransactWriteItems claim
+    let (_, again) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("k1", None)))).await;
+    assert_eq!(again["id"], ack["id"]);
+    let (status, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+    assert_eq!((status, read["status"].as_str()), (StatusCode::OK, Some("open")));
+    let (status, _) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.operator, None)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "submitter-bound on Lambda too");
+    let body = json!({"resolution": "answered", "value": "ship"});
+    let (status, res) = call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&body))).await;
+    assert_eq!(status, StatusCode::OK, "{res}");
+    let (status, c) = call(&e, event("POST", &format!("/v1/messages/{id}/cancel"), &e.agent, None)).await;
+    assert_eq!((status, c["status"].as_str()), (StatusCode::CONFLICT, Some("answered")));
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}?wait=1"), &e.agent, None)).await;
+    assert_eq!(read["response"]["resolution_id"], res["resolution_id"]);
+    let (status, cap) = call(&e, event("GET", "/.well-known/ma2h", &e.agent, None)).await;
+    assert_eq!((status, cap["ma2h_version"].as_str()), (StatusCode::OK, Some("0.5")));
+}
+
+/// A callback receiver answering each path from a script (then 200), counting hits.
+async fn receiver(script: HashMap<&'static str, Vec<u16>>) -> (String, Arc<Mutex<HashMap<String, usize>>>) {
+    let hits = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
+    let script = Arc::new(Mutex::new(script.into_iter().map(|(k, v)| (k.to_owned(), v)).collect::<HashMap<_, _>>()));
+    let (h, s) = (hits.clone(), script.clone());
+    let app = axum::Router::new().route(
+        "/cb/{path}",
+        axum::routing::post(move |axum::extract::Path(p): axum::extract::Path<String>| {
+            let (h, s) = (h.clone(), s.clone());
+            async move {
+                *h.lock().unwrap().entry(p.clone()).or_default() += 1;
+                let next = s.lock().unwrap().get_mut(&p).and_then(|v| (!v.is_empty()).then(|| v.remove(0))).unwrap_or(200);
+                StatusCode::from_u16(next).unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/cb"), hits)
+}
+
+/// Submit a push ask and resolve it (which enqueues the push to SQS); returns the message id.
+async fn pushed_and_resolved(e: &Env, key: &str, url: &str) -> String {
+    let cb = json!({"mode": "push", "url": url, "auth": {"scheme": "hmac", "secret_ref": "cb"}});
+    let (status, ack) = call(e, event("POST", "/v1/messages", &e.agent, Some(&ask(key, Some(cb))))).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+    let id = ack["id"].as_str().unwrap().to_owned();
+    let who = auth::authenticate(&e.dep.hub, Some(&e.operator)).await.unwrap();
+    resolve::resolve(&e.dep.hub, &who, &id, br#"{"resolution":"declined"}"#).await.unwrap();
+    id
+}
+
+/// Receive every queued job as one SQS event (the fixture's shape, real bodies and handles).
+async fn drain(e: &Env) -> SqsEvent {
+    let out = e.dep.queue.client().receive_message().queue_url(e.dep.queue.queue_url()).max_number_of_messages(10).send().await.unwrap();
+    let mut ev: Value = serde_json::from_str(SQS).unwrap();
+    let template = ev["Records"][0].clone();
+    ev["Records"] = Value::Array(
+        out.messages()
+            .iter()
+            .map(|m| {
+                let mut r = template.clone();
+                r["messageId"] = json!(m.message_id());
+                r["receiptHandle"] = json!(m.receipt_handle());
+                r["body"] = json!(m.body());
+                r
+            })
+            .collect(),
+    );
+    serde_json::from_value(ev).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deliver_handler_pushes_and_returns_retryable_failures_to_the_queue() {
+    let Some(e) = env().await else { return };
+    admin::bind_callback(&e.dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
+    admin::put_secret(&e.dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
+    let (base, hits) = receiver(HashMap::from([("down", vec![503, 503, 503])])).await;
+    let ok = pushed_and_resolved(&e, "d1", &format!("{base}/ok")).await;
+    let down = pushed_and_resolved(&e, "d2", &format!("{base}/down")).await;
+
+    let batch = drain(&e).await;
+    assert_eq!(batch.records.len(), 2, "the terminal transitions enqueued both pushes");
+    let sender = handlers::push_sender(&e.dep).unwrap();
+    let response = handlers::deliver(&e.dep, &sender, batch.clone()).await;
+    assert_eq!(hits.lock().unwrap().get("ok"), Some(&1));
+    assert_eq!(hits.lock().unwrap().get("down"), Some(&1));
+    let failed: Vec<&str> = response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
+    let down_msg = batch.records.iter().find(|r| r.body.as_deref().unwrap_or("").contains(&down)).unwrap();
+    assert_eq!(failed, [down_msg.message_id.as_deref().unwrap()], "only the 503 stays on the queue");
+
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{ok}"), &e.agent, None)).await;
+    assert_eq!(read["delivery"]["state"], "delivered-to-agent");
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{down}"), &e.agent, None)).await;
+    assert!(read.get("delivery").is_none());
+    // a malformed job is consumed, not retried forever
+    let mut junk = batch;
+    junk.records.truncate(1);
+    junk.records[0].body = Some("{}".into());
+    assert!(handlers::deliver(&e.dep, &sender, junk).await.batch_item_failures.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
+    let Some(e) = env().await else { return };
+    admin::bind_callback(&e.dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
+    admin::put_secret(&e.dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
+    let mut due = ask("s1", None);
+    due["expires_at"] = json!((chrono::Utc::now() + Duration::minutes(1)).to_rfc3339());
+    let (_, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&due))).await;
+    let due_id = ack["id"].as_str().unwrap().to_owned();
+    let pushed = pushed_and_resolved(&e, "s2", "http://127.0.0.1:9/cb/x").await;
+    // lose the enqueued job (a crash between commit and enqueue looks the same)
+    let lost = drain(&e).await;
+    assert_eq!(lost.records.len(), 1);
+    for r in &lost.records {
+        e.dep.queue.client().delete_message().queue_url(e.dep.queue.queue_url()).receipt_handle(r.receipt_handle.clone().unwrap()).send().await.unwrap();
+    }
+    e.clock.advance(Duration::minutes(2));
+    let outcome = handlers::sweep(&e.dep).await.unwrap();
+    assert_eq!((outcome.expired, outcome.requeued), (1, 1), "{outcome:?}");
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{due_id}"), &e.agent, None)).await;
+    assert_eq!(read["status"], "expired");
+    let again = drain(&e).await;
+    assert!(again.records.iter().any(|r| r.body.as_deref().unwrap_or("").contains(&pushed)), "re-enqueued");
+    // leased: the next sweep does not enqueue it again
+    assert_eq!(handlers::sweep(&e.dep).await.unwrap().requeued, 0);
+}
