@@ -3,7 +3,7 @@ CARGO ?= cargo
 DATA_DIR ?= ./data
 BIND ?= 127.0.0.1:8080
 
-.PHONY: run test build lint fmt clean
+.PHONY: run test build lint lint-infra fmt clean
 
 ## run: build and start the local Hub on 127.0.0.1:8080 (dev mode, data in ./data)
 run:
@@ -20,6 +20,14 @@ test:
 	$(AWS_TEST_ENV) $(CARGO) test --workspace --locked; status=$$?; bash scripts/moto.sh stop; exit $$status
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all -- --check
+	bash scripts/ui-test.sh
+	$(MAKE) lint-infra
+
+## lint-infra: cfn-lint and `sam validate --lint` on the SAM template (offline)
+lint-infra:
+	bash scripts/venv.sh
+	.venv/bin/cfn-lint infra/template.yaml
+	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 .venv/bin/sam validate --lint -t infra/template.yaml
 
 build:
 	$(CARGO) build --release -p ma2h-hub

@@ -6,14 +6,10 @@ cd "$(dirname "$0")/.."
 VENV=.venv
 PORT="${MOTO_PORT:-4566}"
 PIDFILE="${TMPDIR:-/tmp}/ma2h-moto-$PORT.pid"
-MOTO_VERSION="5.2.5"
 
 case "${1:-}" in
   install)
-    if [ ! -x "$VENV/bin/moto_server" ]; then
-      python3 -m venv "$VENV"
-      "$VENV/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
-    fi
+    bash scripts/venv.sh
     ;;
   start)
     "$0" install

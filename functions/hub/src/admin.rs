@@ -122,8 +122,15 @@ pub struct Agent {
     json: bool,
 }
 
+/// Run an admin command against the local SQLite store, or — with `MA2H_STORE=dynamodb` — the
+/// deployed DynamoDB table (`MA2H_TABLE`, AWS credentials and `MA2H_MASTER_KEY` /
+/// `MA2H_ED25519_SEED` from the environment, as the functions see them).
 pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
-    let hub = crate::app::build_hub(settings)?;
+    let hub = match std::env::var("MA2H_STORE").as_deref() {
+        Ok("dynamodb") => ma2h_aws::build_admin().await.map_err(|e| anyhow::anyhow!(e))?.hub,
+        Ok("sqlite") | Err(_) => crate::app::build_hub(settings)?,
+        Ok(other) => bail!("MA2H_STORE must be `sqlite` or `dynamodb`, got `{other}`"),
+    };
     let (value, json): (Value, bool) = match cmd {
         AdminCommand::CreateAgent { agent, common } => {
             let c = admin::create_agent(&hub, &common.account, &agent, common.label).await?;

@@ -27,6 +27,11 @@ pub struct AwsSettings {
 }
 
 impl AwsSettings {
+    /// For the admin commands, which never enqueue: the queue URL may be absent.
+    pub fn for_admin(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        Self::from_vars(|k| get(k).or_else(|| (k == "MA2H_PUSH_QUEUE_URL").then(String::new)))
+    }
+
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let interval = match get("MA2H_LONG_POLL_INTERVAL_MS") {
             Some(v) => v.parse::<u64>().map_err(|_| format!("MA2H_LONG_POLL_INTERVAL_MS must be an integer, got `{v}`"))?,
@@ -65,8 +70,16 @@ fn env(k: &str) -> Option<String> {
 /// Build from the process environment. `AWS_ENDPOINT_URL` (moto, LocalStack) is honoured by the
 /// SDK's standard configuration.
 pub async fn build() -> Result<Deployment, Error> {
+    build_with(AwsSettings::from_vars(env)?).await
+}
+
+/// Build for the `ma2h-hub admin` commands run against DynamoDB (`MA2H_STORE=dynamodb`).
+pub async fn build_admin() -> Result<Deployment, Error> {
+    build_with(AwsSettings::for_admin(env)?).await
+}
+
+async fn build_with(aws: AwsSettings) -> Result<Deployment, Error> {
     let settings = Settings::from_env()?;
-    let aws = AwsSettings::from_vars(env)?;
     let config = aws_config::load_from_env().await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table);
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);

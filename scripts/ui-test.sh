@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Browser test of the web inbox: build the Hub (debug), create an operator and an agent in a temp
+# data dir, start `ma2h-hub serve` on a free port, submit asks with curl, drive headless Chromium
+# (playwright-core) against it, stop the Hub. Screenshots land in ui-tests/artifacts/ (ignored).
+# Needs /usr/bin/chromium (Debian `chromium`) and node/npm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$CHROMIUM" ]; then
+  echo "ui-test: $CHROMIUM not found; install it with: apt-get install -y chromium" >&2
+  exit 1
+fi
+
+cargo build --locked -p ma2h-hub
+TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
+BIN="$TARGET_DIR/debug/ma2h-hub"
+
+if [ ! -d ui-tests/node_modules/playwright-core ]; then
+  (cd ui-tests && npm ci --no-audit --no-fund)
+fi
+
+TMP=$(mktemp -d)
+HUB_PID=""
+cleanup() {
+  if [ -n "$HUB_PID" ]; then kill "$HUB_PID" 2>/dev/null || true; wait "$HUB_PID" 2>/dev/null || true; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+export MA2H_MODE=dev MA2H_DATA_DIR="$TMP/data" MA2H_BIND=127.0.0.1:0 MA2H_PUBLIC_URL=http://127.0.0.1
+mkdir -p "$MA2H_DATA_DIR"
+json_field() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
+OPERATOR_KEY=$("$BIN" admin create-operator --account ui --human tester --json | json_field api_key)
+AGENT_KEY=$("$BIN" admin create-agent --account ui --agent uibot --json | json_field api_key)
+
+"$BIN" serve >"$TMP/hub.out" 2>"$TMP/hub.err" &
+HUB_PID=$!
+HUB_URL=""
+for _ in $(seq 1 100); do
+  HUB_URL=$(sed -n 's/^ma2h hub listening on \(http:\/\/[0-9.:]*\).*/\1/p' "$TMP/hub.out" | head -1)
+  [ -n "$HUB_URL" ] && break
+  kill -0 "$HUB_PID" 2>/dev/null || { cat "$TMP/hub.err" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$HUB_URL" ] || { echo "ui-test: the hub did not report its address" >&2; cat "$TMP/hub.err" >&2; exit 1; }
+
+submit() {
+  curl -sS --fail-with-body -X POST "$HUB_URL/v1/messages" -H "Authorization: Bearer $AGENT_KEY" \
+    -H 'Content-Type: application/json' -d "$1" | json_field id
+}
+AGENT='"agent":{"id":"uibot","run_id":"run-ui","runtime":"cli"},"ma2h_version":"0.5","created_at":"2026-01-01T00:00:00Z"'
+SELECT_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Pick a release channel","priority":"high","idempotency_key":"ui-select",
+  "body":"Which channel should **build 7** go to?",
+  "request":{"mode":"select","allowed_resolvers":["human:tester"],"options":[
+    {"value":"stable","label":"Stable","description":"Ship to everyone at once."},
+    {"value":"beta","label":"Beta","description":"Ship to the beta ring first."}]}}')
+INPUT_ID=$(submit '{'"$AGENT"',"type":"ask","title":"How many replicas?","idempotency_key":"ui-input",
+  "request":{"mode":"input","allowed_resolvers":["human:tester"],"schema":{"type":"object","required":["replicas"],
+    "properties":{"replicas":{"type":"integer","minimum":1,"title":"Replicas","description":"Pods to run"}}}}}')
+XSS_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Hostile body","idempotency_key":"ui-xss",
+  "body":"<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[click me](javascript:alert(3)) and [docs](https://example.com/docs)",
+  "request":{"mode":"confirm","allowed_resolvers":["human:tester"]}}')
+
+export HUB_URL AGENT_KEY OPERATOR_KEY SELECT_ID INPUT_ID XSS_ID CHROMIUM
+export SCREENSHOT_DIR="$ROOT/ui-tests/artifacts"
+cd ui-tests
+node --test test/
