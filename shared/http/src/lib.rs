@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 mod messages;
 mod operator;
+pub mod ui;
 
 use std::time::Instant;
 
@@ -31,6 +32,7 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/messages/{id}/cancel", post(messages::cancel))
         .route("/v1/messages/{id}/resolve", post(messages::resolve))
         .route("/v1/operator/messages", get(operator::list))
+        .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(access_log))

@@ -196,3 +196,71 @@ pub fn without(mut v: Value, pointer: &str) -> Value {
     target.as_object_mut().unwrap().remove(key);
     v
 }
+
+/// A web-inbox reply: status, headers and the body as text.
+pub struct Page {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub html: String,
+}
+
+impl Page {
+    /// The `name=value` pairs of every `Set-Cookie`.
+    pub fn set_cookies(&self) -> Vec<String> {
+        self.headers.get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_owned()).collect()
+    }
+
+    /// The value of the first hidden `csrf` field.
+    pub fn csrf(&self) -> String {
+        let marker = r#"name="csrf" value=""#;
+        let start = self.html.find(marker).expect("a csrf field") + marker.len();
+        self.html[start..].split('"').next().unwrap().to_owned()
+    }
+
+    pub fn location(&self) -> &str {
+        self.headers.get("location").map(|v| v.to_str().unwrap()).unwrap_or("")
+    }
+}
+
+impl TestHub {
+    /// A browser-like request: optional cookie header and url-encoded form body.
+    pub async fn page(&self, method: Method, uri: &str, cookie: Option<&str>, form: Option<&[(&str, &str)]>) -> Page {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        let body = match form {
+            Some(pairs) => {
+                req = req.header("content-type", "application/x-www-form-urlencoded");
+                let mut s = url::form_urlencoded::Serializer::new(String::new());
+                for (k, v) in pairs {
+                    s.append_pair(k, v);
+                }
+                Body::from(s.finish())
+            }
+            None => Body::empty(),
+        };
+        let resp = self.app.clone().oneshot(req.body(body).unwrap()).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        Page { status, headers, html: String::from_utf8_lossy(&bytes).into_owned() }
+    }
+
+    /// Log in to the web inbox with `key`; returns the `Cookie` header value of the session.
+    pub async fn ui_login(&self, key: &str) -> String {
+        let form = self.page(Method::GET, "/login", None, None).await;
+        let login_cookie = cookie_pair(&form.set_cookies()[0]);
+        let csrf = form.csrf();
+        let r =
+            self.page(Method::POST, "/login", Some(&login_cookie), Some(&[("csrf", &csrf), ("api_key", key)])).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+        let session = r.set_cookies().into_iter().find(|c| c.starts_with("ma2h_inbox=")).expect("a session cookie");
+        cookie_pair(&session)
+    }
+}
+
+/// `name=value` of a `Set-Cookie` header value.
+pub fn cookie_pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_owned()
+}

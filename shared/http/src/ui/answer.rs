@@ -1,0 +1,356 @@
+//! The answer form and `POST /inbox/{id}/resolve`. The form is plain HTML (no JavaScript): select
+//! asks offer each option's label and description, confirm asks show their two options as
+//! buttons, input asks get fields generated from the flat schema (§5.2), tasks get their checklist
+//! as toggles. `permissions` decide which buttons appear. The POST checks the CSRF token, turns
+//! the form into the §8.8 JSON and calls the same `resolve` use case as the API, with the
+//! Hub-attested actor `human:<id>`; its validation errors come back as form messages.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use ma2h_core::inbox::{self, Affordances, InboxMessage};
+use ma2h_core::{Hub, HubError, resolve};
+use ma2h_protocol::ProtocolError;
+use ma2h_protocol::envelope::{MessageType, Mode};
+use maud::{Markup, html};
+use serde_json::{Map, Value, json};
+
+use super::message::{self, FormState, sensitive_fields};
+use super::session::Session;
+use super::{csrf_refused, form_get, form_pairs, notice};
+use crate::extract::Body;
+
+const FIELD_PREFIX: &str = "field.";
+
+/// The form for an open message this operator may resolve.
+pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState) -> Markup {
+    let env = &view.envelope;
+    let id = view.record.id.as_str();
+    let chosen = state.values.get("value").map(String::as_str);
+    html! {
+        h2 #answer { "Answer" }
+        form method="post" action=(format!("/inbox/{id}/resolve")) novalidate {
+            input type="hidden" name="csrf" value=(csrf);
+            @if let Some(e) = &state.error { p.notice.error role="alert" #form-error { (e) } }
+            @if let (Some(req), true) = (&env.request, aff.answer) {
+                @match req.mode {
+                    Mode::Select => {
+                        fieldset {
+                            legend { "Choose one" }
+                            @for (i, o) in req.options.iter().enumerate() {
+                                label.choice for=(format!("opt-{i}")) {
+                                    input #(format!("opt-{i}")) type="radio" name="value" value=(o.value)
+                                        checked[chosen == Some(o.value.as_str())];
+                                    span { strong { (o.label) }
+                                        @if let Some(d) = &o.description { br; span.hint { (d) } } }
+                                }
+                            }
+                        }
+                    }
+                    Mode::Input => {
+                        @let schema = req.schema.clone().unwrap_or(Value::Null);
+                        (input_fields(&schema, state))
+                    }
+                    Mode::Confirm => {}
+                }
+            }
+            @if let Some(action) = &env.action {
+                fieldset {
+                    legend { "Checklist" }
+                    @for (i, item) in action.checklist.iter().enumerate() {
+                        @let done = if state.values.is_empty() { item.done } else { state.values.contains_key(&format!("check.{i}")) };
+                        label.choice for=(format!("check-{i}")) {
+                            input #(format!("check-{i}")) type="checkbox" name=(format!("check.{i}")) value="on" checked[done];
+                            span { (item.text) }
+                        }
+                    }
+                }
+            }
+            label for="comment" { "Comment " span.hint { "(optional, sent to the agent)" } }
+            textarea #comment name="comment" { (state.values.get("comment").map(String::as_str).unwrap_or("")) }
+            div.actions {
+                @if let (Some(req), true) = (&env.request, aff.answer) {
+                    @if req.mode == Mode::Confirm {
+                        @for o in &req.options {
+                            button type="submit" name="act" value=(format!("answer:{}", o.value)) { (o.label) }
+                        }
+                    } @else {
+                        button type="submit" name="act" value="answered" { "Submit answer" }
+                    }
+                }
+                @if aff.decline { button.danger type="submit" name="act" value="declined" { "Decline" } }
+                @if aff.complete { button type="submit" name="act" value="completed" { "Mark completed" } }
+                @if aff.dismiss { button.danger type="submit" name="act" value="dismissed" { "Dismiss" } }
+            }
+        }
+    }
+}
+
+/// Fields generated from a flat input schema: enums and booleans as selects, numbers and strings
+/// as text inputs (`x-ma2h-sensitive` ones as password inputs), each with its label, description,
+/// constraints and validation message.
+fn input_fields(schema: &Value, state: &FormState) -> Markup {
+    let required: Vec<&str> =
+        schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    html! {
+        @for (name, p) in &props {
+            @let fid = format!("in-{name}");
+            @let err = state.field_errors.get(name);
+            @let current = state.values.get(&format!("{FIELD_PREFIX}{name}")).map(String::as_str).unwrap_or("");
+            @let is_required = required.contains(&name.as_str());
+            @let described = format!("{fid}-hint{}", if err.is_some() { format!(" {fid}-err") } else { String::new() });
+            label for=(fid) {
+                (p["title"].as_str().unwrap_or(name))
+                @if is_required { " " span.hint { "(required)" } }
+            }
+            @if let Some(e) = err { p.error #(format!("{fid}-err")) { (e) } }
+            @if let Some(options) = p["enum"].as_array() {
+                select #(fid) name=(format!("{FIELD_PREFIX}{name}")) aria-describedby=(described) aria-invalid=[err.map(|_| "true")] {
+                    option value="" { "—" }
+                    @for o in options { @let v = scalar(o); option value=(v) selected[v == current] { (v) } }
+                }
+            } @else if p["type"] == "boolean" {
+                select #(fid) name=(format!("{FIELD_PREFIX}{name}")) aria-describedby=(described) aria-invalid=[err.map(|_| "true")] {
+                    option value="" { "—" }
+                    option value="true" selected[current == "true"] { "yes" }
+                    option value="false" selected[current == "false"] { "no" }
+                }
+            } @else {
+                @let sensitive = p["x-ma2h-sensitive"] == Value::Bool(true);
+                @let mode = match p["type"].as_str() { Some("integer") => "numeric", Some("number") => "decimal", _ => "text" };
+                input #(fid) type=(if sensitive { "password" } else { "text" }) name=(format!("{FIELD_PREFIX}{name}"))
+                    value=(if sensitive { "" } else { current }) inputmode=(mode) autocomplete="off"
+                    aria-required=[is_required.then_some("true")] aria-describedby=(described)
+                    aria-invalid=[err.map(|_| "true")];
+            }
+            p.hint #(format!("{fid}-hint")) { (hint(p)) }
+        }
+    }
+}
+
+fn hint(p: &Value) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(d) = p["description"].as_str() {
+        parts.push(d.to_owned());
+    }
+    if let Some(t) = p["type"].as_str() {
+        parts.push(match t {
+            "integer" => "a whole number".to_owned(),
+            "number" => "a number".to_owned(),
+            other => other.to_owned(),
+        });
+    }
+    for (k, label) in [("minimum", "min"), ("maximum", "max"), ("minLength", "min length"), ("maxLength", "max length")]
+    {
+        if let Some(v) = p.get(k) {
+            parts.push(format!("{label} {v}"));
+        }
+    }
+    if p["x-ma2h-sensitive"] == Value::Bool(true) {
+        parts.push("sensitive: hidden while typing and masked afterwards".to_owned());
+    }
+    parts.join(" · ")
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `POST /inbox/{id}/resolve`.
+pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<String>, Body(body): Body) -> Response {
+    let pairs = form_pairs(&body);
+    if !session.csrf_ok(form_get(&pairs, "csrf")) {
+        return csrf_refused(Some(&session));
+    }
+    let view = match inbox::view(&hub, &session.principal, &id).await {
+        Ok(v) => v,
+        Err(e) => return message::error_page(&session, &e),
+    };
+    let mut state = FormState {
+        values: pairs.iter().filter(|(k, _)| k != "csrf").map(|(k, v)| (k.clone(), v.clone())).collect(),
+        ..FormState::default()
+    };
+    // A sensitive value is never echoed back into the page.
+    for f in sensitive_fields(&view) {
+        state.values.remove(&format!("{FIELD_PREFIX}{f}"));
+    }
+    let request = match build_request(&view, &pairs, &mut state.field_errors) {
+        Some(r) if state.field_errors.is_empty() => r,
+        _ => {
+            state.error.get_or_insert_with(|| "Please correct the fields marked below.".to_owned());
+            return message::render(&hub, &session, &view, false, &state, StatusCode::UNPROCESSABLE_ENTITY);
+        }
+    };
+    let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
+    match resolve::resolve(&hub, &session.principal, &id, &bytes).await {
+        Ok(_) => Redirect::to(&format!("/inbox/{id}?done=1")).into_response(),
+        Err(HubError::Protocol(ProtocolError::InvalidField(m) | ProtocolError::Validation(m))) => {
+            if let Some((field, text)) = field_error(&m) {
+                state.field_errors.insert(field, text);
+                state.error = Some("Please correct the fields marked below.".to_owned());
+            } else {
+                state.error = Some(m);
+            }
+            message::render(&hub, &session, &view, false, &state, StatusCode::UNPROCESSABLE_ENTITY)
+        }
+        Err(HubError::AlreadyTerminal { .. }) => {
+            let info = Some("This message was already resolved (first answer wins); here is the outcome.".to_owned());
+            let mut resp = message::show(&hub, &session, &id, false, info).await;
+            *resp.status_mut() = StatusCode::CONFLICT;
+            resp
+        }
+        Err(HubError::NotAuthorized(reason)) => notice(StatusCode::FORBIDDEN, Some(&session), "Not allowed", &reason),
+        Err(e) => message::error_page(&session, &e),
+    }
+}
+
+/// The §8.8 body from the form; `None` (with `errors` filled) when a field cannot be converted.
+fn build_request(
+    view: &InboxMessage,
+    pairs: &[(String, String)],
+    errors: &mut HashMap<String, String>,
+) -> Option<Value> {
+    let act = form_get(pairs, "act").unwrap_or("");
+    let (resolution, chosen) = match act.split_once(':') {
+        Some(("answer", v)) => ("answered", Some(v)),
+        _ => (act, None),
+    };
+    let kind = view.record.kind;
+    let valid = match kind {
+        MessageType::Ask => matches!(resolution, "answered" | "declined"),
+        MessageType::Task => matches!(resolution, "completed" | "dismissed"),
+        MessageType::Notify => false,
+    };
+    if !valid {
+        errors.insert(String::new(), "Choose one of the buttons to answer.".to_owned());
+        return None;
+    }
+    let mut out = Map::new();
+    out.insert("resolution".into(), json!(resolution));
+    if resolution == "answered" {
+        let req = view.envelope.request.as_ref()?;
+        let value = match (req.mode, chosen) {
+            (_, Some(v)) => json!(v),
+            (Mode::Input, None) => input_value(req.schema.as_ref()?, pairs, errors),
+            (_, None) => match form_get(pairs, "value") {
+                Some(v) => json!(v),
+                None => {
+                    errors.insert(String::new(), "Choose an option first.".to_owned());
+                    return None;
+                }
+            },
+        };
+        out.insert("value".into(), value);
+    }
+    if let Some(c) = form_get(pairs, "comment").map(str::trim).filter(|c| !c.is_empty()) {
+        out.insert("comment".into(), json!(c));
+    }
+    if let Some(action) = &view.envelope.action {
+        let items: Vec<Value> = (0..action.checklist.len())
+            .map(|i| {
+                let done = form_get(pairs, &format!("check.{i}")).is_some();
+                json!({ "text": action.checklist[i].text, "done": done })
+            })
+            .collect();
+        if !items.is_empty() {
+            out.insert("checklist".into(), Value::Array(items));
+        }
+    }
+    Some(Value::Object(out))
+}
+
+/// Convert the schema fields to typed JSON; empty fields are left out (the schema's `required`
+/// then speaks for them).
+fn input_value(schema: &Value, pairs: &[(String, String)], errors: &mut HashMap<String, String>) -> Value {
+    let mut obj = Map::new();
+    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    let required: Vec<&str> =
+        schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    for (name, p) in &props {
+        let raw = form_get(pairs, &format!("{FIELD_PREFIX}{name}")).map(str::trim).unwrap_or("");
+        if raw.is_empty() {
+            if required.contains(&name.as_str()) {
+                errors.insert(name.clone(), "This field is required.".to_owned());
+            }
+            continue;
+        }
+        let converted = if let Some(options) = p["enum"].as_array() {
+            options.iter().find(|o| scalar(o) == raw).cloned().ok_or("Choose one of the listed values.")
+        } else {
+            match p["type"].as_str() {
+                Some("integer") => raw.parse::<i64>().map(Value::from).map_err(|_| "Enter a whole number."),
+                Some("number") => raw
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(serde_json::Number::from_f64)
+                    .map(Value::Number)
+                    .ok_or("Enter a number."),
+                Some("boolean") => match raw {
+                    "true" => Ok(Value::Bool(true)),
+                    "false" => Ok(Value::Bool(false)),
+                    _ => Err("Choose yes or no."),
+                },
+                _ => Ok(Value::String(raw.to_owned())),
+            }
+        };
+        match converted {
+            Ok(v) => {
+                obj.insert(name.clone(), v);
+            }
+            Err(msg) => {
+                errors.insert(name.clone(), msg.to_owned());
+            }
+        }
+    }
+    Value::Object(obj)
+}
+
+/// `"`/value`: `/n`: 0 is less than the minimum of 1"` → `("n", "0 is less than the minimum of 1")`.
+fn field_error(message: &str) -> Option<(String, String)> {
+    let rest = message.strip_prefix("`/value`: `/")?;
+    let (field, text) = rest.split_once("`: ")?;
+    (!field.is_empty() && !field.contains('/')).then(|| (field.to_owned(), text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_errors_are_attributed_to_their_field() {
+        assert_eq!(
+            field_error("`/value`: `/n`: 0 is less than the minimum of 1"),
+            Some(("n".to_owned(), "0 is less than the minimum of 1".to_owned()))
+        );
+        assert_eq!(field_error("`/value`: must be an object"), None);
+    }
+
+    #[test]
+    fn input_fields_convert_to_their_schema_types() {
+        let schema = json!({"type":"object","properties":{
+            "n":{"type":"integer"},"x":{"type":"number"},"ok":{"type":"boolean"},
+            "c":{"enum":["red", 2]},"s":{"type":"string"},"empty":{"type":"string"}},"required":["n"]});
+        let pairs: Vec<(String, String)> =
+            [("field.n", "3"), ("field.x", "1.5"), ("field.ok", "true"), ("field.c", "2"), ("field.s", " hi ")]
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+        let mut errors = HashMap::new();
+        let v = input_value(&schema, &pairs, &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(v, json!({"n": 3, "x": 1.5, "ok": true, "c": 2, "s": "hi"}));
+        let bad: Vec<(String, String)> = vec![("field.n".into(), "three".into())];
+        let mut errors = HashMap::new();
+        input_value(&schema, &bad, &mut errors);
+        assert_eq!(errors.get("n").map(String::as_str), Some("Enter a whole number."));
+        let mut errors = HashMap::new();
+        input_value(&schema, &[], &mut errors);
+        assert_eq!(errors.get("n").map(String::as_str), Some("This field is required."));
+    }
+}

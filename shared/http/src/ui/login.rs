@@ -1,0 +1,94 @@
+//! `GET/POST /login` and `POST /logout`. Logging in takes an operator API key (the same
+//! credential as `Authorization: Bearer` on the API); an agent key is refused. The key is never
+//! stored in the cookie — only the credential id, sealed.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use ma2h_core::auth;
+use ma2h_core::records::PrincipalId;
+use ma2h_core::{Hub, HubError};
+use maud::html;
+
+use super::session::{self, Session};
+use super::{csrf_refused, form_get, form_pairs, page, respond};
+use crate::extract::{Body, Params};
+
+/// The login form. Already logged in → straight to the inbox.
+pub async fn form(State(hub): State<Hub>, headers: HeaderMap, params: Params) -> Response {
+    if let Ok(Some(_)) = session::current(&hub, &headers).await {
+        return Redirect::to(session::safe_next(params.get("next"))).into_response();
+    }
+    render(&hub, params.get("next"), None, StatusCode::OK)
+}
+
+fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status: StatusCode) -> Response {
+    let (csrf, cookie) = session::login_form(hub);
+    let next = session::safe_next(next);
+    let body = html! {
+        h1 { "Log in" }
+        p { "Use an operator API key (" code { "ma2h_op_…" } "), as created by "
+            code { "ma2h-hub admin create-operator" } "." }
+        @if let Some(e) = error {
+            p.notice.error role="alert" #login-error { (e) }
+        }
+        form method="post" action="/login" {
+            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="next" value=(next);
+            label for="api_key" { "Operator API key" }
+            input #api_key type="password" name="api_key" autocomplete="current-password" required
+                autofocus aria-describedby=[error.map(|_| "login-error")];
+            div.actions { button type="submit" { "Log in" } }
+        }
+    };
+    let mut resp = respond(status, page("Log in", None, body));
+    resp.headers_mut().append(header::SET_COOKIE, cookie);
+    resp
+}
+
+/// Check the login form's CSRF token and the key; on success set the session cookie.
+pub async fn submit(State(hub): State<Hub>, headers: HeaderMap, Body(body): Body) -> Response {
+    let pairs = form_pairs(&body);
+    let next = form_get(&pairs, "next");
+    if !session::login_csrf_ok(&hub, &headers, form_get(&pairs, "csrf")) {
+        return render(
+            &hub,
+            next,
+            Some("The login form expired or was not sent from this site. Please try again."),
+            StatusCode::FORBIDDEN,
+        );
+    }
+    let principal = match auth::authenticate(&hub, form_get(&pairs, "api_key")).await {
+        Ok(p) => p,
+        Err(HubError::Unauthenticated) => {
+            return render(&hub, next, Some("That key is unknown, revoked or expired."), StatusCode::UNAUTHORIZED);
+        }
+        Err(e) => return crate::error::ApiError(e).into_response(),
+    };
+    if !matches!(principal.id, PrincipalId::Operator(_)) {
+        return render(
+            &hub,
+            next,
+            Some("That is an agent key. The inbox needs an operator key (ma2h_op_…)."),
+            StatusCode::FORBIDDEN,
+        );
+    }
+    let mut resp = Redirect::to(session::safe_next(next)).into_response();
+    let h = resp.headers_mut();
+    h.append(header::SET_COOKIE, session::clear_login(&hub));
+    h.append(header::SET_COOKIE, session::start(&hub, &principal));
+    resp
+}
+
+/// End the session (CSRF-checked, like every state-changing form).
+pub async fn logout(State(hub): State<Hub>, session: Session, Body(body): Body) -> Response {
+    let pairs = form_pairs(&body);
+    if !session.csrf_ok(form_get(&pairs, "csrf")) {
+        return csrf_refused(Some(&session));
+    }
+    let mut resp = Redirect::to("/login").into_response();
+    for c in session::clear(&hub) {
+        resp.headers_mut().append(header::SET_COOKIE, c);
+    }
+    resp
+}

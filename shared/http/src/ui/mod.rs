@@ -1,0 +1,175 @@
+//! The human inbox: server-rendered HTML pages on the same Router as the API, so the local binary
+//! and every deployment serve them. No JavaScript, no CDN, nothing fetched at build time: the
+//! stylesheet is embedded, markup comes from `maud` (escaping everything by default), and message
+//! bodies go through [`markdown`] (§9.6).
+//!
+//! | route | page |
+//! |---|---|
+//! | `GET/POST /login`, `POST /logout` | [`login`]: operator API key → sealed session cookie |
+//! | `GET /inbox` | [`list`]: open messages, urgent/high first then oldest, with filters |
+//! | `GET /inbox/history` | [`list`]: resolved messages with outcome and push delivery state |
+//! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
+//! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
+//!
+//! Every UI response carries a script-free Content-Security-Policy, `nosniff`, `no-referrer` and
+//! `no-store`.
+
+mod answer;
+mod list;
+mod login;
+mod markdown;
+mod message;
+mod session;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use chrono::Duration;
+use ma2h_core::Hub;
+use maud::{DOCTYPE, Markup, html};
+
+pub use markdown::render as render_markdown;
+use session::Session;
+
+/// The Content-Security-Policy of every UI page: no script at all, nothing remote.
+pub const CSP: &str = "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+                       form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+const CSS: &str = include_str!("style.css");
+
+/// The inbox routes, merged into the main Router.
+pub fn routes() -> Router<Hub> {
+    Router::new()
+        .route("/login", get(login::form).post(login::submit))
+        .route("/logout", post(login::logout))
+        .route("/inbox", get(list::inbox))
+        .route("/inbox/history", get(list::history))
+        .route("/inbox/{id}", get(message::page))
+        .route("/inbox/{id}/resolve", post(answer::resolve))
+        .route("/inbox/style.css", get(stylesheet))
+        .layer(middleware::from_fn(security_headers))
+}
+
+async fn stylesheet() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response()
+}
+
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// The page frame: header with navigation (and the logout form) when logged in.
+fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                title { (title) " · MA2H inbox" }
+                link rel="stylesheet" href="/inbox/style.css";
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    nav aria-label="Main" {
+                        a.brand href="/inbox" { "MA2H inbox" }
+                        @if let Some(s) = session {
+                            a href="/inbox" { "Open" }
+                            a href="/inbox/history" { "History" }
+                            span.who { (s.who()) }
+                            form.inline method="post" action="/logout" {
+                                input type="hidden" name="csrf" value=(s.csrf);
+                                button.link type="submit" { "Log out" }
+                            }
+                        }
+                    }
+                }
+                main #main { (body) }
+            }
+        }
+    }
+}
+
+/// A full HTML response.
+fn respond(status: StatusCode, markup: Markup) -> Response {
+    (status, Html(markup.into_string())).into_response()
+}
+
+/// A page with just a heading and a message (errors, refusals).
+fn notice(status: StatusCode, session: Option<&Session>, heading: &str, text: &str) -> Response {
+    let body = html! {
+        h1 { (heading) }
+        p.notice role="alert" { (text) }
+        p { a href="/inbox" { "Back to the inbox" } }
+    };
+    respond(status, page(heading, session, body))
+}
+
+/// The 403 for a state-changing POST whose CSRF token is missing or wrong.
+fn csrf_refused(session: Option<&Session>) -> Response {
+    notice(
+        StatusCode::FORBIDDEN,
+        session,
+        "Form refused",
+        "This form was missing its security token or it did not match your session (CSRF protection). \
+         Reload the page and try again.",
+    )
+}
+
+/// "5 min", "3 h 10 min", "2 d 4 h" — coarse and readable.
+fn human_duration(d: Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    let (days, hours, mins) = (secs / 86_400, (secs % 86_400) / 3600, (secs % 3600) / 60);
+    match (days, hours, mins) {
+        (0, 0, 0) => "under a minute".to_owned(),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, 0, _) => format!("{d} d"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
+/// Parse an `application/x-www-form-urlencoded` body into ordered pairs.
+fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(body).into_owned().collect()
+}
+
+fn form_get<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_coarsely() {
+        assert_eq!(human_duration(Duration::seconds(20)), "under a minute");
+        assert_eq!(human_duration(Duration::minutes(5)), "5 min");
+        assert_eq!(human_duration(Duration::minutes(190)), "3 h 10 min");
+        assert_eq!(human_duration(Duration::hours(52)), "2 d 4 h");
+        assert_eq!(human_duration(Duration::seconds(-5)), "under a minute");
+    }
+
+    #[test]
+    fn form_bodies_decode_in_order() {
+        let p = form_pairs(b"a=1&b=two+words&a=3&c=%3Cx%3E");
+        assert_eq!(form_get(&p, "a"), Some("1"));
+        assert_eq!(form_get(&p, "b"), Some("two words"));
+        assert_eq!(form_get(&p, "c"), Some("<x>"));
+        assert_eq!(p.iter().filter(|(k, _)| k == "a").count(), 2);
+    }
+}

@@ -1,0 +1,224 @@
+//! The inbox session: a stateless cookie holding `{credential_id, expires_at, csrf}` sealed with
+//! XChaCha20-Poly1305 under the Hub master key (context `ui-session`). Every request reopens it
+//! and re-checks that the credential is still an active operator credential, so revoking the key
+//! ends its sessions at once. The CSRF token lives inside the sealed cookie and in a hidden field
+//! of every POST form; the two are compared in constant time.
+//!
+//! Before login a second sealed cookie (context `ui-login`) carries the login form's CSRF token,
+//! so the login form itself cannot be forged cross-site either.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ma2h_core::auth::Principal;
+use ma2h_core::records::PrincipalId;
+use ma2h_core::settings::Mode;
+use ma2h_core::{Hub, HubError};
+use serde::{Deserialize, Serialize};
+use subtle::ConstantTimeEq;
+
+/// How long a login lasts.
+pub const SESSION_HOURS: i64 = 12;
+/// How long the login form's token lasts.
+const LOGIN_FORM_MINUTES: i64 = 30;
+const SESSION_CONTEXT: &str = "ui-session";
+const LOGIN_CONTEXT: &str = "ui-login";
+
+/// The sealed cookie payload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Sealed {
+    /// `cred_…` of the operator credential (empty for the pre-login cookie).
+    cid: String,
+    /// Unix seconds.
+    exp: i64,
+    /// The CSRF token (hex).
+    csrf: String,
+}
+
+/// An authenticated inbox session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub principal: Principal,
+    pub csrf: String,
+}
+
+impl Session {
+    /// `true` iff `presented` equals this session's CSRF token (constant time).
+    pub fn csrf_ok(&self, presented: Option<&str>) -> bool {
+        csrf_eq(&self.csrf, presented)
+    }
+
+    /// `human:<id>`.
+    pub fn who(&self) -> String {
+        self.principal.actor().to_string()
+    }
+}
+
+/// Constant-time comparison of a CSRF token with the presented form value.
+pub fn csrf_eq(expected: &str, presented: Option<&str>) -> bool {
+    let presented = presented.unwrap_or("");
+    !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
+}
+
+fn secure(hub: &Hub) -> bool {
+    hub.settings.mode != Mode::Dev
+}
+
+/// The cookie names: `__Host-` prefixed (Secure, host-only, Path=/) outside dev mode.
+fn cookie_name(hub: &Hub, login: bool) -> &'static str {
+    match (secure(hub), login) {
+        (true, false) => "__Host-ma2h_inbox",
+        (true, true) => "__Host-ma2h_login",
+        (false, false) => "ma2h_inbox",
+        (false, true) => "ma2h_login",
+    }
+}
+
+fn set_cookie(hub: &Hub, name: &str, value: &str, max_age_secs: i64) -> HeaderValue {
+    let secure = if secure(hub) { "; Secure" } else { "" };
+    let v = format!("{name}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}{secure}");
+    HeaderValue::from_str(&v).expect("cookie values are base64url")
+}
+
+fn random_token(hub: &Hub) -> String {
+    let mut b = [0u8; 32];
+    hub.random.fill(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn seal(hub: &Hub, context: &str, payload: &Sealed) -> String {
+    let plain = serde_json::to_vec(payload).expect("a plain struct serializes");
+    URL_SAFE_NO_PAD.encode(hub.master_key.seal(hub.random.as_ref(), context, &plain))
+}
+
+fn open(hub: &Hub, context: &str, value: &str) -> Option<Sealed> {
+    let sealed = URL_SAFE_NO_PAD.decode(value).ok()?;
+    let plain = hub.master_key.open(context, &sealed).ok()?;
+    let payload: Sealed = serde_json::from_slice(&plain).ok()?;
+    (payload.exp > hub.clock.now().timestamp()).then_some(payload)
+}
+
+/// The value of cookie `name` in the request headers.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Start a session for an authenticated operator: the `Set-Cookie` value.
+pub fn start(hub: &Hub, principal: &Principal) -> HeaderValue {
+    let exp = hub.clock.now().timestamp() + SESSION_HOURS * 3600;
+    let payload = Sealed { cid: principal.credential_id.clone(), exp, csrf: random_token(hub) };
+    set_cookie(hub, cookie_name(hub, false), &seal(hub, SESSION_CONTEXT, &payload), SESSION_HOURS * 3600)
+}
+
+/// The `Set-Cookie` values that end a session (and any pending login form).
+pub fn clear(hub: &Hub) -> [HeaderValue; 2] {
+    [set_cookie(hub, cookie_name(hub, false), "", 0), set_cookie(hub, cookie_name(hub, true), "", 0)]
+}
+
+/// The `Set-Cookie` value that drops the login form's cookie once it has served.
+pub fn clear_login(hub: &Hub) -> HeaderValue {
+    set_cookie(hub, cookie_name(hub, true), "", 0)
+}
+
+/// A fresh login-form token and the cookie that carries it.
+pub fn login_form(hub: &Hub) -> (String, HeaderValue) {
+    let csrf = random_token(hub);
+    let exp = hub.clock.now().timestamp() + LOGIN_FORM_MINUTES * 60;
+    let payload = Sealed { cid: String::new(), exp, csrf: csrf.clone() };
+    let cookie = set_cookie(hub, cookie_name(hub, true), &seal(hub, LOGIN_CONTEXT, &payload), LOGIN_FORM_MINUTES * 60);
+    (csrf, cookie)
+}
+
+/// `true` iff the login form's token matches the login cookie.
+pub fn login_csrf_ok(hub: &Hub, headers: &HeaderMap, presented: Option<&str>) -> bool {
+    cookie(headers, cookie_name(hub, true))
+        .and_then(|v| open(hub, LOGIN_CONTEXT, v))
+        .is_some_and(|s| csrf_eq(&s.csrf, presented))
+}
+
+/// Reopen the session cookie and re-check its credential. `None` → log in again.
+pub async fn current(hub: &Hub, headers: &HeaderMap) -> Result<Option<Session>, HubError> {
+    let Some(sealed) = cookie(headers, cookie_name(hub, false)).and_then(|v| open(hub, SESSION_CONTEXT, v)) else {
+        return Ok(None);
+    };
+    let Some(record) = hub.credentials.credential_by_id(&sealed.cid).await? else { return Ok(None) };
+    if !record.is_active(hub.clock.now()) || !matches!(record.principal, PrincipalId::Operator(_)) {
+        return Ok(None);
+    }
+    let principal = Principal { account: record.account, id: record.principal, credential_id: record.id };
+    Ok(Some(Session { principal, csrf: sealed.csrf }))
+}
+
+/// Where to send someone without a session: `/login`, remembering an inbox page to return to.
+pub fn to_login(path_and_query: &str) -> Response {
+    if path_and_query.starts_with("/inbox") && path_and_query != "/inbox" {
+        let next: String = url::form_urlencoded::byte_serialize(path_and_query.as_bytes()).collect();
+        Redirect::to(&format!("/login?next={next}")).into_response()
+    } else {
+        Redirect::to("/login").into_response()
+    }
+}
+
+/// Only local inbox pages are valid return targets (no open redirect).
+pub fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(n)
+            if n.starts_with("/inbox")
+                && !n.contains("//")
+                && !n.contains('\\')
+                && n.chars().all(|c| c.is_ascii_graphic()) =>
+        {
+            n
+        }
+        _ => "/inbox",
+    }
+}
+
+impl FromRequestParts<Hub> for Session {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, hub: &Hub) -> Result<Self, Self::Rejection> {
+        match current(hub, &parts.headers).await {
+            Ok(Some(session)) => Ok(session),
+            Ok(None) => {
+                let target = parts.uri.path_and_query().map_or("/inbox", |p| p.as_str());
+                let target = if parts.method == axum::http::Method::GET { target } else { "/inbox" };
+                Err(to_login(target))
+            }
+            Err(e) => Err(crate::error::ApiError(e).into_response()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csrf_tokens_must_match_exactly() {
+        assert!(csrf_eq("abc123", Some("abc123")));
+        assert!(!csrf_eq("abc123", Some("abc124")));
+        assert!(!csrf_eq("abc123", Some("abc12")));
+        assert!(!csrf_eq("abc123", None));
+        assert!(!csrf_eq("", Some("")));
+    }
+
+    #[test]
+    fn only_local_inbox_pages_are_return_targets() {
+        assert_eq!(safe_next(Some("/inbox/msg_1")), "/inbox/msg_1");
+        assert_eq!(safe_next(Some("https://evil.example/inbox")), "/inbox");
+        assert_eq!(safe_next(Some("/inbox//evil.example")), "/inbox");
+        assert_eq!(safe_next(Some("/inbox\\@evil")), "/inbox");
+        assert_eq!(safe_next(None), "/inbox");
+    }
+}

@@ -1,0 +1,341 @@
+//! The web inbox through the Router: login and session cookie, CSRF refusal, account scoping,
+//! sanitized bodies, masking, and answering through the §8.8 use case.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn login_sets_an_httponly_samesite_strict_session_cookie() {
+    let t = hub().await;
+    let form = t.page(Method::GET, "/login", None, None).await;
+    assert_eq!(form.status, StatusCode::OK);
+    let csp = form.headers.get("content-security-policy").unwrap().to_str().unwrap();
+    assert!(csp.contains("default-src 'none'") && !csp.contains("script-src"), "{csp}");
+    assert_eq!(form.headers.get("x-content-type-options").unwrap(), "nosniff");
+    assert_eq!(form.headers.get("referrer-policy").unwrap(), "no-referrer");
+    let login_cookie = cookie_pair(&form.set_cookies()[0]);
+    let r = t
+        .page(Method::POST, "/login", Some(&login_cookie), Some(&[("csrf", &form.csrf()), ("api_key", &t.operator)]))
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    assert_eq!(r.location(), "/inbox");
+    let session = r.set_cookies().into_iter().find(|c| c.starts_with("ma2h_inbox=")).unwrap();
+    assert!(session.contains("HttpOnly") && session.contains("SameSite=Strict"), "{session}");
+    assert!(!session.contains("Secure"), "dev mode serves plain http: {session}");
+    assert!(!session.contains(&t.operator), "the key never goes into the cookie");
+    let inbox = t.page(Method::GET, "/inbox", Some(&cookie_pair(&session)), None).await;
+    assert_eq!(inbox.status, StatusCode::OK);
+    assert!(inbox.html.contains("human:alice"), "{}", inbox.html);
+}
+
+#[tokio::test]
+async fn outside_dev_mode_the_cookie_is_secure_and_host_prefixed() {
+    let t = hub_with(ma2h_core::settings::Settings { mode: ma2h_core::settings::Mode::Production, ..settings() }).await;
+    let form = t.page(Method::GET, "/login", None, None).await;
+    let login_cookie = form.set_cookies()[0].clone();
+    assert!(login_cookie.starts_with("__Host-") && login_cookie.contains("; Secure"), "{login_cookie}");
+    let r = t
+        .page(
+            Method::POST,
+            "/login",
+            Some(&cookie_pair(&login_cookie)),
+            Some(&[("csrf", &form.csrf()), ("api_key", &t.operator)]),
+        )
+        .await;
+    let session = r.set_cookies().into_iter().find(|c| c.starts_with("__Host-ma2h_inbox=")).unwrap();
+    assert!(session.contains("; Secure") && session.contains("HttpOnly"), "{session}");
+}
+
+#[tokio::test]
+async fn agent_keys_wrong_keys_and_forged_login_forms_are_refused() {
+    let t = hub().await;
+    let form = t.page(Method::GET, "/login", None, None).await;
+    let cookie = cookie_pair(&form.set_cookies()[0]);
+    let csrf = form.csrf();
+    let r = t.page(Method::POST, "/login", Some(&cookie), Some(&[("csrf", &csrf), ("api_key", &t.agent)])).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.set_cookies().iter().all(|c| !c.starts_with("ma2h_inbox=")));
+    let r = t.page(Method::POST, "/login", Some(&cookie), Some(&[("csrf", &csrf), ("api_key", "ma2h_op_nope")])).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = t.page(Method::POST, "/login", None, Some(&[("csrf", &csrf), ("api_key", &t.operator)])).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "no login cookie: a cross-site login form");
+}
+
+#[tokio::test]
+async fn without_a_session_pages_redirect_to_login() {
+    let t = hub().await;
+    let r = t.page(Method::GET, "/inbox", None, None).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(r.location(), "/login");
+    let id = t.submit_ok(ask("r1")).await;
+    let r = t.page(Method::GET, &format!("/inbox/{id}"), Some("ma2h_inbox=garbage"), None).await;
+    assert_eq!(r.location(), format!("/login?next=%2Finbox%2F{id}"), "the review_url comes back after login");
+    let r = t.page(Method::POST, &format!("/inbox/{id}/resolve"), None, Some(&[("act", "declined")])).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open");
+}
+
+#[tokio::test]
+async fn a_revoked_credential_ends_its_sessions() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let cred = ma2h_core::auth::authenticate(&t.hub, Some(&t.operator)).await.unwrap().credential_id;
+    ma2h_core::admin::revoke(&t.hub, &cred).await.unwrap();
+    let r = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/login"));
+}
+
+#[tokio::test]
+async fn sessions_expire_after_twelve_hours() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    t.advance(chrono::Duration::hours(12) + chrono::Duration::seconds(1));
+    let r = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn posts_without_or_with_a_wrong_csrf_token_are_refused_and_resolve_nothing() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let id = t.submit_ok(ask("c1")).await;
+    let uri = format!("/inbox/{id}/resolve");
+    let r = t.page(Method::POST, &uri, Some(&cookie), Some(&[("act", "answered"), ("value", "ship")])).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = t
+        .page(Method::POST, &uri, Some(&cookie), Some(&[("csrf", "0000"), ("act", "answered"), ("value", "ship")]))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = t.page(Method::POST, "/logout", Some(&cookie), Some(&[("csrf", "nope")])).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open", "nothing resolved");
+}
+
+#[tokio::test]
+async fn answering_a_select_ask_reaches_the_agent_with_the_human_actor() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let env = with(
+        ask("s1"),
+        "/request/options",
+        json!([{"value":"ship","label":"Ship it","description":"Deploy right now."},{"value":"hold","label":"Hold"}]),
+    );
+    let id = t.submit_ok(env).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(page.html.contains("Ship it") && page.html.contains("Deploy right now."), "{}", page.html);
+    let csrf = page.csrf();
+    let r = t
+        .page(
+            Method::POST,
+            &format!("/inbox/{id}/resolve"),
+            Some(&cookie),
+            Some(&[("csrf", &csrf), ("value", "ship"), ("act", "answered"), ("comment", "LGTM")]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    let got = t.get(&t.agent, &id).await;
+    assert_eq!(got.body["status"], "answered");
+    assert_eq!(got.body["response"]["response"]["value"], "ship");
+    assert_eq!(got.body["response"]["response"]["actor"], "human:alice");
+    assert_eq!(got.body["response"]["response"]["comment"], "LGTM");
+    let history = t.page(Method::GET, "/inbox/history", Some(&cookie), None).await;
+    assert!(history.html.contains("answered") && history.html.contains("LGTM"), "{}", history.html);
+    assert!(history.html.contains("pull"), "{}", history.html);
+}
+
+fn input_ask(key: &str) -> serde_json::Value {
+    with(
+        with(ask(key), "/request/mode", json!("input")),
+        "/request",
+        json!({
+            "mode": "input",
+            "schema": {"type":"object","required":["replicas"],"properties":{
+                "replicas":{"type":"integer","minimum":1,"description":"How many"},
+                "token":{"type":"string","x-ma2h-sensitive":true}}},
+            "allowed_resolvers": ["human:alice"]
+        }),
+    )
+}
+
+#[tokio::test]
+async fn an_invalid_input_answer_shows_a_field_message_then_a_valid_one_resolves() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let id = t.submit_ok(input_ask("i1")).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(page.html.contains(r#"name="field.replicas""#), "{}", page.html);
+    assert!(page.html.contains(r#"type="password" name="field.token""#), "sensitive input is masked");
+    let csrf = page.csrf();
+    let uri = format!("/inbox/{id}/resolve");
+    let r = t
+        .page(
+            Method::POST,
+            &uri,
+            Some(&cookie),
+            Some(&[("csrf", &csrf), ("field.replicas", "0"), ("field.token", "hunter2"), ("act", "answered")]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.html.contains("minimum"), "{}", r.html);
+    assert!(!r.html.contains("hunter2"), "a sensitive value is never echoed");
+    let r = t
+        .page(Method::POST, &uri, Some(&cookie), Some(&[("csrf", &csrf), ("field.replicas", "x"), ("act", "answered")]))
+        .await;
+    assert!(r.html.contains("Enter a whole number."), "{}", r.html);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open");
+    let r = t
+        .page(
+            Method::POST,
+            &uri,
+            Some(&cookie),
+            Some(&[("csrf", &csrf), ("field.replicas", "3"), ("field.token", "hunter2"), ("act", "answered")]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    let got = t.get(&t.agent, &id).await;
+    assert_eq!(got.body["response"]["response"]["value"], json!({"replicas": 3, "token": "hunter2"}));
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(!page.html.contains("hunter2"), "sensitive fields are masked by default");
+    let page = t.page(Method::GET, &format!("/inbox/{id}?reveal=1"), Some(&cookie), None).await;
+    assert!(page.html.contains("hunter2"), "and revealed on request");
+}
+
+#[tokio::test]
+async fn a_sensitive_message_hides_its_body_until_revealed() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let env = with(with(ask("sen"), "/sensitive", json!(true)), "/body", json!("the launch code is 0000"));
+    let id = t.submit_ok(env).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(!page.html.contains("launch code"), "{}", page.html);
+    let page = t.page(Method::GET, &format!("/inbox/{id}?reveal=1"), Some(&cookie), None).await;
+    assert!(page.html.contains("launch code"));
+}
+
+#[tokio::test]
+async fn a_hostile_body_renders_inert_and_client_ref_and_state_never_appear() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let body = "<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[click](javascript:alert(3)) \
+                and [docs](https://example.com/docs) ![pic](https://evil.example/p.png)";
+    let env = with(
+        with(with(ask("xss"), "/body", json!(body)), "/client_ref", json!("CREF-42")),
+        "/context",
+        json!([
+            {"kind":"text","text":"<b>bold?</b>"},
+            {"kind":"data","data":{"k":[1,2]}},
+            {"kind":"file","file":{"uri":"https://files.example/diff.patch","name":"diff.patch"}}
+        ]),
+    );
+    let id = t.submit_ok(env).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    let html = &page.html;
+    assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<b>"), "{html}");
+    assert!(!html.contains("href=\"javascript"), "{html}");
+    assert!(html.contains("↗ external: example.com") && html.contains("noopener noreferrer nofollow"), "{html}");
+    assert!(html.contains("image not loaded"), "{html}");
+    assert!(html.contains("&quot;k&quot;") || html.contains("\"k\""), "data part pretty-printed: {html}");
+    assert!(html.contains("diff.patch"));
+    assert!(!html.contains("CREF-42") && !html.contains("v1.opaque"), "no client_ref or state");
+    let list = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    assert!(!list.html.contains("CREF-42") && !list.html.contains("<script"));
+}
+
+#[tokio::test]
+async fn another_accounts_message_is_not_found() {
+    let t = hub().await;
+    let globex_op = ma2h_core::admin::create_operator(&t.hub, "globex", "carol", None).await.unwrap().api_key;
+    let cookie = t.ui_login(&globex_op).await;
+    let id = t.submit_ok(ask("f1")).await;
+    let r = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let csrf = t.page(Method::GET, "/inbox", Some(&cookie), None).await.csrf();
+    let r = t
+        .page(
+            Method::POST,
+            &format!("/inbox/{id}/resolve"),
+            Some(&cookie),
+            Some(&[("csrf", &csrf), ("act", "declined")]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open");
+}
+
+#[tokio::test]
+async fn a_resolver_not_allowed_sees_why_instead_of_buttons() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let id = t.submit_ok(without(ask("na"), "/request/allowed_resolvers")).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(page.html.contains("You can't resolve this message"), "{}", page.html);
+    assert!(!page.html.contains(r#"name="act""#), "no answer buttons");
+}
+
+#[tokio::test]
+async fn permissions_decide_the_buttons_and_tasks_show_their_checklist() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let env = with(ask("p1"), "/request/permissions", json!({"allow_ignore": false}));
+    let id = t.submit_ok(env).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(page.html.contains(r#"value="answered""#) && !page.html.contains(r#"value="declined""#));
+    let tid = t.submit_ok(task("t1")).await;
+    let page = t.page(Method::GET, &format!("/inbox/{tid}"), Some(&cookie), None).await;
+    assert!(page.html.contains("Generate") && page.html.contains(r#"name="check.1""#), "{}", page.html);
+    let r = t
+        .page(
+            Method::POST,
+            &format!("/inbox/{tid}/resolve"),
+            Some(&cookie),
+            Some(&[("csrf", &page.csrf()), ("check.0", "on"), ("act", "completed")]),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    let got = t.get(&t.agent, &tid).await;
+    assert_eq!(got.body["status"], "completed");
+    assert_eq!(got.body["response"]["response"]["checklist"][0]["done"], true);
+    assert_eq!(got.body["response"]["response"]["checklist"][1]["done"], false);
+}
+
+#[tokio::test]
+async fn the_inbox_lists_urgent_first_and_filters() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    t.submit_ok(with(with(ask("l1"), "/title", json!("Normal one")), "/priority", json!("normal"))).await;
+    t.submit_ok(with(with(ask("l2"), "/title", json!("Urgent one")), "/priority", json!("urgent"))).await;
+    t.submit_ok(with(with(task("l3"), "/title", json!("Tagged task")), "/tags", json!(["infra"]))).await;
+    let page = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    let (u, n) = (page.html.find("Urgent one").unwrap(), page.html.find("Normal one").unwrap());
+    assert!(u < n, "urgent first");
+    assert!(page.html.contains("3 open"), "{}", page.html);
+    let page = t.page(Method::GET, "/inbox?tag=infra", Some(&cookie), None).await;
+    assert!(page.html.contains("Tagged task") && !page.html.contains("Urgent one"));
+    let page = t.page(Method::GET, "/inbox?priority=urgent&type=ask", Some(&cookie), None).await;
+    assert!(page.html.contains("Urgent one") && !page.html.contains("Normal one"));
+}
+
+#[tokio::test]
+async fn the_submit_ack_review_url_opens_the_message_page() {
+    let t = hub().await;
+    let ack = t.submit(&t.agent, ask("rv")).await;
+    let review = ack.body["review_url"].as_str().unwrap();
+    let path = review.strip_prefix("https://hub.test").unwrap();
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, path, Some(&cookie), None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.html.contains("Ship to prod?"));
+}
+
+#[tokio::test]
+async fn logout_clears_the_session_cookie() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let csrf = t.page(Method::GET, "/inbox", Some(&cookie), None).await.csrf();
+    let r = t.page(Method::POST, "/logout", Some(&cookie), Some(&[("csrf", &csrf)])).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/login"));
+    assert!(r.set_cookies().iter().any(|c| c.starts_with("ma2h_inbox=;") && c.contains("Max-Age=0")));
+}
