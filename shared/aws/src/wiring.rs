@@ -4,12 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
+use ma2h_core::Hub;
 use ma2h_core::changes::PollingChanges;
 use ma2h_core::keys::HubKeys;
 use ma2h_core::ports::{OsRandom, SystemClock};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::Settings;
-use ma2h_core::Hub;
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::DynamoStore;
 
@@ -34,7 +34,9 @@ impl AwsSettings {
 
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let interval = match get("MA2H_LONG_POLL_INTERVAL_MS") {
-            Some(v) => v.parse::<u64>().map_err(|_| format!("MA2H_LONG_POLL_INTERVAL_MS must be an integer, got `{v}`"))?,
+            Some(v) => {
+                v.parse::<u64>().map_err(|_| format!("MA2H_LONG_POLL_INTERVAL_MS must be an integer, got `{v}`"))?
+            }
             None => 500,
         };
         if interval == 0 {
@@ -87,7 +89,12 @@ async fn build_with(aws: AwsSettings) -> Result<Deployment, Error> {
 }
 
 /// Put the Hub together over already-built clients (tests pass moto-backed ones).
-pub fn assemble(settings: Settings, aws: &AwsSettings, store: DynamoStore, queue: SqsPushQueue) -> Result<Deployment, String> {
+pub fn assemble(
+    settings: Settings,
+    aws: &AwsSettings,
+    store: DynamoStore,
+    queue: SqsPushQueue,
+) -> Result<Deployment, String> {
     // Lambda has no data directory: both keys must come from configuration (SSM / Secrets
     // Manager via the template's parameters).
     let master = settings.master_key.as_ref().ok_or("MA2H_MASTER_KEY is required on AWS")?;

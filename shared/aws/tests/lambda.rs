@@ -20,6 +20,7 @@ use tower::ServiceExt;
 
 const APIGW: &str = include_str!("fixtures/apigw-v2-request.json");
 const SQS: &str = include_str!("fixtures/sqs-event.json");
+const SCHEDULE: &str = include_str!("fixtures/schedule-event.json");
 
 struct Env {
     dep: Deployment,
@@ -50,7 +51,11 @@ async fn env() -> Option<Env> {
         ..Settings::default()
     };
     settings.push.backoff_base = std::time::Duration::from_millis(100);
-    let aws = AwsSettings { table: table.clone(), push_queue_url: queue_url.clone(), long_poll_interval: std::time::Duration::from_millis(50) };
+    let aws = AwsSettings {
+        table: table.clone(),
+        push_queue_url: queue_url.clone(),
+        long_poll_interval: std::time::Duration::from_millis(50),
+    };
     let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     dep.hub.clock = clock.clone();
@@ -129,7 +134,8 @@ async fn receiver(script: HashMap<&'static str, Vec<u16>>) -> (String, Arc<Mutex
             let (h, s) = (h.clone(), s.clone());
             async move {
                 *h.lock().unwrap().entry(p.clone()).or_default() += 1;
-                let next = s.lock().unwrap().get_mut(&p).and_then(|v| (!v.is_empty()).then(|| v.remove(0))).unwrap_or(200);
+                let next =
+                    s.lock().unwrap().get_mut(&p).and_then(|v| (!v.is_empty()).then(|| v.remove(0))).unwrap_or(200);
                 StatusCode::from_u16(next).unwrap()
             }
         }),
@@ -153,7 +159,16 @@ async fn pushed_and_resolved(e: &Env, key: &str, url: &str) -> String {
 
 /// Receive every queued job as one SQS event (the fixture's shape, real bodies and handles).
 async fn drain(e: &Env) -> SqsEvent {
-    let out = e.dep.queue.client().receive_message().queue_url(e.dep.queue.queue_url()).max_number_of_messages(10).send().await.unwrap();
+    let out = e
+        .dep
+        .queue
+        .client()
+        .receive_message()
+        .queue_url(e.dep.queue.queue_url())
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap();
     let mut ev: Value = serde_json::from_str(SQS).unwrap();
     let template = ev["Records"][0].clone();
     ev["Records"] = Value::Array(
@@ -215,9 +230,20 @@ async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
     let lost = drain(&e).await;
     assert_eq!(lost.records.len(), 1);
     for r in &lost.records {
-        e.dep.queue.client().delete_message().queue_url(e.dep.queue.queue_url()).receipt_handle(r.receipt_handle.clone().unwrap()).send().await.unwrap();
+        e.dep
+            .queue
+            .client()
+            .delete_message()
+            .queue_url(e.dep.queue.queue_url())
+            .receipt_handle(r.receipt_handle.clone().unwrap())
+            .send()
+            .await
+            .unwrap();
     }
     e.clock.advance(Duration::minutes(2));
+    // the EventBridge schedule event the sweep function receives parses as what it is
+    let tick: aws_lambda_events::eventbridge::EventBridgeEvent = serde_json::from_str(SCHEDULE).unwrap();
+    assert_eq!(tick.detail_type, "Scheduled Event");
     let outcome = handlers::sweep(&e.dep).await.unwrap();
     assert_eq!((outcome.expired, outcome.requeued), (1, 1), "{outcome:?}");
     let (_, read) = call(&e, event("GET", &format!("/v1/messages/{due_id}"), &e.agent, None)).await;

@@ -53,6 +53,22 @@ impl Hub {
         format!("{}/inbox/{id}", self.settings.public_url)
     }
 
+    /// Read a message as clients may see it: past `retain_until` it is gone (§8.2 410) even if
+    /// the store has not purged it yet (the sweeper and DynamoDB's TTL both run late).
+    pub async fn lookup(
+        &self,
+        account: &ma2h_protocol::ids::AccountId,
+        id: &MessageId,
+    ) -> Result<crate::records::Lookup, crate::HubError> {
+        use crate::records::Lookup;
+        Ok(match self.messages.get_message(account, id).await? {
+            Lookup::Found(rec) if rec.retain_until.is_some_and(|r| r <= self.clock.now()) => {
+                Lookup::Gone { agent_id: rec.agent_id }
+            }
+            other => other,
+        })
+    }
+
     pub fn retention(&self) -> chrono::Duration {
         chrono::Duration::days(i64::from(self.settings.retention_days))
     }

@@ -61,3 +61,44 @@ impl HubKeys {
         Value::Array(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ma2h_protocol::signature::{self, SignedContext};
+
+    fn ctx() -> SignedContext {
+        SignedContext {
+            ma2h_version: "0.5".into(),
+            callback_url: "https://agent.example/cb".into(),
+            id: "msg_1".into(),
+            in_reply_to: "msg_1".into(),
+            jti: "jti_1".into(),
+            payload_sha256: "00".into(),
+            resolution: "answered".into(),
+            resolution_id: "res_1".into(),
+            resolved_at: None,
+            t: "1".into(),
+        }
+    }
+
+    #[test]
+    fn during_a_rotation_both_keys_are_published_and_verify() {
+        let old = HubKeys::from_seed(&[1u8; 32], vec![]);
+        let old_public = old.current.verifying_key().ed25519_bytes().unwrap();
+        let new = HubKeys::from_seed(&[2u8; 32], vec![old_public]);
+        let published = new.published();
+        assert_eq!(published.as_array().unwrap().len(), 2);
+        assert_eq!(published[0]["status"], "current");
+        assert_eq!(published[1]["status"], "previous");
+        assert_eq!(HubKeys::parse_public(published[1]["public_key"].as_str().unwrap()), Some(old_public));
+        // a Response signed before the rotation still verifies with the published set
+        let v1_old = signature::sign(&ctx(), &old.current);
+        let v1_new = signature::sign(&ctx(), &new.current);
+        let keys = new.verifying_keys();
+        assert!(signature::verify(&ctx(), &v1_old, &keys).is_ok());
+        assert!(signature::verify(&ctx(), &v1_new, &keys).is_ok());
+        assert!(signature::verify(&ctx(), &v1_old, &HubKeys::from_seed(&[2u8; 32], vec![]).verifying_keys()).is_err());
+        assert_ne!(kid(&old_public), new.current_kid);
+    }
+}

@@ -176,3 +176,15 @@ async fn unknown_routes_and_methods_answer_in_the_error_envelope() {
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(r.code(), "method_not_allowed");
 }
+
+#[tokio::test]
+async fn past_retention_a_message_is_gone_even_before_the_sweeper_purges_it() {
+    let t = hub().await;
+    let id = t.submit_ok(ask("ret2")).await;
+    t.resolve(&t.operator, &id, json!({"resolution": "declined"})).await;
+    t.advance(Duration::days(30) - Duration::milliseconds(1));
+    assert_eq!(t.get(&t.agent, &id).await.status, StatusCode::OK, "still inside retention");
+    t.advance(Duration::milliseconds(1));
+    let r = t.get(&t.agent, &id).await;
+    assert_eq!((r.status, r.code()), (StatusCode::GONE, "gone"), "the read-time filter, no sweep ran");
+}

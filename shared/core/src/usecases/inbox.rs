@@ -49,7 +49,7 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
         return Err(HubError::NotFound);
     }
     let id = MessageId::parse(id).ok_or(HubError::NotFound)?;
-    let record = match hub.messages.get_message(&principal.account, &id).await? {
+    let record = match hub.lookup(&principal.account, &id).await? {
         Lookup::Found(rec) => settle(hub, rec).await?,
         Lookup::Gone { .. } => return Err(HubError::Gone),
         Lookup::Missing => return Err(HubError::NotFound),

@@ -84,7 +84,7 @@ pub(crate) async fn load_owned(
     id: &str,
 ) -> Result<MessageRecord, HubError> {
     let id = MessageId::parse(id).ok_or(HubError::NotFound)?;
-    match hub.messages.get_message(account, &id).await? {
+    match hub.lookup(account, &id).await? {
         Lookup::Found(rec) if &rec.agent_id == agent => settle(hub, rec).await,
         Lookup::Gone { agent_id } if &agent_id == agent => Err(HubError::Gone),
         _ => Err(HubError::NotFound),

@@ -56,7 +56,7 @@ pub async fn resolve(hub: &Hub, principal: &Principal, id: &str, body: &[u8]) ->
 /// `expires_at` loses to the default, which then reads as `already_terminal`).
 async fn load_for_resolver(hub: &Hub, principal: &Principal, id: &str) -> Result<MessageRecord, HubError> {
     let id = MessageId::parse(id).ok_or(HubError::NotFound)?;
-    match hub.messages.get_message(&principal.account, &id).await? {
+    match hub.lookup(&principal.account, &id).await? {
         Lookup::Found(rec) => settle(hub, rec).await,
         Lookup::Gone { agent_id } => {
             // Only parties who could see the message learn that it is gone.

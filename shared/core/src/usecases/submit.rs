@@ -104,7 +104,7 @@ async fn replay(hub: &Hub, claim: &IdempotencyRecord, fingerprint: &str) -> Resu
     if claim.fingerprint != fingerprint {
         return Err(HubError::IdempotencyConflict { key: claim.key.clone() });
     }
-    match hub.messages.get_message(&claim.account, &claim.message_id).await? {
+    match hub.lookup(&claim.account, &claim.message_id).await? {
         Lookup::Found(rec) => Ok(ack(hub, &settle(hub, rec).await?)),
         Lookup::Gone { .. } => Err(HubError::Gone),
         Lookup::Missing => Err(HubError::Internal(format!("idempotency claim points at missing {}", claim.message_id))),
