@@ -21,6 +21,7 @@ test:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all -- --check
 	bash scripts/ui-test.sh
+	bash scripts/conformance.sh
 	$(MAKE) lint-infra
 
 ## lint-infra: cfn-lint and `sam validate --lint` on the SAM template (offline)

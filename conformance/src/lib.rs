@@ -1,0 +1,13 @@
+//! `ma2h-conformance`: a black-box conformance runner for MA2H Hubs (spec v0.5).
+//!
+//! It talks to a live Hub over HTTP only — base URL plus credentials — and reports pass/fail per
+//! spec obligation (§7, §8.1–§8.5, §8.8, §9.1, §10, and the §8.3/§9.2 push obligations when it
+//! can run its own callback receiver). The only project code it uses is `ma2h-protocol`'s JSON
+//! Schemas (`schema`) and §9.2 verifier (`signature`, `jcs`) — never the Hub's internals.
+
+pub mod checks;
+pub mod client;
+pub mod config;
+pub mod receiver;
+pub mod report;
+pub mod vectors;

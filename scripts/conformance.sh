@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Run the black-box conformance runner (conformance/) against a fresh local Hub:
+# build both binaries (debug), create two agents and an operator in a temporary data directory,
+# bind 127.0.0.1 as the first agent's callback host and register its HMAC secret, start
+# `ma2h-hub serve` on a free port, run `ma2h-conformance` with its own callback receiver,
+# stop the Hub, and exit with the runner's status. Extra arguments go to the runner (e.g. --json).
+set -euo pipefail
+
+CARGO=${CARGO:-cargo}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+"$CARGO" build --quiet -p ma2h-hub -p ma2h-conformance
+TARGET=$("$CARGO" metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+HUB="$TARGET/debug/ma2h-hub"
+RUNNER="$TARGET/debug/ma2h-conformance"
+
+DATA=$(mktemp -d)
+HUB_PID=""
+cleanup() {
+    if [ -n "$HUB_PID" ]; then kill "$HUB_PID" 2>/dev/null || true; wait "$HUB_PID" 2>/dev/null || true; fi
+    rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+export MA2H_MODE=dev MA2H_DATA_DIR="$DATA" MA2H_LOG=warn
+ACCOUNT=conformance
+json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
+
+AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-bot --label conformance --json | json_field api_key)
+OTHER_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-other --label conformance --json | json_field api_key)
+OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human conf-alice --json | json_field api_key)
+"$HUB" admin bind-callback --account $ACCOUNT --agent conf-bot --host 127.0.0.1 >/dev/null
+CALLBACK_SECRET="whsec-conformance-$RANDOM$RANDOM"
+printf '%s' "$CALLBACK_SECRET" |
+    "$HUB" admin put-secret --account $ACCOUNT --agent conf-bot --name conformance-hmac --value-stdin >/dev/null
+
+# A free port, the Hub prints "ma2h hub listening on http://ADDR" on stdout.
+HUB_OUT="$DATA/hub.out"
+MA2H_BIND=127.0.0.1:0 MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 MA2H_PUSH_BACKOFF_MS=100 \
+    MA2H_REQUESTS_PER_MINUTE=0 MA2H_INBOX_DEPTH=0 "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
+HUB_PID=$!
+ADDR=""
+for _ in $(seq 1 100); do
+    ADDR=$(sed -n 's#^ma2h hub listening on http://##p' "$HUB_OUT" | head -n1)
+    [ -n "$ADDR" ] && break
+    kill -0 "$HUB_PID" 2>/dev/null || { echo "conformance: the hub exited before listening" >&2; exit 1; }
+    sleep 0.1
+done
+[ -n "$ADDR" ] || { echo "conformance: the hub did not print its address" >&2; exit 1; }
+
+status=0
+MA2H_CONFORMANCE_URL="http://$ADDR" \
+    MA2H_CONFORMANCE_AGENT_KEY="$AGENT_KEY" MA2H_CONFORMANCE_AGENT_ID=conf-bot \
+    MA2H_CONFORMANCE_OTHER_AGENT_KEY="$OTHER_KEY" MA2H_CONFORMANCE_OTHER_AGENT_ID=conf-other \
+    MA2H_CONFORMANCE_OPERATOR_KEY="$OP_KEY" MA2H_CONFORMANCE_OPERATOR_ACTOR=human:conf-alice \
+    MA2H_CONFORMANCE_CALLBACK_HOST=127.0.0.1 MA2H_CONFORMANCE_CALLBACK_LISTEN=127.0.0.1:0 \
+    MA2H_CONFORMANCE_CALLBACK_SECRET="$CALLBACK_SECRET" \
+    "$RUNNER" "$@" || status=$?
+if [ "$status" -ne 0 ]; then
+    echo "conformance: runner exited $status; the hub's log (warnings and errors) follows" >&2
+    tail -n 50 "$DATA/hub.err" >&2 || true
+fi
+exit $status
