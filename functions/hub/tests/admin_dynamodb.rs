@@ -37,7 +37,8 @@ async fn admin_commands_work_against_dynamodb() {
     }
     let config = aws_config::load_from_env().await;
     let client = aws_sdk_dynamodb::Client::new(&config);
-    let table = format!("admin-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
+    let table =
+        format!("admin-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
     ma2h_store_dynamodb::provision::create_table(&client, &table).await.unwrap();
 
     let agent = admin(&table, &["create-agent", "--account", "acme", "--agent", "bot"]);

@@ -144,7 +144,8 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
 
 /// The push columns (and the sparse `push` index keys while pending).
 pub(crate) fn push_attrs(p: &PushTrack) -> Vec<(String, AttributeValue)> {
-    let mut v = vec![("push_status".to_owned(), s(p.status.as_str())), ("push_attempts".to_owned(), n(i64::from(p.attempts)))];
+    let mut v =
+        vec![("push_status".to_owned(), s(p.status.as_str())), ("push_attempts".to_owned(), n(i64::from(p.attempts)))];
     if let Some(t) = p.next_attempt_at {
         v.push(("push_next_at".into(), n(ms(t))));
         if p.status == PushStatus::Pending {
@@ -166,7 +167,8 @@ pub(crate) fn message_from(item: &Item) -> Result<MessageRecord, StoreError> {
         None => None,
         Some(st) => Some(PushTrack {
             status: PushStatus::parse(&st).ok_or_else(|| corrupt("bad push_status"))?,
-            attempts: u32::try_from(opt_n(item, "push_attempts")?.unwrap_or(0)).map_err(|_| corrupt("push_attempts"))?,
+            attempts: u32::try_from(opt_n(item, "push_attempts")?.unwrap_or(0))
+                .map_err(|_| corrupt("push_attempts"))?,
             next_attempt_at: opt_ts(item, "push_next_at")?,
             last_error: opt_s(item, "push_last_error"),
             delivered_at: opt_ts(item, "push_delivered_at")?,

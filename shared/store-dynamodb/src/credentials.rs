@@ -74,12 +74,24 @@ impl DynamoStore {
         Ok(out.attributes.is_some())
     }
 
-    async fn put_agent_item(&self, account: &AccountId, agent: &AgentId, sk: String, extra: Option<(&str, AttributeValue)>) -> R<()> {
+    async fn put_agent_item(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        sk: String,
+        extra: Option<(&str, AttributeValue)>,
+    ) -> R<()> {
         let mut item = key(agent_pk(account, agent), &sk);
         if let Some((k, v)) = extra {
             item.insert(k.to_owned(), v);
         }
-        self.client.put_item().table_name(&self.table).set_item(Some(item)).send().await.map_err(|e| unavailable("PutItem", e))?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem", e))?;
         Ok(())
     }
 }
@@ -88,7 +100,11 @@ impl DynamoStore {
 impl CredentialStore for DynamoStore {
     async fn put_credential(&self, c: &CredentialRecord) -> R<()> {
         let put = |item: Item| -> R<TransactWriteItem> {
-            let p = Put::builder().table_name(&self.table).set_item(Some(item)).build().map_err(|e| unavailable("put", e))?;
+            let p = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .build()
+                .map_err(|e| unavailable("put", e))?;
             Ok(TransactWriteItem::builder().put(p).build())
         };
         self.client

@@ -22,7 +22,12 @@ fn vals(pairs: &[(&str, AttributeValue)]) -> HashMap<String, AttributeValue> {
 }
 
 impl DynamoStore {
-    fn put(&self, item: Item, condition: Option<&str>, values: HashMap<String, AttributeValue>) -> R<TransactWriteItem> {
+    fn put(
+        &self,
+        item: Item,
+        condition: Option<&str>,
+        values: HashMap<String, AttributeValue>,
+    ) -> R<TransactWriteItem> {
         let mut b = Put::builder().table_name(&self.table).set_item(Some(item));
         if let Some(c) = condition {
             b = b.condition_expression(c);
@@ -71,7 +76,15 @@ impl DynamoStore {
     }
 
     /// Keys from a sparse time index, due at `now`, oldest first.
-    async fn due(&self, index: &str, pk_attr: &str, pk: &str, sk_attr: &str, now: Timestamp, limit: usize) -> R<Vec<(AccountId, MessageId)>> {
+    async fn due(
+        &self,
+        index: &str,
+        pk_attr: &str,
+        pk: &str,
+        sk_attr: &str,
+        now: Timestamp,
+        limit: usize,
+    ) -> R<Vec<(AccountId, MessageId)>> {
         let out = self
             .client
             .query()
@@ -90,11 +103,20 @@ impl DynamoStore {
 
 #[async_trait]
 impl MessageStore for DynamoStore {
-    async fn insert_message(&self, m: &MessageRecord, claim: Option<&IdempotencyRecord>, now: Timestamp) -> R<Inserted> {
+    async fn insert_message(
+        &self,
+        m: &MessageRecord,
+        claim: Option<&IdempotencyRecord>,
+        now: Timestamp,
+    ) -> R<Inserted> {
         let mut items = vec![self.put(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new())?];
         if let Some(c) = claim {
             // §8.1: a live claim blocks the write; an expired one is replaced.
-            items.push(self.put(claim_item(c), Some("attribute_not_exists(pk) OR expires_at <= :now"), vals(&[(":now", n(ms(now)))]))?);
+            items.push(self.put(
+                claim_item(c),
+                Some("attribute_not_exists(pk) OR expires_at <= :now"),
+                vals(&[(":now", n(ms(now)))]),
+            )?);
         }
         if m.status == Status::Open {
             items.push(self.open_delta(&m.account, &m.agent_id, 1)?);
@@ -114,7 +136,13 @@ impl MessageStore for DynamoStore {
         }
     }
 
-    async fn get_claim(&self, account: &AccountId, agent: &AgentId, key_: &str, now: Timestamp) -> R<Option<IdempotencyRecord>> {
+    async fn get_claim(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        key_: &str,
+        now: Timestamp,
+    ) -> R<Option<IdempotencyRecord>> {
         let Some(item) = self.get(key(claim_pk(account, agent, key_), "IDEM")).await? else { return Ok(None) };
         let c = claim_from(&item)?;
         // TTL deletes late: the read-time filter decides liveness.
@@ -249,7 +277,12 @@ impl MessageStore for DynamoStore {
         }
     }
 
-    async fn claim_due_pushes(&self, now: Timestamp, lease_until: Timestamp, limit: usize) -> R<Vec<(AccountId, MessageId)>> {
+    async fn claim_due_pushes(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> R<Vec<(AccountId, MessageId)>> {
         let mut claimed = Vec::new();
         for (account, id) in self.due("push", "push_pk", "PUSH", "push_sk", now, limit).await? {
             // Claim = move the due time to the lease end, only if nobody else did first.

@@ -53,7 +53,9 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), String> {
                 .set_key_schema(Some(keys(&g["KeySchema"])?))
                 .projection(
                     Projection::builder()
-                        .projection_type(ProjectionType::from(g["Projection"]["ProjectionType"].as_str().unwrap_or("ALL")))
+                        .projection_type(ProjectionType::from(
+                            g["Projection"]["ProjectionType"].as_str().unwrap_or("ALL"),
+                        ))
                         .build(),
                 )
                 .build()
@@ -78,7 +80,11 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), String> {
         .update_time_to_live()
         .table_name(table)
         .time_to_live_specification(
-            TimeToLiveSpecification::builder().enabled(true).attribute_name(TTL_ATTRIBUTE).build().map_err(|e| e.to_string())?,
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(TTL_ATTRIBUTE)
+                .build()
+                .map_err(|e| e.to_string())?,
         )
         .send()
         .await
