@@ -1,0 +1,89 @@
+//! Exit codes (documented in `ma2h --help` and docs/cli.md) and the mapping from outcomes and
+//! errors to them.
+
+use ma2h_client::ClientError;
+use serde_json::Value;
+
+pub const OK: u8 = 0;
+pub const FAILURE: u8 = 1;
+pub const USAGE: u8 = 2;
+pub const UNREACHABLE: u8 = 3;
+pub const HUB_ERROR: u8 = 4;
+pub const REJECTED: u8 = 5;
+pub const DUPLICATE: u8 = 6;
+pub const STATE_REJECTED: u8 = 7;
+pub const DECLINED: u8 = 10;
+pub const EXPIRED: u8 = 11;
+pub const CANCELLED: u8 = 12;
+pub const STILL_OPEN: u8 = 13;
+
+pub const TABLE: &str = "\
+EXIT CODES:
+   0  answered / completed (or: submitted, accepted, sealed, opened)
+   1  unexpected failure
+   2  usage or configuration error (missing MA2H_* variable, bad flag)
+   3  hub unreachable
+   4  hub error (§8.5 code printed on stderr)
+   5  verify: Response rejected (signature, window, replayed jti, malformed)
+   6  verify / get --once: duplicate resolution, already acted on
+   7  open-state: state rejected (tampered, wrong key, other agent)
+  10  declined / dismissed
+  11  expired (default_on_expire may have applied)
+  12  cancelled
+  13  still open (no --wait, or --wait N elapsed)";
+
+/// A failure that carries its exit code.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+pub fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
+    Exit { code, message: message.into() }.into()
+}
+
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    fail(USAGE, message)
+}
+
+/// A client error as an exit.
+pub fn client(e: ClientError) -> anyhow::Error {
+    let code = match &e {
+        ClientError::Config(_) => USAGE,
+        ClientError::Unreachable { .. } => UNREACHABLE,
+        ClientError::Hub(_) | ClientError::Protocol(_) => HUB_ERROR,
+    };
+    fail(code, e.to_string())
+}
+
+/// The resolution a GET body (or a Response, or a cancel body) reports: the embedded
+/// `response.resolution` when present, else `status`.
+pub fn resolution_of(body: &Value) -> &str {
+    body.get("response")
+        .and_then(|r| r.get("resolution"))
+        .or_else(|| body.get("resolution").filter(|r| r.is_string()))
+        .or_else(|| body.get("status"))
+        .and_then(Value::as_str)
+        .unwrap_or("open")
+}
+
+/// §7 outcome → exit code.
+pub fn for_resolution(resolution: &str) -> u8 {
+    match resolution {
+        "answered" | "completed" | "delivered" => OK,
+        "declined" | "dismissed" => DECLINED,
+        "expired" => EXPIRED,
+        "cancelled" => CANCELLED,
+        "open" | "queued" => STILL_OPEN,
+        _ => FAILURE,
+    }
+}

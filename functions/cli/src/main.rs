@@ -1,0 +1,186 @@
+//! `ma2h` — the MA2H agent CLI (spec v0.5). Configuration comes from `MA2H_HUB_URL`,
+//! `MA2H_API_KEY`, `MA2H_AGENT_ID`, `MA2H_SIGNING_SECRET`, `MA2H_STATE_KEY` and
+//! `MA2H_RESOLVERS`; see docs/cli.md. Every outcome has its own exit code ([`exit::TABLE`]).
+
+mod check;
+mod compose;
+mod exit;
+mod listen;
+mod wait;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use ma2h_client::{CancelOutcome, Client, Config, MessageBuilder, replay::ReplayCache};
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(name = "ma2h", version, about = "The MA2H agent CLI: ask a human, wait or exit, resume on the answer.",
+    after_help = exit::TABLE)]
+struct Cli {
+    /// Machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Debug)]
+struct WaitArg {
+    /// Long-poll until terminal (optionally at most N seconds; exit 13 if still open).
+    #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "N")]
+    wait: Option<u64>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Send an informational message (§5.1).
+    Notify {
+        #[command(flatten)]
+        common: compose::Common,
+    },
+    /// Ask a human to decide (§5.2); prints the id, or waits with --wait.
+    Ask {
+        #[command(flatten)]
+        common: compose::Common,
+        #[command(flatten)]
+        ask: compose::AskArgs,
+        #[command(flatten)]
+        decision: compose::Decision,
+        #[command(flatten)]
+        wait: WaitArg,
+    },
+    /// Ask a human to do something (§5.3); prints the id, or waits with --wait.
+    Task {
+        #[command(flatten)]
+        common: compose::Common,
+        #[command(flatten)]
+        task: compose::TaskArgs,
+        #[command(flatten)]
+        decision: compose::Decision,
+        #[command(flatten)]
+        wait: WaitArg,
+    },
+    /// Read a message (§8.2); the exit code reports its outcome.
+    Get {
+        id: String,
+        #[command(flatten)]
+        wait: WaitArg,
+        /// Act at most once: record (in_reply_to, resolution_id) in the replay cache and exit 6
+        /// if it was already recorded (the scheduled-pull resume path, §2.1).
+        #[arg(long)]
+        once: bool,
+        /// Replay-cache directory for --once.
+        #[arg(long)]
+        state_dir: Option<std::path::PathBuf>,
+    },
+    /// Withdraw an open ask (§8.4); if another outcome won, reports that one.
+    Cancel { id: String },
+    /// Verify a pushed Response (§9.2): exit 0 accepted (body on stdout), 6 duplicate, 5 rejected.
+    Verify(check::VerifyArgs),
+    /// Seal resume state with MA2H_STATE_KEY (§9.3).
+    SealState(check::StateArgs),
+    /// Verify and open sealed state (a sealed object, a Response, or a GET body).
+    OpenState(check::StateArgs),
+    /// Run a callback receiver that verifies each Response and runs a command once per resolution.
+    Listen(listen::ListenArgs),
+    /// Print the Hub's capability document (§8.0).
+    Discover,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+    match rt.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let code = e.downcast_ref::<exit::Exit>().map_or(exit::FAILURE, |x| x.code);
+            eprintln!("ma2h: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn client(config: &Config) -> Result<Client> {
+    Client::from_config(config).map_err(exit::client)
+}
+
+async fn submit(config: &Config, builder: MessageBuilder, wait: Option<u64>, json: bool) -> Result<u8> {
+    let envelope = builder.build(&compose::agent(config)?).map_err(exit::client)?;
+    let client = client(config)?;
+    let ack = client.submit(envelope).await.map_err(exit::client)?;
+    match wait {
+        Some(limit) => {
+            eprintln!("submitted {}", ack.id);
+            let body = wait::wait(&client, &ack.id, limit).await?;
+            Ok(wait::report(&body, json))
+        }
+        None => {
+            if json {
+                println!("{}", ack.raw);
+            } else {
+                println!("{}", ack.id);
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// `get --once`: record the resolution in the replay cache; `false` if it was already there.
+fn first_time(id: &str, body: &Value, state_dir: Option<std::path::PathBuf>) -> Result<bool> {
+    let Some(rid) = body.get("response").and_then(|r| r.get("resolution_id")).and_then(Value::as_str) else {
+        return Ok(true); // still open: nothing to record
+    };
+    let cache = ReplayCache::open(state_dir.unwrap_or_else(ReplayCache::default_dir))?;
+    let fresh = cache.mark_resolution(id, rid, ma2h_client::now_unix())?;
+    if !fresh {
+        eprintln!("duplicate: {id} {rid} already acted on");
+    }
+    Ok(fresh)
+}
+
+async fn run(cli: Cli) -> Result<u8> {
+    let config = Config::from_env();
+    let json = cli.json;
+    match cli.command {
+        Command::Notify { common } => {
+            let b = compose::apply_common(MessageBuilder::notify(&common.title), &common)?;
+            submit(&config, b, None, json).await
+        }
+        Command::Ask { common, ask, decision, wait } => {
+            submit(&config, compose::ask(&common, &ask, &decision, &config)?, wait.wait, json).await
+        }
+        Command::Task { common, task, decision, wait } => {
+            submit(&config, compose::task(&common, &task, &decision, &config)?, wait.wait, json).await
+        }
+        Command::Get { id, wait, once, state_dir } => {
+            let client = client(&config)?;
+            let body = match wait.wait {
+                Some(limit) => wait::wait(&client, &id, limit).await?,
+                None => client.get(&id, None).await.map_err(exit::client)?,
+            };
+            if once && !first_time(&id, &body, state_dir)? {
+                return Ok(exit::DUPLICATE);
+            }
+            Ok(wait::report(&body, json))
+        }
+        Command::Cancel { id } => match client(&config)?.cancel(&id).await.map_err(exit::client)? {
+            CancelOutcome::Cancelled(body) => Ok(wait::report(&body, json)),
+            CancelOutcome::AlreadyTerminal(body) => {
+                eprintln!("{id} was already resolved; its outcome stands");
+                Ok(wait::report(&body, json))
+            }
+        },
+        Command::Verify(a) => check::verify_cmd(&a, &config).await,
+        Command::SealState(a) => check::seal_cmd(&a, &config),
+        Command::OpenState(a) => check::open_cmd(&a, &config),
+        Command::Listen(a) => listen::listen(&a, &config).await,
+        Command::Discover => {
+            let hub = config.hub_url().map_err(|e| exit::usage(e.to_string()))?;
+            let doc = Client::new(hub, "").map_err(exit::client)?.discover().await.map_err(exit::client)?;
+            println!("{doc}");
+            Ok(exit::OK)
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! `--wait`: re-issue §8.2 long-polls until the message is terminal, with a live spinner
+//! (elapsed time + status) on a TTY and plain progress lines otherwise; then print the outcome
+//! and pick the exit code.
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use ma2h_client::Client;
+use serde_json::Value;
+
+use crate::exit;
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// `limit` 0 = until terminal.
+pub async fn wait(client: &Client, id: &str, limit_secs: u64) -> Result<Value> {
+    let limit = (limit_secs > 0).then(|| Duration::from_secs(limit_secs));
+    let started = Instant::now();
+    let status = Arc::new(Mutex::new("open".to_owned()));
+    let tty = std::io::stderr().is_terminal();
+    let spinner = tty.then(|| {
+        let (status, id) = (status.clone(), id.to_owned());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            for frame in FRAMES.iter().cycle() {
+                tick.tick().await;
+                let s = status.lock().expect("status lock").clone();
+                eprint!("\r\x1b[2K{frame} {id} · {s} · {}s", started.elapsed().as_secs());
+                let _ = std::io::stderr().flush();
+            }
+        })
+    });
+    if !tty {
+        eprintln!("waiting for {id} (status open)");
+    }
+    let result = client
+        .wait_terminal(id, limit, |body| {
+            let s = exit::resolution_of(body).to_owned();
+            if !tty {
+                eprintln!("{id}: {s} after {}s", started.elapsed().as_secs());
+            }
+            *status.lock().expect("status lock") = s;
+        })
+        .await;
+    if let Some(handle) = spinner {
+        handle.abort();
+        eprint!("\r\x1b[2K");
+    }
+    result.map_err(exit::client)
+}
+
+/// Print a GET body (or cancel result) and return its exit code.
+pub fn report(body: &Value, json: bool) -> u8 {
+    let resolution = exit::resolution_of(body);
+    if json {
+        println!("{body}");
+    } else {
+        let id = body.get("id").and_then(Value::as_str).unwrap_or_default();
+        let r = body.get("response").and_then(|r| r.get("response"));
+        let mut line = format!("{id} {resolution}");
+        if let Some(v) = r.and_then(|r| r.get("value")) {
+            line.push_str(&format!(" value={v}"));
+        }
+        if let Some(a) = r.and_then(|r| r.get("actor")).and_then(Value::as_str) {
+            line.push_str(&format!(" actor={a}"));
+        }
+        if let Some(c) = r.and_then(|r| r.get("comment")).and_then(Value::as_str) {
+            line.push_str(&format!(" comment={}", Value::String(c.to_owned())));
+        }
+        println!("{line}");
+    }
+    exit::for_resolution(resolution)
+}

@@ -1,0 +1,36 @@
+//! # ma2h-client
+//!
+//! A first-class client for MA2H agents (spec v0.5) — shell steps in CI and short CLI runs:
+//!
+//! - [`builder`]: typed builders for `notify` / `ask` / `task` (§4–§5), checked against the
+//!   message schema before anything is sent;
+//! - [`client`]: discovery (§8.0), submit with an automatic `idempotency_key` and the §8.1
+//!   lost-ack retry recipe, `429` handling that honours `Retry-After` (§8.6), long-poll reads
+//!   (§8.2) and cancel (§8.4);
+//! - [`verify`]: §9.2 Response verification for a callback receiver, backed by the persistent
+//!   [`replay`] cache (`jti` replay + `(in_reply_to, resolution_id)` dedup, §6);
+//! - [`seal`]: §9.3 state sealing with XChaCha20-Poly1305 under a per-agent key that never
+//!   enters `state` or the Hub.
+//!
+//! Configuration comes from the environment ([`config`]).
+
+pub mod builder;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod replay;
+pub mod seal;
+pub mod verify;
+
+pub use builder::MessageBuilder;
+pub use client::{Ack, CancelOutcome, Client, RetryPolicy};
+pub use config::Config;
+pub use error::{ClientError, HubErrorBody};
+pub use replay::ReplayCache;
+pub use seal::StateKey;
+pub use verify::{Rejection, Verdict, VerifiedResponse, Verifier};
+
+/// Current unix time in seconds.
+pub fn now_unix() -> i64 {
+    chrono::Utc::now().timestamp()
+}
