@@ -19,19 +19,6 @@ fn id_pointer(c: &CredentialRecord) -> Item {
 }
 
 impl DynamoStore {
-    async fn item(&self, k: Item) -> R<Option<Item>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(k))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| unavailable("GetItem", e))?;
-        Ok(out.item)
-    }
-
     /// Sort keys under an agent's partition with `prefix`, prefix stripped.
     async fn agent_names(&self, account: &AccountId, agent: &AgentId, prefix: &str) -> R<Vec<String>> {
         let mut names = Vec::new();
@@ -118,11 +105,11 @@ impl CredentialStore for DynamoStore {
     }
 
     async fn credential_by_hash(&self, key_hash: &str) -> R<Option<CredentialRecord>> {
-        self.item(key(format!("KEY#{key_hash}"), "KEY")).await?.map(|i| credential_from(&i)).transpose()
+        self.get(key(format!("KEY#{key_hash}"), "KEY")).await?.map(|i| credential_from(&i)).transpose()
     }
 
     async fn credential_by_id(&self, id: &str) -> R<Option<CredentialRecord>> {
-        let Some(pointer) = self.item(key(format!("CRED#{id}"), "CRED")).await? else { return Ok(None) };
+        let Some(pointer) = self.get(key(format!("CRED#{id}"), "CRED")).await? else { return Ok(None) };
         self.credential_by_hash(get_s(&pointer, "key_hash")?).await
     }
 
@@ -177,7 +164,7 @@ impl CredentialStore for DynamoStore {
     }
 
     async fn get_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> R<Option<Vec<u8>>> {
-        let item = self.item(key(agent_pk(account, agent), &format!("SECRET#{name}"))).await?;
+        let item = self.get(key(agent_pk(account, agent), &format!("SECRET#{name}"))).await?;
         Ok(item.and_then(|i| i.get("sealed").and_then(|v| v.as_b().ok()).map(|b| b.as_ref().to_vec())))
     }
 

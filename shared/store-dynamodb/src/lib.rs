@@ -41,6 +41,22 @@ impl DynamoStore {
     }
 }
 
+impl DynamoStore {
+    /// A strongly consistent `GetItem`.
+    pub(crate) async fn get(&self, k: codec::Item) -> Result<Option<codec::Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(k))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("GetItem", e))?;
+        Ok(out.item)
+    }
+}
+
 /// Map an SDK error to the port's error (the cause is kept for the log, never for a client).
 pub(crate) fn unavailable<E: std::fmt::Debug>(what: &str, e: E) -> StoreError {
     StoreError::Unavailable(format!("dynamodb {what}: {e:?}"))

@@ -58,19 +58,6 @@ impl DynamoStore {
         }
     }
 
-    async fn get(&self, k: Item) -> R<Option<Item>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(k))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| unavailable("GetItem", e))?;
-        Ok(out.item)
-    }
-
     async fn message(&self, account: &AccountId, id: &MessageId) -> R<Option<MessageRecord>> {
         self.get(key(msg_pk(account, id), MSG_SK)).await?.map(|i| message_from(&i)).transpose()
     }
