@@ -124,6 +124,26 @@ pub fn check_callback_url(url: &str, mode: EgressMode) -> Result<Url, String> {
     Ok(parsed)
 }
 
+impl EgressPolicy {
+    /// The policy for a Hub configured by `settings`: dev mode honours `MA2H_DEV_EGRESS_ALLOW`,
+    /// production ignores it; timeouts come from the push settings.
+    pub fn from_settings(settings: &ma2h_core::settings::Settings) -> Result<Self, String> {
+        let mut policy = match settings.mode {
+            ma2h_core::settings::Mode::Dev => Self::dev(
+                settings
+                    .dev_egress_allow
+                    .iter()
+                    .map(|n| n.parse().map_err(|_| format!("MA2H_DEV_EGRESS_ALLOW: `{n}` is not a CIDR network")))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            ma2h_core::settings::Mode::Production => Self::production(),
+        };
+        policy.connect_timeout = settings.push.connect_timeout;
+        policy.total_timeout = settings.push.total_timeout;
+        Ok(policy)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,25 +186,5 @@ mod tests {
         let prod = EgressPolicy { mode: EgressMode::Production, dev_allow: allow, ..EgressPolicy::default() };
         assert!(!prod.permits(loopback));
         assert!(prod.permits("93.184.216.34".parse().unwrap()));
-    }
-}
-
-impl EgressPolicy {
-    /// The policy for a Hub configured by `settings`: dev mode honours `MA2H_DEV_EGRESS_ALLOW`,
-    /// production ignores it; timeouts come from the push settings.
-    pub fn from_settings(settings: &ma2h_core::settings::Settings) -> Result<Self, String> {
-        let mut policy = match settings.mode {
-            ma2h_core::settings::Mode::Dev => Self::dev(
-                settings
-                    .dev_egress_allow
-                    .iter()
-                    .map(|n| n.parse().map_err(|_| format!("MA2H_DEV_EGRESS_ALLOW: `{n}` is not a CIDR network")))
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            ma2h_core::settings::Mode::Production => Self::production(),
-        };
-        policy.connect_timeout = settings.push.connect_timeout;
-        policy.total_timeout = settings.push.total_timeout;
-        Ok(policy)
     }
 }
