@@ -9,10 +9,9 @@
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ma2h_protocol::jcs;
 use ma2h_protocol::schema::{self, SchemaKind};
 use ma2h_protocol::signature::{self, SignedContext, VerifyingKey};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Ctx, ack_id};
 use crate::receiver::{Hit, Receiver};
@@ -185,20 +184,7 @@ fn jti(hit: &Hit) -> Option<String> {
 fn verify(hit: &Hit, callback_url: &str, keys: &[VerifyingKey]) -> Result<(), String> {
     let header = hit.signature.as_deref().ok_or("no MA2H-Signature header")?;
     let parsed = signature::parse_header(header).map_err(|e| format!("header: {e}"))?;
-    let b = &hit.body;
-    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    let ctx = SignedContext {
-        ma2h_version: s(&b["ma2h_version"]),
-        callback_url: callback_url.to_owned(),
-        id: s(&b["in_reply_to"]),
-        in_reply_to: s(&b["in_reply_to"]),
-        jti: parsed.jti.clone(),
-        payload_sha256: jcs::payload_sha256(b.get("response"), b.get("state")),
-        resolution: s(&b["resolution"]),
-        resolution_id: s(&b["resolution_id"]),
-        resolved_at: b.get("response").and_then(|r| r["resolved_at"].as_str()).map(str::to_owned),
-        t: parsed.t.clone(),
-    };
+    let ctx = SignedContext::for_response(&hit.body, callback_url, &parsed.jti, &parsed.t)?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
     signature::check_window(parsed.t_unix, now, 120).map_err(|e| e.to_string())?;
     signature::verify(&ctx, &parsed.v1, keys).map_err(|e| e.to_string())

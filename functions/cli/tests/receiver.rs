@@ -7,7 +7,6 @@ mod support;
 use std::io::Write;
 use std::process::Stdio;
 
-use ma2h_protocol::jcs;
 use ma2h_protocol::signature::{self, SignedContext, SigningKey};
 use serde_json::{Value, json};
 use support::*;
@@ -39,20 +38,7 @@ fn listen_is_reinvoked_by_the_signed_push_and_the_resumed_command_opens_the_seal
 
 /// A Response signed for `url` exactly as the Hub signs pushes.
 fn signed(body: &Value, url: &str, jti: &str, t: i64, secret: &str) -> String {
-    let s = |k: &str| body[k].as_str().unwrap().to_owned();
-    let detail = body.get("response");
-    let ctx = SignedContext {
-        ma2h_version: s("ma2h_version"),
-        callback_url: url.into(),
-        id: s("in_reply_to"),
-        in_reply_to: s("in_reply_to"),
-        jti: jti.into(),
-        payload_sha256: jcs::payload_sha256(detail, body.get("state")),
-        resolution: s("resolution"),
-        resolution_id: s("resolution_id"),
-        resolved_at: detail.and_then(|d| d["resolved_at"].as_str()).map(str::to_owned),
-        t: t.to_string(),
-    };
+    let ctx = SignedContext::for_response(body, url, jti, &t.to_string()).unwrap();
     let v1 = signature::sign(&ctx, &SigningKey::Hmac(secret.as_bytes().to_vec()));
     signature::header_value(&ctx.t, jti, &v1)
 }

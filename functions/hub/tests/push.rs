@@ -12,7 +12,6 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
-use ma2h_protocol::jcs;
 use ma2h_protocol::signature::{self, SignedContext, VerifyingKey};
 use serde_json::{Value, json};
 use support::*;
@@ -84,20 +83,7 @@ fn start_receiver() -> (Receiver, String) {
 fn verify(hit: &Hit, callback_url: &str, keys: &[VerifyingKey]) -> Result<(), String> {
     let header = hit.headers.get(signature::SIGNATURE_HEADER).ok_or("no signature header")?.to_str().unwrap();
     let parsed = signature::parse_header(header).map_err(|e| e.to_string())?;
-    let b = &hit.body;
-    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    let ctx = SignedContext {
-        ma2h_version: s(&b["ma2h_version"]),
-        callback_url: callback_url.to_owned(),
-        id: s(&b["in_reply_to"]),
-        in_reply_to: s(&b["in_reply_to"]),
-        jti: parsed.jti.clone(),
-        payload_sha256: jcs::payload_sha256(b.get("response"), b.get("state")),
-        resolution: s(&b["resolution"]),
-        resolution_id: s(&b["resolution_id"]),
-        resolved_at: b.get("response").and_then(|r| r["resolved_at"].as_str()).map(str::to_owned),
-        t: parsed.t.clone(),
-    };
+    let ctx = SignedContext::for_response(&hit.body, callback_url, &parsed.jti, &parsed.t)?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     signature::check_window(parsed.t_unix, now, 120).map_err(|e| e.to_string())?;
     signature::verify(&ctx, &parsed.v1, keys).map_err(|e| e.to_string())

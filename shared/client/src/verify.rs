@@ -14,7 +14,6 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ma2h_protocol::jcs;
 use ma2h_protocol::signature::{self, SignatureError, SignedContext, VerifyingKey};
 use serde_json::Value;
 
@@ -100,19 +99,8 @@ impl Verifier {
                 .ok_or_else(|| Rejection::BadBody(format!("missing `{k}`")))
         };
         let (in_reply_to, resolution_id, resolution) = (s("in_reply_to")?, s("resolution_id")?, s("resolution")?);
-        let response = b.get("response").filter(|r| !r.is_null());
-        let ctx = SignedContext {
-            ma2h_version: s("ma2h_version")?,
-            callback_url: self.callback_url.clone(),
-            id: in_reply_to.clone(),
-            in_reply_to: in_reply_to.clone(),
-            jti: parsed.jti.clone(),
-            payload_sha256: jcs::payload_sha256(response, b.get("state").filter(|s| !s.is_null())),
-            resolution: resolution.clone(),
-            resolution_id: resolution_id.clone(),
-            resolved_at: response.and_then(|r| r.get("resolved_at")).and_then(Value::as_str).map(str::to_owned),
-            t: parsed.t.clone(),
-        };
+        let ctx = SignedContext::for_response(&b, &self.callback_url, &parsed.jti, &parsed.t)
+            .map_err(|k| Rejection::BadBody(format!("missing `{k}`")))?;
         signature::check_window(parsed.t_unix, now, self.window_secs)?;
         signature::verify(&ctx, &parsed.v1, &self.keys)?;
         let verified = VerifiedResponse { body: b, in_reply_to, resolution_id, resolution, jti: parsed.jti };

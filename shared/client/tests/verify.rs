@@ -3,7 +3,6 @@
 
 use ma2h_client::replay::ReplayCache;
 use ma2h_client::verify::{Rejection, Verdict, Verifier, hmac_key};
-use ma2h_protocol::jcs;
 use ma2h_protocol::signature::{self, SignatureError, SignedContext, SigningKey};
 use serde_json::{Value, json};
 
@@ -19,20 +18,7 @@ fn response() -> Value {
 
 /// Sign `body` for `url` the way the Hub does; returns the header value.
 fn sign(body: &Value, url: &str, jti: &str, t: i64, key: &SigningKey) -> String {
-    let s = |k: &str| body[k].as_str().unwrap().to_owned();
-    let detail = body.get("response");
-    let ctx = SignedContext {
-        ma2h_version: s("ma2h_version"),
-        callback_url: url.into(),
-        id: s("in_reply_to"),
-        in_reply_to: s("in_reply_to"),
-        jti: jti.into(),
-        payload_sha256: jcs::payload_sha256(detail, body.get("state")),
-        resolution: s("resolution"),
-        resolution_id: s("resolution_id"),
-        resolved_at: detail.and_then(|d| d["resolved_at"].as_str()).map(str::to_owned),
-        t: t.to_string(),
-    };
+    let ctx = SignedContext::for_response(body, url, jti, &t.to_string()).unwrap();
     signature::header_value(&ctx.t, jti, &signature::sign(&ctx, key))
 }
 

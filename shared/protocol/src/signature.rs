@@ -88,6 +88,28 @@ pub struct SignedContext {
 }
 
 impl SignedContext {
+    /// The §9.2 context for a §6 Response body pushed to `callback_url`: the one construction
+    /// the Hub signs and every receiver rebuilds. `id` is the message id (`in_reply_to`), and
+    /// `payload_sha256` is recomputed from the body's own `response`/`state` (null = absent).
+    /// `Err` names a missing string member.
+    pub fn for_response(response: &Value, callback_url: &str, jti: &str, t: &str) -> Result<Self, &'static str> {
+        let s = |k: &'static str| response.get(k).and_then(Value::as_str).map(str::to_owned).ok_or(k);
+        let detail = response.get("response").filter(|r| !r.is_null());
+        let in_reply_to = s("in_reply_to")?;
+        Ok(Self {
+            ma2h_version: s("ma2h_version")?,
+            callback_url: callback_url.to_owned(),
+            id: in_reply_to.clone(),
+            in_reply_to,
+            jti: jti.to_owned(),
+            payload_sha256: jcs::payload_sha256(detail, response.get("state").filter(|s| !s.is_null())),
+            resolution: s("resolution")?,
+            resolution_id: s("resolution_id")?,
+            resolved_at: detail.and_then(|d| d.get("resolved_at")).and_then(Value::as_str).map(str::to_owned),
+            t: t.to_owned(),
+        })
+    }
+
     /// The context as a JSON object (member order is irrelevant: JCS sorts).
     pub fn to_value(&self) -> Value {
         let s = |v: &str| Value::String(v.to_owned());

@@ -446,3 +446,37 @@ fn window_edges() {
     assert_eq!(check_window(i64::MAX, i64::MAX, 0), Ok(()));
     assert!(check_window(now, now, -1).is_err());
 }
+
+/// `SignedContext::for_response` rebuilds dp-001's signed context from a §6 Response carrying
+/// dp-001's payload (source: autnmy/ma2h-protocol conformance/vectors/dp-001-signature.json), so
+/// the pinned `v1` verifies; a missing member is named.
+#[test]
+fn for_response_rebuilds_the_dp001_context_from_a_response_body() {
+    let body = json!({
+        "ma2h_version": "0.3",
+        "in_reply_to": "msg_01HZXASK0001",
+        "resolution_id": "res_01HZXR3SOLVE",
+        "agent": { "id": "deploybot/dev-team", "run_id": "run_1" },
+        "resolution": "answered",
+        "response": {
+            "value": "hold", "edited": false, "actor": "human:alice",
+            "resolved_at": "2026-06-04T15:48:30Z",
+            "comment": "Let's get a human eye on the migration first."
+        },
+        "defaulted": false,
+        "state": { "sealed": "v1.demo.MOCK-SEALED-STATE-BLOB" }
+    });
+    let ctx = SignedContext::for_response(
+        &body,
+        "https://deploybot.example/ma2h/resume",
+        "jti_01HZX7Q9Z3DEMOFIX",
+        "1749050910",
+    )
+    .unwrap();
+    assert_eq!(ctx, dp001_ctx());
+    let key = VerifyingKey::Hmac(b"ma2h-test-secret-key-0123456789ab".to_vec());
+    assert!(signature::verify(&ctx, "Ryfm6kkeIKl80WEanB__dxoyL6bg5yFF33bRpu_3cxc", &[key]).is_ok());
+    let mut missing = body.clone();
+    missing.as_object_mut().unwrap().remove("resolution_id");
+    assert_eq!(SignedContext::for_response(&missing, "u", "j", "1"), Err("resolution_id"));
+}

@@ -9,10 +9,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_protocol::envelope::{Callback, CallbackMode, CallbackScheme, Envelope};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
-use ma2h_protocol::jcs;
 use ma2h_protocol::signature::{self, SignedContext, SigningKey};
 use ma2h_protocol::time::Timestamp;
-use serde_json::Value;
 
 use crate::ports::{PushOutcome, PushRequest, PushSender};
 use crate::records::{Lookup, MessageRecord, PushStatus, PushTrack};
@@ -146,20 +144,9 @@ async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Res
 
     let mut jti = [0u8; 16];
     hub.random.fill(&mut jti);
-    let detail = response.get("response");
-    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-    let ctx = SignedContext {
-        ma2h_version: str_of(response, "ma2h_version"),
-        callback_url: url.clone(),
-        id: record.id.to_string(),
-        in_reply_to: str_of(response, "in_reply_to"),
-        jti: format!("jti_{}", URL_SAFE_NO_PAD.encode(jti)),
-        payload_sha256: jcs::payload_sha256(detail, response.get("state")),
-        resolution: str_of(response, "resolution"),
-        resolution_id: str_of(response, "resolution_id"),
-        resolved_at: detail.and_then(|d| d.get("resolved_at")).and_then(Value::as_str).map(str::to_owned),
-        t: now.timestamp().to_string(),
-    };
+    let jti = format!("jti_{}", URL_SAFE_NO_PAD.encode(jti));
+    let ctx = SignedContext::for_response(response, &url, &jti, &now.timestamp().to_string())
+        .map_err(|field| format!("stored Response lacks `{field}`"))?;
     let (key, token) = keys_for(hub, &record.account, &record.agent_id, callback).await?;
     let v1 = signature::sign(&ctx, &key);
     let mut headers = vec![(signature::SIGNATURE_HEADER.to_owned(), signature::header_value(&ctx.t, &ctx.jti, &v1))];
