@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use ma2h_core::ports::{CredentialStore, StoreError};
 use ma2h_core::records::{CredentialRecord, PrincipalId};
 use ma2h_protocol::ids::{AccountId, AgentId, HumanId};
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Row, params};
 
 use crate::codec::{DbError, ms, opt_ms, opt_ts, parsed, ts};
 use crate::{SqliteStore, sql};
@@ -22,8 +22,7 @@ impl CredentialStore for SqliteStore {
     async fn put_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError> {
         let c = credential.clone();
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached(sql::PUT_CREDENTIAL)?.execute(params![
+            conn.prepare_cached(sql::PUT_CREDENTIAL)?.execute(params![
                 c.id,
                 c.key_hash,
                 c.account.as_str(),
@@ -34,7 +33,6 @@ impl CredentialStore for SqliteStore {
                 opt_ms(c.expires_at),
                 opt_ms(c.revoked_at),
             ])?;
-            tx.commit()?;
             Ok(())
         })
         .await
@@ -76,13 +74,11 @@ impl CredentialStore for SqliteStore {
     async fn update_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError> {
         let c = credential.clone();
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx.prepare_cached(sql::UPDATE_CREDENTIAL)?.execute(params![
+            let changed = conn.prepare_cached(sql::UPDATE_CREDENTIAL)?.execute(params![
                 opt_ms(c.expires_at),
                 opt_ms(c.revoked_at),
                 c.id
             ])?;
-            tx.commit()?;
             if changed == 0 {
                 tracing::warn!(credential_id = %c.id, "sqlite store: update of an unknown credential ignored");
             }
@@ -100,9 +96,7 @@ impl CredentialStore for SqliteStore {
     ) -> Result<(), StoreError> {
         let (account, agent, name, sealed) = (account.clone(), agent.clone(), name.to_owned(), sealed.to_vec());
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached(sql::PUT_SECRET)?.execute(params![account.as_str(), agent.as_str(), name, sealed])?;
-            tx.commit()?;
+            conn.prepare_cached(sql::PUT_SECRET)?.execute(params![account.as_str(), agent.as_str(), name, sealed])?;
             Ok(())
         })
         .await

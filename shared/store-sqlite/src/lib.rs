@@ -6,12 +6,13 @@
 //! * **Durability (§3.1).** WAL journal with `synchronous=FULL`: a commit is on disk before the
 //!   call returns, and the Hub acknowledges only afterwards, so a `kill -9` loses nothing that was
 //!   acknowledged. Schema migrations are versioned by `PRAGMA user_version` and run at open.
-//! * **Concurrency.** One writer connection behind a [`std::sync::Mutex`] serializes every write
-//!   transaction (`BEGIN IMMEDIATE`), which is what makes the §7 compare-and-set, the §8.1
-//!   idempotency claim and the §8.6 counter increments atomic. File databases also get a small
-//!   pool of `query_only` reader connections; WAL lets them read the last commit while a write is
-//!   in progress. All SQLite calls run on [`tokio::task::spawn_blocking`], never on the async
-//!   runtime.
+//! * **Concurrency.** One writer connection, owned by the [`writer`] thread, runs every write;
+//!   writes are serialized, which is what makes the §7 compare-and-set, the §8.1 idempotency claim
+//!   and the §8.6 counter increments atomic. The thread commits the writes queued at the same time
+//!   in one transaction (group commit: one `fsync` for many callers, each answered only after it).
+//!   File databases also get a small pool of `query_only` reader connections; WAL lets them read
+//!   the last commit while a write is in progress. Reads run on
+//!   [`tokio::task::spawn_blocking`], never on the async runtime.
 //! * **Representation.** Timestamps are integer Unix milliseconds (sub-millisecond parts are
 //!   truncated); envelopes and Responses are compact JSON text, member order preserved.
 //!   Statements are prepared once per connection (`prepare_cached`).
@@ -23,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use writer::Writer;
+
 use ma2h_core::ports::StoreError;
 use rusqlite::{Connection, OpenFlags};
 
@@ -31,6 +34,7 @@ pub mod credentials;
 pub mod messages;
 mod schema;
 pub mod sql;
+mod writer;
 
 use codec::DbError;
 pub use schema::{SCHEMA_VERSION, StoreSettings};
@@ -45,7 +49,7 @@ pub struct SqliteStore {
 }
 
 struct Inner {
-    writer: Mutex<Connection>,
+    writer: Writer,
     /// Empty for an in-memory database: every read then goes through the writer.
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
@@ -80,7 +84,7 @@ impl SqliteStore {
             })
             .collect::<Result<Vec<_>, DbError>>()?;
         tracing::info!(path = %path.display(), journal_mode = %settings.journal_mode, synchronous = settings.synchronous, "sqlite store opened");
-        Ok(Self::from_parts(writer, readers, Some(path), settings))
+        Self::from_parts(writer, readers, Some(path), settings)
     }
 
     /// A private in-memory database (tests, demos). It lives as long as this store and its
@@ -88,7 +92,7 @@ impl SqliteStore {
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let mut writer = Connection::open_in_memory().map_err(DbError::from)?;
         let settings = schema::prepare_writer(&mut writer)?;
-        Ok(Self::from_parts(writer, Vec::new(), None, settings))
+        Self::from_parts(writer, Vec::new(), None, settings)
     }
 
     fn from_parts(
@@ -96,16 +100,10 @@ impl SqliteStore {
         readers: Vec<Mutex<Connection>>,
         path: Option<PathBuf>,
         settings: StoreSettings,
-    ) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                writer: Mutex::new(writer),
-                readers,
-                next_reader: AtomicUsize::new(0),
-                path,
-                settings,
-            }),
-        }
+    ) -> Result<Self, StoreError> {
+        let writer = Writer::spawn(writer)
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the sqlite writer thread: {e}")))?;
+        Ok(Self { inner: Arc::new(Inner { writer, readers, next_reader: AtomicUsize::new(0), path, settings }) })
     }
 
     /// The database file, or `None` in memory.
@@ -118,34 +116,42 @@ impl SqliteStore {
         &self.inner.settings
     }
 
-    /// Run `f` inside the writer connection on the blocking pool. `f` opens its own
-    /// (`IMMEDIATE`) transaction.
+    /// Run `f` on the writer thread, inside a transaction shared with the other writes queued
+    /// at the same time (its own savepoint: an `Err` rolls back `f`'s writes alone). Returns once
+    /// that transaction is committed — on disk — or failed. `f` must not open a transaction.
     pub(crate) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
     {
-        let inner = Arc::clone(&self.inner);
-        blocking(move || f(&mut lock(&inner.writer))).await
+        self.inner.writer.submit(f).await.map_err(StoreError::from)
     }
 
-    /// Run `f` on a reader connection (the writer for an in-memory database).
+    /// Run `f` on a reader connection inside one read transaction, so every statement in `f`
+    /// reads the same snapshot (an in-memory database has no readers: `f` runs on the writer).
     pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
     {
+        if self.inner.readers.is_empty() {
+            return self.write(f).await;
+        }
         let inner = Arc::clone(&self.inner);
-        blocking(move || f(&mut inner.reader())).await
+        blocking(move || {
+            let conn = inner.reader();
+            let tx = conn.unchecked_transaction()?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
+        .await
     }
 }
 
 impl Inner {
     /// A free reader if there is one, else wait for the next in round-robin order.
     fn reader(&self) -> MutexGuard<'_, Connection> {
-        if self.readers.is_empty() {
-            return lock(&self.writer);
-        }
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
         let n = self.readers.len();
         (0..n)

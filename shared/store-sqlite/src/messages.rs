@@ -1,11 +1,12 @@
 //! [`MessageStore`] over SQLite: messages, idempotency claims (§8.1), the §7 terminal CAS, the
 //! expiry index, retention with tombstones (§8.2) and the §8.6 counters.
 //!
-//! Every write is one `BEGIN IMMEDIATE` transaction on the single writer connection, committed
-//! before the method returns (and therefore before the Hub acknowledges anything, §3.1).
+//! Every write runs on the single writer connection as one savepoint of a group-committed
+//! transaction (see `writer`), committed before the method returns (and therefore before the Hub
+//! acknowledges anything, §3.1). Every read runs in one read transaction: one snapshot.
 //!
 //! * `insert_message` — if a claim for `(account, agent, key)` is live at `now`, returns
-//!   `Existing(claim)` and rolls back (nothing written); otherwise inserts the message and
+//!   `Existing(claim)` (nothing written); otherwise inserts the message and
 //!   writes the claim, replacing an expired one.
 //! * `get_claim` — the claim row if `expires_at > now`.
 //! * `get_message` — the row scoped to `account`; else that account's tombstone (`Gone`); else
@@ -33,7 +34,7 @@ use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::time::Timestamp;
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::codec::{DbError, json_text, json_value, limit, ms, opt_ms, opt_ts, parsed, ts};
 use crate::{SqliteStore, sql};
@@ -64,9 +65,7 @@ impl MessageStore for SqliteStore {
     async fn get_message(&self, account: &AccountId, id: &MessageId) -> Result<Lookup, StoreError> {
         let (account, id) = (account.clone(), id.clone());
         self.read(move |conn| {
-            let tx = conn.transaction()?;
-            let found = lookup(&tx, &account, &id)?;
-            tx.commit()?;
+            let found = lookup(conn, &account, &id)?;
             Ok(found)
         })
         .await
@@ -120,9 +119,8 @@ impl MessageStore for SqliteStore {
         max: usize,
     ) -> Result<Vec<(AccountId, MessageId)>, StoreError> {
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let claimed = {
-                let mut stmt = tx.prepare_cached(sql::CLAIM_PUSHES)?;
+                let mut stmt = conn.prepare_cached(sql::CLAIM_PUSHES)?;
                 let rows = stmt.query_map(params![ms(now), ms(lease_until), limit(max)], |r| {
                     Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
                 })?;
@@ -132,7 +130,6 @@ impl MessageStore for SqliteStore {
                 })
                 .collect::<Result<Vec<_>, DbError>>()?
             };
-            tx.commit()?;
             Ok(claimed)
         })
         .await
@@ -169,10 +166,9 @@ impl MessageStore for SqliteStore {
     async fn incr_counter(&self, key: &str, expires_at: Timestamp, now: Timestamp) -> Result<u64, StoreError> {
         let key = key.to_owned();
         self.write(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value: i64 =
-                tx.prepare_cached(sql::INCR_COUNTER)?.query_row(params![key, ms(expires_at), ms(now)], |r| r.get(0))?;
-            tx.commit()?;
+            let value: i64 = conn
+                .prepare_cached(sql::INCR_COUNTER)?
+                .query_row(params![key, ms(expires_at), ms(now)], |r| r.get(0))?;
             u64::try_from(value).map_err(|_| DbError::Corrupt(format!("counter {key} holds {value}")))
         })
         .await
@@ -180,19 +176,18 @@ impl MessageStore for SqliteStore {
 }
 
 fn insert_message(
-    conn: &mut Connection,
+    conn: &Connection,
     m: &MessageRecord,
     claim: Option<&IdempotencyRecord>,
     now: Timestamp,
 ) -> Result<Inserted, DbError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if let Some(c) = claim
-        && let Some(existing) = live_claim(&tx, &c.account, &c.agent_id, &c.key, now)?
+        && let Some(existing) = live_claim(conn, &c.account, &c.agent_id, &c.key, now)?
     {
-        // §8.1: the key is taken; dropping `tx` rolls back, nothing was written.
+        // §8.1: the key is taken; nothing was written.
         return Ok(Inserted::Existing(existing));
     }
-    tx.prepare_cached(sql::INSERT_MESSAGE)?.execute(params![
+    conn.prepare_cached(sql::INSERT_MESSAGE)?.execute(params![
         m.id.as_str(),
         m.account.as_str(),
         m.agent_id.as_str(),
@@ -214,7 +209,7 @@ fn insert_message(
         m.push.as_ref().and_then(|p| p.delivered_at).map(ms),
     ])?;
     if let Some(c) = claim {
-        tx.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![
+        conn.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![
             c.account.as_str(),
             c.agent_id.as_str(),
             c.key,
@@ -223,7 +218,6 @@ fn insert_message(
             ms(c.expires_at),
         ])?;
     }
-    tx.commit()?;
     Ok(Inserted::New)
 }
 
@@ -282,14 +276,8 @@ fn lookup(conn: &Connection, account: &AccountId, id: &MessageId) -> Result<Look
     })
 }
 
-fn complete(
-    conn: &mut Connection,
-    account: &AccountId,
-    id: &MessageId,
-    w: &TerminalWrite,
-) -> Result<Completion, DbError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let changed = tx.prepare_cached(sql::COMPLETE)?.execute(params![
+fn complete(conn: &Connection, account: &AccountId, id: &MessageId, w: &TerminalWrite) -> Result<Completion, DbError> {
+    let changed = conn.prepare_cached(sql::COMPLETE)?.execute(params![
         w.status.as_str(),
         json_text(&w.response),
         w.resolution_id.as_str(),
@@ -300,8 +288,7 @@ fn complete(
         w.is_expiry,
         w.push,
     ])?;
-    let current = select_message(&tx, account, id)?;
-    tx.commit()?;
+    let current = select_message(conn, account, id)?;
     Ok(match (changed, current) {
         (1, Some(record)) => Completion::Applied(record),
         (_, Some(record)) => Completion::AlreadyTerminal(record),
@@ -309,24 +296,22 @@ fn complete(
     })
 }
 
-fn purge(conn: &mut Connection, now: Timestamp, max: usize) -> Result<usize, DbError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let due: Vec<(String, String, String)> = tx
+fn purge(conn: &Connection, now: Timestamp, max: usize) -> Result<usize, DbError> {
+    let due: Vec<(String, String, String)> = conn
         .prepare_cached(sql::PURGEABLE)?
         .query_map(params![ms(now), limit(max)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<Result<_, _>>()?;
     let mut purged = 0;
     {
-        let mut tombstone = tx.prepare_cached(sql::INSERT_TOMBSTONE)?;
-        let mut delete = tx.prepare_cached(sql::DELETE_MESSAGE)?;
+        let mut tombstone = conn.prepare_cached(sql::INSERT_TOMBSTONE)?;
+        let mut delete = conn.prepare_cached(sql::DELETE_MESSAGE)?;
         for (id, account, agent_id) in &due {
             tombstone.execute(params![id, account, agent_id, ms(now)])?;
             purged += delete.execute(params![id])?;
         }
     }
-    let claims = tx.prepare_cached(sql::PURGE_CLAIMS)?.execute(params![ms(now), limit(max)])?;
-    let counters = tx.prepare_cached(sql::PURGE_COUNTERS)?.execute(params![ms(now), limit(max)])?;
-    tx.commit()?;
+    let claims = conn.prepare_cached(sql::PURGE_CLAIMS)?.execute(params![ms(now), limit(max)])?;
+    let counters = conn.prepare_cached(sql::PURGE_COUNTERS)?.execute(params![ms(now), limit(max)])?;
     if purged + claims + counters > 0 {
         tracing::debug!(purged, claims, counters, "sqlite store: purged expired rows");
     }
