@@ -111,6 +111,12 @@ impl SqliteStore {
         self.inner.path.as_deref()
     }
 
+    /// Write transactions committed since open. Each carries one or more writes (group commit),
+    /// so comparing it with the number of writes shows how well commits are being shared.
+    pub fn commits(&self) -> u64 {
+        self.inner.writer.commits()
+    }
+
     /// The settings the writer connection runs with (for startup logs and durability checks).
     pub fn settings(&self) -> &StoreSettings {
         &self.inner.settings

@@ -161,11 +161,11 @@ fn commit_batch(conn: &mut Connection, batch: &mut [Box<dyn Job>]) -> Result<(),
             let _ = conn.execute_batch("ROLLBACK");
             return Err("could not open a savepoint".into());
         };
-        if job.run(&savepoint) {
-            if let Err(e) = savepoint.commit() {
-                let _ = conn.execute_batch("ROLLBACK");
-                return Err(e.to_string());
-            }
+        if job.run(&savepoint)
+            && let Err(e) = savepoint.commit()
+        {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e.to_string());
         }
         // else: dropping the savepoint rolls this job's writes back; the others stand.
     }
