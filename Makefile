@@ -33,6 +33,11 @@ lint-infra:
 build:
 	$(CARGO) build --release -p ma2h-hub
 
+## bench: release build, a fresh Hub on a temp data dir, then submit / push / long-poll benchmarks (scripts/bench.sh)
+.PHONY: bench
+bench:
+	CARGO=$(CARGO) bash scripts/bench.sh
+
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
