@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use ma2h_protocol::envelope::Envelope;
 use ma2h_protocol::resolve::ResolveRequest;
 
-const AGENT: &str = r#""agent":{"id":"bot","run_id":"r1"},"created_at":"2026-06-04T12:00:00Z""#;
+const AGENT: &str = r#""agent":{"id":"bot","run_id":"r1","runtime":"cli"},"created_at":"2026-06-04T12:00:00Z""#;
 
 /// The messages every body is checked against, parsed exactly as the Hub parses a stored one.
 static MESSAGES: LazyLock<Vec<Envelope>> = LazyLock::new(|| {

@@ -1,0 +1,506 @@
+//! Malformed input through the Router never yields a 5xx (issue 7): the CI-bounded companion of the
+//! cargo-fuzz targets in `fuzz/`, needing no fuzzer and no nightly.
+//!
+//! The project's own conformance vectors (`conformance/vectors/*.json`) seed a deterministic
+//! mutator — a xorshift PRNG with a constant seed, so every run sends exactly the same requests and
+//! a failure reproduces by re-running the test. Each mutated body is POSTed with a valid credential
+//! and the reply must be the success status (202 submit / 200 resolve) or a 4xx whose body is the
+//! §8.5 envelope `{"error": {"code": <non-empty string>, "message": <string>}}`.
+//!
+//! The Hub never *parses* an `MA2H-Signature` header (it only emits them; agents verify), so the
+//! header parser has no HTTP surface here: it is covered by the `signature_header` fuzz target and
+//! the protocol crate's tests.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::*;
+use http_body_util::BodyExt;
+use ma2h_core::settings::Settings;
+use serde_json::{Map, Value, json};
+use tower::ServiceExt;
+
+/// Mutated submits (plus the fixed oversize cases) and mutated resolves. Sized for well under
+/// 20 s in a debug build on two cores.
+const SUBMIT_CASES: usize = 4000;
+const RESOLVE_CASES: usize = 2000;
+
+/// xorshift64* (Vigna): tiny, deterministic, good enough to spread mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn percent(&mut self, p: usize) -> bool {
+        self.below(100) < p
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Every vector's envelope, placeholders filled with the harness's agents (valid and invalid
+/// vectors alike: a mutated invalid envelope is as good a probe as a mutated valid one).
+fn vector_envelopes() -> Vec<(String, Value)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../conformance/vectors");
+    let mut files: Vec<_> = std::fs::read_dir(dir).expect("conformance/vectors").map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let envelopes: Vec<_> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let text = std::fs::read_to_string(p)
+                .unwrap()
+                .replace("\"$AGENT\"", "\"bot\"")
+                .replace("\"$OTHER_AGENT\"", "\"other\"");
+            let vector: Value = serde_json::from_str(&text).unwrap();
+            (p.file_stem().unwrap().to_string_lossy().into_owned(), vector["envelope"].clone())
+        })
+        .collect();
+    assert!(envelopes.len() >= 5, "expected the conformance vectors as seeds");
+    envelopes
+}
+
+/// Field names of the envelope and resolve bodies: grafting them onto the wrong objects hits the
+/// schema's conditionals and the cross-field rules instead of only "unknown field".
+const FIELDS: &[&str] = &[
+    "ma2h_version",
+    "type",
+    "agent",
+    "id",
+    "title",
+    "body",
+    "priority",
+    "tags",
+    "to",
+    "expires_at",
+    "created_at",
+    "idempotency_key",
+    "request",
+    "action",
+    "mode",
+    "options",
+    "value",
+    "label",
+    "schema",
+    "permissions",
+    "default_on_expire",
+    "allowed_resolvers",
+    "callback",
+    "url",
+    "auth",
+    "scheme",
+    "secret_ref",
+    "checklist",
+    "instructions",
+    "context",
+    "state",
+    "sensitive",
+    "session",
+    "resolution",
+    "comment",
+    "done",
+    "text",
+    "properties",
+    "required",
+    "pattern",
+    "enum",
+];
+
+/// A value of some (usually other) JSON type, biased towards the edges parsers get wrong.
+fn wild(rng: &mut Rng) -> Value {
+    match rng.below(22) {
+        0 => Value::Null,
+        1 => json!(true),
+        2 => json!(0),
+        3 => json!(-1),
+        4 => json!(u64::MAX),
+        5 => json!(i64::MIN),
+        6 => json!(1.7976931348623157e308),
+        7 => json!(5e-324),
+        8 => json!(""),
+        9 => json!("x"),
+        10 => Value::String("A".repeat(70_000)),
+        11 => json!("nul\u{0}inside\u{1}\u{1f}\u{7f}"),
+        12 => json!("\u{202e}bidi😀\u{fffd}"),
+        13 => json!([]),
+        14 => json!({}),
+        15 => json!(["a", 1, null, {}]),
+        16 => json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a+)+$"}}}),
+        17 => json!("2026-13-45T25:61:61Z"),
+        18 => json!("1999-01-01T00:00:00Z"),
+        19 => json!("0.3"),
+        20 => {
+            // Nested 40 deep: deep enough to stress recursion, under serde_json's 128 limit.
+            let mut v = json!("leaf");
+            for _ in 0..40 {
+                v = if rng.percent(50) { json!([v]) } else { json!({ "n": v }) };
+            }
+            v
+        }
+        _ => json!(*rng.pick(FIELDS)),
+    }
+}
+
+fn count(v: &Value) -> usize {
+    1 + match v {
+        Value::Array(a) => a.iter().map(count).sum(),
+        Value::Object(m) => m.values().map(count).sum(),
+        _ => 0,
+    }
+}
+
+/// The `n`th node in pre-order (0 = the root).
+fn nth_mut(v: &mut Value, mut n: usize) -> &mut Value {
+    if n == 0 {
+        return v;
+    }
+    n -= 1;
+    let children: Vec<&mut Value> = match v {
+        Value::Array(a) => a.iter_mut().collect(),
+        Value::Object(m) => m.values_mut().collect(),
+        _ => Vec::new(),
+    };
+    for child in children {
+        let size = count(child);
+        if n < size {
+            return nth_mut(child, n);
+        }
+        n -= size;
+    }
+    unreachable!("n is below count(v)")
+}
+
+/// A random object node (the root if a few draws find none).
+fn some_object<'a>(rng: &mut Rng, v: &'a mut Value) -> Option<&'a mut Map<String, Value>> {
+    let total = count(v);
+    let pick = (0..8).map(|_| rng.below(total)).find(|&i| nth_mut(v, i).is_object()).unwrap_or(0);
+    nth_mut(v, pick).as_object_mut()
+}
+
+/// Placeholder key prefix for a duplicated member: serde_json's map cannot hold the same key
+/// twice, so the copy is renamed back textually after serialization.
+const DUP: &str = "\u{0}DUP\u{0}";
+const DUP_ESCAPED: &str = "\\u0000DUP\\u0000";
+
+/// One to three structural edits through `serde_json::Value`, then serialization.
+fn mutate_structure(rng: &mut Rng, mut v: Value) -> Vec<u8> {
+    for _ in 0..=rng.below(3) {
+        match rng.below(5) {
+            // Type swap (or value swap) of any node.
+            0 | 1 => {
+                let total = count(&v);
+                *nth_mut(&mut v, rng.below(total)) = wild(rng);
+            }
+            2 => {
+                if let Some(obj) = some_object(rng, &mut v)
+                    && !obj.is_empty()
+                {
+                    let key = obj.keys().nth(rng.below(obj.len())).unwrap().clone();
+                    obj.shift_remove(&key);
+                }
+            }
+            3 => {
+                let value = wild(rng);
+                if let Some(obj) = some_object(rng, &mut v) {
+                    obj.insert(rng.pick(FIELDS).to_string(), value);
+                }
+            }
+            _ => {
+                let value = wild(rng);
+                if let Some(obj) = some_object(rng, &mut v)
+                    && !obj.is_empty()
+                {
+                    let key = obj.keys().nth(rng.below(obj.len())).unwrap().clone();
+                    obj.insert(format!("{DUP}{key}"), value);
+                }
+            }
+        }
+    }
+    let text = serde_json::to_string(&v).unwrap();
+    text.replace(DUP_ESCAPED, "").into_bytes()
+}
+
+/// Text and bytes JSON parsers trip on.
+const TOKENS: &[&[u8]] = &[
+    b"\"",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"\\",
+    b"\\u0000",
+    b"\0",
+    b"\\ud800",
+    b"\\uDFFF\\uD800",
+    b"1e999999",
+    b"-1e999999",
+    b"123456789012345678901234567890",
+    b"-0",
+    b"0.",
+    b".5",
+    b"NaN",
+    b"Infinity",
+    b"\xff\xfe",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\xef\xbb\xbf",
+    b"null",
+    b"true",
+    b"//",
+    b"/*",
+];
+
+/// One to four byte-level edits of a serialized body.
+fn mutate_bytes(rng: &mut Rng, mut b: Vec<u8>) -> Vec<u8> {
+    for _ in 0..=rng.below(4) {
+        let at = rng.below(b.len() + 1);
+        let last = b.len().saturating_sub(1);
+        match rng.below(8) {
+            0 if !b.is_empty() => b[at.min(last)] ^= 1 << rng.below(8),
+            1 if !b.is_empty() => b[at.min(last)] = rng.below(256) as u8,
+            2 => b.truncate(at),
+            3 | 4 => {
+                let token = rng.pick(TOKENS);
+                b.splice(at..at, token.iter().copied());
+            }
+            5 => {
+                // Deep nesting, below and far beyond serde_json's recursion limit.
+                let depth = *rng.pick(&[64, 127, 129, 1_000, 20_000]);
+                let open = if rng.percent(50) { b"[".repeat(depth) } else { b"{\"a\":".repeat(depth) };
+                b.splice(at..at, open);
+            }
+            6 => {
+                let end = (at + rng.below(64)).min(b.len());
+                b.drain(at..end);
+            }
+            _ => {
+                let end = (at + rng.below(64)).min(b.len());
+                let chunk = b[at..end].to_vec();
+                let to = rng.below(b.len() + 1);
+                b.splice(to..to, chunk);
+            }
+        }
+    }
+    b
+}
+
+/// A mutated body: structural edits, byte edits, or both.
+fn mutate(rng: &mut Rng, seed: &Value) -> Vec<u8> {
+    match rng.below(10) {
+        0..=4 => mutate_structure(rng, seed.clone()),
+        5..=7 => mutate_bytes(rng, serde_json::to_vec(seed).unwrap()),
+        _ => {
+            let b = mutate_structure(rng, seed.clone());
+            mutate_bytes(rng, b)
+        }
+    }
+}
+
+/// Mostly the right content type; sometimes a wrong or missing one (the Hub reads JSON bodies
+/// regardless, but whatever it decides must still be a 4xx envelope or a success).
+fn content_type(rng: &mut Rng) -> Option<&'static str> {
+    if rng.percent(85) {
+        return Some("application/json");
+    }
+    *rng.pick(&[
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/json; charset=utf-16"),
+        Some("image/png"),
+    ])
+}
+
+struct Outcome {
+    status: StatusCode,
+    body: Value,
+}
+
+async fn post(t: &TestHub, uri: &str, key: &str, content_type: Option<&str>, body: Vec<u8>) -> Outcome {
+    let mut req = Request::builder().method(Method::POST).uri(uri).header("authorization", format!("Bearer {key}"));
+    if let Some(ct) = content_type {
+        req = req.header("content-type", ct);
+    }
+    let resp = t.app.clone().oneshot(req.body(Body::from(body)).unwrap()).await.unwrap();
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    Outcome { status, body }
+}
+
+/// The issue 7 contract for one reply.
+fn assert_contract(what: &str, ok: StatusCode, sent: &[u8], r: &Outcome) {
+    let shown = String::from_utf8_lossy(&sent[..sent.len().min(400)]);
+    assert!(
+        r.status == ok || r.status.is_client_error(),
+        "{what}: got {} (want {ok} or 4xx) for body {shown:?}: {}",
+        r.status,
+        r.body
+    );
+    if r.status.is_client_error() {
+        let code = r.body["error"]["code"].as_str().unwrap_or_default();
+        assert!(!code.is_empty(), "{what}: {} without a §8.5 error code for {shown:?}: {}", r.status, r.body);
+        assert!(r.body["error"]["message"].is_string(), "{what}: no error.message for {shown:?}: {}", r.body);
+    }
+}
+
+/// Unlimited rate and inbox depth: the budget must not turn the probes into 429s before they reach
+/// the parser.
+async fn unlimited_hub() -> TestHub {
+    hub_with(Settings { requests_per_minute: 0, inbox_depth: 0, ..settings() }).await
+}
+
+#[tokio::test]
+async fn mutated_submits_get_202_or_a_4xx_envelope() {
+    let t = unlimited_hub().await;
+    let seeds = vector_envelopes();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut seen: BTreeMap<u16, usize> = BTreeMap::new();
+
+    for case in 0..SUBMIT_CASES {
+        let (name, seed) = rng.pick(&seeds);
+        let mut seed = seed.clone();
+        // A fresh key per case, so a mutated ask is judged on its own rather than as a replay.
+        if seed.get("idempotency_key").is_some() {
+            seed["idempotency_key"] = json!(format!("fuzz-{case}"));
+        }
+        let body = mutate(&mut rng, &seed);
+        let r = post(&t, "/v1/messages", &t.agent, content_type(&mut rng), body.clone()).await;
+        assert_contract(&format!("submit case {case} (seed {name})"), StatusCode::ACCEPTED, &body, &r);
+        *seen.entry(r.status.as_u16()).or_default() += 1;
+    }
+
+    // Oversize: a `body` just over its cap (422 from the rules), too many / too large context
+    // Parts, and bodies beyond what the HTTP layer buffers at all (the extractor's 422).
+    let limits = settings().limits;
+    let max_request = settings().max_request_bytes();
+    let notify = notify();
+    let part = |bytes: usize| json!({ "kind": "text", "text": "p".repeat(bytes) });
+    let oversized = [
+        with(notify.clone(), "/body", json!("b".repeat(limits.max_body_bytes + 1))),
+        with(notify.clone(), "/context", Value::Array(vec![part(10); limits.max_context_parts + 1])),
+        with(notify.clone(), "/context", json!([part(limits.max_part_bytes + 1)])),
+        with(notify.clone(), "/body", json!("b".repeat(max_request + 1))),
+    ];
+    let mut bodies: Vec<Vec<u8>> = oversized.iter().map(|v| serde_json::to_vec(v).unwrap()).collect();
+    bodies.push(b"[".repeat(max_request + 1));
+    bodies.push(vec![0xff; max_request + 1]);
+    for (i, body) in bodies.into_iter().enumerate() {
+        let r = post(&t, "/v1/messages", &t.agent, Some("application/json"), body.clone()).await;
+        assert_contract(&format!("oversize case {i}"), StatusCode::ACCEPTED, &body, &r);
+        assert!(r.status.is_client_error(), "oversize case {i} was accepted");
+        *seen.entry(r.status.as_u16()).or_default() += 1;
+    }
+
+    eprintln!("submit statuses: {seen:?}");
+    for status in [202, 400, 403, 422] {
+        assert!(seen.contains_key(&status), "the mutator never produced a {status}: {seen:?}");
+    }
+}
+
+/// The resolvable messages, re-created whenever a mutated body happens to resolve one.
+#[derive(Clone, Copy)]
+enum Target {
+    Select,
+    Input,
+    Confirm,
+    Task,
+}
+
+const TARGETS: [Target; 4] = [Target::Select, Target::Input, Target::Confirm, Target::Task];
+
+fn target_envelope(target: Target, key: &str) -> Value {
+    let with_request = |request: Value| with(ask(key), "/request", request);
+    match target {
+        Target::Select => ask(key),
+        Target::Input => with_request(json!({
+            "mode": "input",
+            "schema": { "type": "object", "required": ["reason"], "properties": {
+                "reason": { "type": "string", "maxLength": 40 },
+                "n": { "type": "integer", "minimum": 1 },
+                "color": { "enum": ["red", "blue"] } } },
+            "allowed_resolvers": ["human:alice"]
+        })),
+        Target::Confirm => with_request(json!({
+            "mode": "confirm", "permissions": { "allow_ignore": false }, "allowed_resolvers": ["human:alice"]
+        })),
+        Target::Task => task(key),
+    }
+}
+
+/// Valid resolve bodies, at least one per target (paired with the wrong target they probe the 422s).
+fn resolve_seeds() -> Vec<Value> {
+    vec![
+        json!({ "resolution": "answered", "value": "ship", "comment": "go" }),
+        json!({ "resolution": "declined", "comment": "not now" }),
+        json!({ "resolution": "answered", "value": { "reason": "because", "n": 2, "color": "red" } }),
+        json!({ "resolution": "answered", "value": "approve" }),
+        json!({ "resolution": "completed", "checklist": [
+            { "text": "Generate", "done": true }, { "text": "Deploy", "done": true } ] }),
+        json!({ "resolution": "dismissed", "comment": "done elsewhere" }),
+    ]
+}
+
+/// Submit a fresh `target` message (a new idempotency key each time) and return its id.
+async fn open(t: &TestHub, target: Target, fresh: &mut usize) -> String {
+    *fresh += 1;
+    t.submit_ok(target_envelope(target, &format!("open-{fresh}"))).await
+}
+
+#[tokio::test]
+async fn mutated_resolves_get_200_or_a_4xx_envelope() {
+    let t = unlimited_hub().await;
+    let mut rng = Rng(0xd1b5_4a32_d192_ed03);
+    let mut fresh = 0usize;
+    let mut ids = Vec::new();
+    for target in TARGETS {
+        ids.push(open(&t, target, &mut fresh).await);
+    }
+    let notify_id = t.submit_ok(notify()).await;
+    let mut resolved: Vec<String> = Vec::new();
+    let seeds = resolve_seeds();
+    let mut seen: BTreeMap<u16, usize> = BTreeMap::new();
+
+    for case in 0..RESOLVE_CASES {
+        let slot = rng.below(TARGETS.len());
+        // Mostly an open message; sometimes a resolved one (409), the notify (422) or a bad id (404).
+        let id = match rng.below(20) {
+            0 if !resolved.is_empty() => rng.pick(&resolved).clone(),
+            1 => notify_id.clone(),
+            2 => rng.pick(&["msg_nope", "%00", "msg_01HZZZZZZZZZZZZZZZZZZZZZZZ", "..%2F..%2Fetc"]).to_string(),
+            _ => ids[slot].clone(),
+        };
+        let seed = rng.pick(&seeds);
+        // Resolve bodies are small: keep one case in five unmutated so valid bodies really land.
+        let body = if rng.percent(20) { serde_json::to_vec(seed).unwrap() } else { mutate(&mut rng, seed) };
+        let uri = format!("/v1/messages/{id}/resolve");
+        let r = post(&t, &uri, &t.operator, content_type(&mut rng), body.clone()).await;
+        assert_contract(&format!("resolve case {case} ({uri})"), StatusCode::OK, &body, &r);
+        *seen.entry(r.status.as_u16()).or_default() += 1;
+        if r.status == StatusCode::OK {
+            resolved.push(id.clone());
+            if id == ids[slot] {
+                ids[slot] = open(&t, TARGETS[slot], &mut fresh).await;
+            }
+        }
+    }
+
+    eprintln!("resolve statuses: {seen:?}");
+    for status in [200, 400, 404, 409, 422] {
+        assert!(seen.contains_key(&status), "the mutator never produced a {status}: {seen:?}");
+    }
+}
