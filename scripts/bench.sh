@@ -12,7 +12,8 @@
 # BENCH_KIND (ask|notify), BENCH_SAMPLES (200), BENCH_OUT (directory for the JSON summaries;
 # default: a temporary one, printed), BENCH_ONLY (submit|push|longpoll: run just that one),
 # HUB_BIN / BENCH_BIN (use these binaries instead of building), BENCH_LOG (hub log filter, warn),
-# BENCH_PERF=1 (record `perf record -g` on the Hub during the submit run; report in BENCH_OUT).
+# BENCH_PERF=1 (`perf record` the Hub during the submit run, dwarf call graphs unless BENCH_PERF_ARGS
+# says otherwise; the report goes to BENCH_OUT/perf-top.txt).
 set -euo pipefail
 
 CARGO=${CARGO:-cargo}
@@ -90,7 +91,9 @@ if [ -z "$ONLY" ] || [ "$ONLY" = submit ]; then
     echo "== submit ($KIND, concurrency $CONCURRENCY, $DURATION per level after $WARMUP warmup)"
     PERF_PID=""
     if [ "${BENCH_PERF:-0}" = 1 ] && command -v perf >/dev/null; then
-        perf record -g -F 499 -p "$HUB_PID" -o "$OUT/perf.data" >/dev/null 2>"$OUT/perf.err" &
+        # shellcheck disable=SC2086 # word-split the extra perf options on purpose
+        perf record ${BENCH_PERF_ARGS:---call-graph dwarf,16384 -F 199} -p "$HUB_PID" -o "$OUT/perf.data" \
+            >/dev/null 2>"$OUT/perf.err" &
         PERF_PID=$!
     fi
     "$BENCH" submit --kind "$KIND" --concurrency "$CONCURRENCY" --duration "$DURATION" --warmup "$WARMUP" \
@@ -98,10 +101,17 @@ if [ -z "$ONLY" ] || [ "$ONLY" = submit ]; then
     if [ -n "$PERF_PID" ]; then
         kill -INT "$PERF_PID" 2>/dev/null || true
         wait "$PERF_PID" 2>/dev/null || true
-        perf report -i "$OUT/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' |
-            grep '%' | head -n 40 >"$OUT/perf-top.txt" || true
-        echo "== perf: hottest hub symbols (self time) in $OUT/perf-top.txt"
-        head -n 25 "$OUT/perf-top.txt"
+        report() { perf report -i "$OUT/perf.data" --stdio -g none "$@" 2>/dev/null | grep '%' | grep -v '^#' | cut -c1-160; }
+        {
+            echo "-- hub CPU by object (self)"
+            report --no-children --sort dso | head -n 8
+            echo "-- hub symbols by self time"
+            report --no-children --sort symbol | head -n 40
+            echo "-- hub symbols by inclusive time (children; needs the dwarf call graph)"
+            report --children --sort symbol | head -n 60
+        } >"$OUT/perf-top.txt" || true
+        echo "== perf: where the hub's CPU went (full list: $OUT/perf-top.txt)"
+        head -n 35 "$OUT/perf-top.txt"
     fi
 fi
 
