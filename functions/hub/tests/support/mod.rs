@@ -142,3 +142,41 @@ pub fn ask_envelope(key: &str) -> Value {
         "request": {"mode": "select", "options": [{"value": "ship", "label": "Ship"}, {"value": "hold", "label": "Hold"}],
             "allowed_resolvers": ["human:alice"]}})
 }
+
+/// A small deterministic generator (SplitMix64) so fault-injection tests replay the same schedule
+/// from the same seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+}
+
+/// Wall-clock milliseconds since the Unix epoch (the Hub's clock on this machine, §9.5).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// RFC 3339 with milliseconds, as the Hub formats times.
+pub fn rfc3339_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Parse an RFC 3339 time to Unix milliseconds.
+pub fn parse_ms(s: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(s).unwrap_or_else(|e| panic!("`{s}`: {e}")).timestamp_millis()
+}
