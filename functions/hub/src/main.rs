@@ -5,6 +5,11 @@ use clap::{Parser, Subcommand};
 use ma2h_core::settings::Settings;
 use ma2h_hub::{admin, app};
 
+// Many small short-lived allocations per request (JSON values, ids): mimalloc serves them from
+// thread-local pages where glibc malloc took ~10% of a submit's CPU (docs/BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "ma2h-hub", version, about = "MA2H Hub: local server and admin commands")]
 struct Cli {

@@ -29,6 +29,7 @@ use writer::Writer;
 use ma2h_core::ports::StoreError;
 use rusqlite::{Connection, OpenFlags};
 
+mod checkpoint;
 mod codec;
 pub mod credentials;
 pub mod messages;
@@ -50,6 +51,8 @@ pub struct SqliteStore {
 
 struct Inner {
     writer: Writer,
+    /// File databases only; declared after `writer` so it stops after the writer has drained.
+    _checkpointer: Option<checkpoint::Checkpointer>,
     /// Empty for an in-memory database: every read then goes through the writer.
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
@@ -83,8 +86,9 @@ impl SqliteStore {
                 Ok(Mutex::new(conn))
             })
             .collect::<Result<Vec<_>, DbError>>()?;
+        let checkpointer = checkpoint::Checkpointer::spawn(&path)?;
         tracing::info!(path = %path.display(), journal_mode = %settings.journal_mode, synchronous = settings.synchronous, "sqlite store opened");
-        Self::from_parts(writer, readers, Some(path), settings)
+        Self::from_parts(writer, readers, Some(path), Some(checkpointer), settings)
     }
 
     /// A private in-memory database (tests, demos). It lives as long as this store and its
@@ -92,18 +96,28 @@ impl SqliteStore {
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let mut writer = Connection::open_in_memory().map_err(DbError::from)?;
         let settings = schema::prepare_writer(&mut writer)?;
-        Self::from_parts(writer, Vec::new(), None, settings)
+        Self::from_parts(writer, Vec::new(), None, None, settings)
     }
 
     fn from_parts(
         writer: Connection,
         readers: Vec<Mutex<Connection>>,
         path: Option<PathBuf>,
+        checkpointer: Option<checkpoint::Checkpointer>,
         settings: StoreSettings,
     ) -> Result<Self, StoreError> {
         let writer = Writer::spawn(writer)
             .map_err(|e| StoreError::Unavailable(format!("cannot start the sqlite writer thread: {e}")))?;
-        Ok(Self { inner: Arc::new(Inner { writer, readers, next_reader: AtomicUsize::new(0), path, settings }) })
+        Ok(Self {
+            inner: Arc::new(Inner {
+                writer,
+                _checkpointer: checkpointer,
+                readers,
+                next_reader: AtomicUsize::new(0),
+                path,
+                settings,
+            }),
+        })
     }
 
     /// The database file, or `None` in memory.

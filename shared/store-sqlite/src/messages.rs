@@ -47,8 +47,9 @@ impl MessageStore for SqliteStore {
         claim: Option<&IdempotencyRecord>,
         now: Timestamp,
     ) -> Result<Inserted, StoreError> {
-        let (message, claim) = (message.clone(), claim.cloned());
-        self.write(move |conn| insert_message(conn, &message, claim.as_ref(), now)).await
+        // Encode on the caller's thread: the writer thread is the one serial resource.
+        let (message, claim, envelope) = (message.clone(), claim.cloned(), json_text(&message.envelope));
+        self.write(move |conn| insert_message(conn, &message, &envelope, claim.as_ref(), now)).await
     }
 
     async fn get_claim(
@@ -77,8 +78,9 @@ impl MessageStore for SqliteStore {
         id: &MessageId,
         write: &TerminalWrite,
     ) -> Result<Completion, StoreError> {
-        let (account, id, write) = (account.clone(), id.clone(), write.clone());
-        self.write(move |conn| complete(conn, &account, &id, &write)).await
+        let (account, id, response) = (account.clone(), id.clone(), json_text(&write.response));
+        let write = write.clone();
+        self.write(move |conn| complete(conn, &account, &id, &write, &response)).await
     }
 
     async fn due_expiries(&self, now: Timestamp, max: usize) -> Result<Vec<(AccountId, MessageId)>, StoreError> {
@@ -178,6 +180,7 @@ impl MessageStore for SqliteStore {
 fn insert_message(
     conn: &Connection,
     m: &MessageRecord,
+    envelope: &str,
     claim: Option<&IdempotencyRecord>,
     now: Timestamp,
 ) -> Result<Inserted, DbError> {
@@ -195,7 +198,7 @@ fn insert_message(
         m.status.as_str(),
         m.priority.as_str(),
         m.title,
-        json_text(&m.envelope),
+        envelope,
         ms(m.created_at),
         opt_ms(m.expires_at),
         ms(m.updated_at),
@@ -276,10 +279,16 @@ fn lookup(conn: &Connection, account: &AccountId, id: &MessageId) -> Result<Look
     })
 }
 
-fn complete(conn: &Connection, account: &AccountId, id: &MessageId, w: &TerminalWrite) -> Result<Completion, DbError> {
+fn complete(
+    conn: &Connection,
+    account: &AccountId,
+    id: &MessageId,
+    w: &TerminalWrite,
+    response: &str,
+) -> Result<Completion, DbError> {
     let changed = conn.prepare_cached(sql::COMPLETE)?.execute(params![
         w.status.as_str(),
-        json_text(&w.response),
+        response,
         w.resolution_id.as_str(),
         ms(w.resolved_at),
         ms(w.retain_until),

@@ -156,6 +156,8 @@ pub(crate) fn configure(conn: &Connection) -> Result<(), DbError> {
 pub(crate) fn prepare_writer(conn: &mut Connection) -> Result<StoreSettings, DbError> {
     configure(conn)?;
     let journal_mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    // Checkpoints run on their own thread (see `checkpoint`), never inside a commit.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     let schema_version = migrate(conn)?;
     Ok(StoreSettings {
         journal_mode: journal_mode.to_ascii_lowercase(),

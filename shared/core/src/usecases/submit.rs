@@ -45,14 +45,17 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     super::push::validate_callback(hub, &principal.account, &envelope).await?;
 
     let fingerprint = envelope.idempotency_fingerprint();
-    if let Some(key) = &envelope.idempotency_key
-        && let Some(claim) = hub.messages.get_claim(&principal.account, agent_id, key, now).await?
-    {
-        return replay(hub, &claim, &fingerprint).await;
-    }
+    // §8.1 replays need no separate read: the insert below claims the key atomically and hands
+    // back the existing claim. Only a submit that would be refused for inbox depth first checks
+    // for a claim, because a replay is answered even when the inbox is full.
     if envelope.kind != MessageType::Notify && hub.settings.inbox_depth > 0 {
         let open = hub.messages.count_open(&principal.account, agent_id).await?;
         if open >= u64::from(hub.settings.inbox_depth) {
+            if let Some(key) = &envelope.idempotency_key
+                && let Some(claim) = hub.messages.get_claim(&principal.account, agent_id, key, now).await?
+            {
+                return replay(hub, &claim, &fingerprint).await;
+            }
             return Err(HubError::RateLimited {
                 message: format!("inbox depth limit reached: {open} open asks/tasks for this agent"),
                 retry_after_secs: 60,
@@ -94,7 +97,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind.as_str(), "message accepted");
             Ok(ack(hub, &record))
         }
-        // Lost a race with a concurrent submit of the same key.
+        // The key is claimed: an earlier submit (or a concurrent one that won the race).
         Inserted::Existing(claim) => replay(hub, &claim, &fingerprint).await,
     }
 }

@@ -1,0 +1,64 @@
+//! WAL checkpoints off the commit path.
+//!
+//! SQLite's automatic checkpoint runs inside the `COMMIT` that pushes the WAL past its threshold:
+//! that commit (and every write queued behind it on the [`writer`](crate::writer) thread) then
+//! also waits for the database pages to be copied and the database file to be synced — the
+//! latency spikes of a busy Hub. The writer connection therefore runs with
+//! `wal_autocheckpoint=0`, and this thread checkpoints on its own connection every
+//! [`INTERVAL`] with `PASSIVE` mode, which never blocks the writer or the readers. Durability is
+//! unaffected: a write is durable once its WAL frames are synced at `COMMIT` (§3.1); the
+//! checkpoint only moves committed pages into the main file so the WAL can start over.
+
+use std::path::Path;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::codec::DbError;
+use crate::schema;
+
+/// How often the checkpointer copies committed WAL frames into the database file.
+pub(crate) const INTERVAL: Duration = Duration::from_millis(200);
+
+/// The checkpointer thread. Dropping it stops the thread (at once) and waits for it.
+pub(crate) struct Checkpointer {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    pub(crate) fn spawn(path: &Path) -> Result<Self, DbError> {
+        let conn = Connection::open(path)?;
+        schema::configure(&conn)?;
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || run(&conn, &stopped))
+            .map_err(|e| DbError::Unavailable(format!("cannot start the sqlite checkpoint thread: {e}")))?;
+        Ok(Self { stop: Some(stop), thread: Some(thread) })
+    }
+}
+
+fn run(conn: &Connection, stopped: &mpsc::Receiver<()>) {
+    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(INTERVAL) {
+        // (busy, WAL frames, frames checkpointed); PASSIVE never waits for a lock.
+        match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        }) {
+            Ok((_, log, done)) if log > 0 => tracing::trace!(log, done, "sqlite store: checkpoint"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "sqlite store: checkpoint failed (will retry)"),
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
