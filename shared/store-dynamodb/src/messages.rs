@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, Put, ReturnValue, TransactWriteItem, Update};
 use ma2h_core::ports::{MessageStore, StoreError};
 use ma2h_core::records::{
     Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
@@ -16,6 +17,15 @@ use crate::codec::*;
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
+
+/// Was a cancelled transaction cancelled because one of its conditions failed? (No reasons at
+/// all is read as a failed condition: nothing says it was anything else.)
+fn condition_failed(reasons: &[CancellationReason]) -> bool {
+    reasons.is_empty() || reasons.iter().any(|r| r.code() == Some("ConditionalCheckFailed"))
+}
+
+/// Retries of a transaction cancelled by a conflict, not by a failed condition (10–80 ms apart).
+const CONFLICT_RETRIES: u32 = 4;
 
 fn vals(pairs: &[(&str, AttributeValue)]) -> HashMap<String, AttributeValue> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
@@ -50,11 +60,28 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().update(u).build())
     }
 
+    /// `Ok(false)` when a condition failed (the compare-and-set or the idempotency claim was
+    /// lost). A cancellation for any other reason — most often `TransactionConflict` with a
+    /// concurrent transaction on a shared item such as the agent's open counter — wrote nothing
+    /// and decided nothing, so it is retried, and reported `Unavailable` (503) if it persists.
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<bool, StoreError> {
-        match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
-            Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_transaction_canceled_exception()) => Ok(false),
-            Err(e) => Err(unavailable("TransactWriteItems", e)),
+        let mut attempt = 0u32;
+        loop {
+            let e = match self.client.transact_write_items().set_transact_items(Some(items.clone())).send().await {
+                Ok(_) => return Ok(true),
+                Err(e) => e,
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) = e.as_service_error() else {
+                return Err(unavailable("TransactWriteItems", e));
+            };
+            if condition_failed(cancelled.cancellation_reasons()) {
+                return Ok(false);
+            }
+            if attempt >= CONFLICT_RETRIES {
+                return Err(unavailable("TransactWriteItems", e));
+            }
+            attempt += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(5 << attempt)).await;
         }
     }
 
@@ -376,5 +403,27 @@ impl MessageStore for DynamoStore {
             }
         }
         Err(StoreError::Unavailable(format!("counter {counter}: too much contention")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reasons(codes: &[&str]) -> Vec<CancellationReason> {
+        codes.iter().map(|c| CancellationReason::builder().code(*c).build()).collect()
+    }
+
+    #[test]
+    fn a_failed_condition_is_a_lost_compare_and_set() {
+        assert!(condition_failed(&reasons(&["None", "ConditionalCheckFailed", "None"])));
+        assert!(condition_failed(&[]));
+    }
+
+    #[test]
+    fn a_conflict_with_another_transaction_is_not_a_lost_compare_and_set() {
+        // e.g. two submits of one agent racing on its open counter: neither decided anything.
+        assert!(!condition_failed(&reasons(&["None", "TransactionConflict", "None"])));
+        assert!(!condition_failed(&reasons(&["ThrottlingError"])));
     }
 }
