@@ -62,3 +62,29 @@ impl Drop for Checkpointer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_wal_frames_reach_the_database_file_without_any_commit_doing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE t (v BLOB)").unwrap();
+        for _ in 0..64 {
+            conn.execute("INSERT INTO t (v) VALUES (zeroblob(4000))", []).unwrap();
+        }
+        let before = std::fs::metadata(&path).unwrap().len();
+        assert!(before < 64 * 4000, "with autocheckpoint off the rows are only in the WAL ({before} bytes)");
+
+        let checkpointer = Checkpointer::spawn(&path).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::fs::metadata(&path).unwrap().len() < 64 * 4000 {
+            assert!(std::time::Instant::now() < deadline, "the checkpointer never copied the WAL");
+            std::thread::sleep(INTERVAL / 4);
+        }
+        drop(checkpointer); // stops at once (no wait for the next tick)
+    }
+}

@@ -11,8 +11,9 @@
 //!   and the §8.6 counter increments atomic. The thread commits the writes queued at the same time
 //!   in one transaction (group commit: one `fsync` for many callers, each answered only after it).
 //!   File databases also get a small pool of `query_only` reader connections; WAL lets them read
-//!   the last commit while a write is in progress. Reads run on
-//!   [`tokio::task::spawn_blocking`], never on the async runtime.
+//!   the last commit while a write is in progress and never wait for it, so a read (an indexed
+//!   lookup) runs inline on a free reader; only when every reader is busy does it wait on
+//!   [`tokio::task::spawn_blocking`].
 //! * **Representation.** Timestamps are integer Unix milliseconds (sub-millisecond parts are
 //!   truncated); envelopes and Responses are compact JSON text, member order preserved.
 //!   Statements are prepared once per connection (`prepare_cached`).
@@ -157,19 +158,33 @@ impl SqliteStore {
         if self.inner.readers.is_empty() {
             return self.write(f).await;
         }
+        // A WAL reader never waits for the writer or the checkpointer, so with a reader free the
+        // read (an indexed lookup: microseconds) runs right here; handing it to the blocking pool
+        // cost more than the read itself. With every reader busy, wait on the blocking pool.
+        if let Some(conn) = self.inner.free_reader() {
+            return snapshot(&conn, f).map_err(StoreError::from);
+        }
         let inner = Arc::clone(&self.inner);
-        blocking(move || {
-            let conn = inner.reader();
-            let tx = conn.unchecked_transaction()?;
-            let value = f(&tx)?;
-            tx.commit()?;
-            Ok(value)
-        })
-        .await
+        blocking(move || snapshot(&inner.reader(), f)).await
     }
 }
 
+/// Run `f` in one read transaction: every statement in it reads the same snapshot.
+fn snapshot<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T, DbError>) -> Result<T, DbError> {
+    let tx = conn.unchecked_transaction()?;
+    let value = f(&tx)?;
+    tx.commit()?;
+    Ok(value)
+}
+
 impl Inner {
+    /// A reader nobody is using, if there is one.
+    fn free_reader(&self) -> Option<MutexGuard<'_, Connection>> {
+        let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        let n = self.readers.len();
+        (0..n).find_map(|i| self.readers[(start + i) % n].try_lock().ok())
+    }
+
     /// A free reader if there is one, else wait for the next in round-robin order.
     fn reader(&self) -> MutexGuard<'_, Connection> {
         let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
