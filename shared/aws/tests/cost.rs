@@ -469,8 +469,9 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         assert_eq!(
             submit.requests,
             expect(&[
-                // auth (KEY#), callback secret (SECRET#cb), idempotency claim (IDEM#), inbox depth (OPEN#)
-                ("dynamodb:GetItem", 4),
+                // auth (KEY#), callback secret (SECRET#cb), inbox depth (OPEN#); the idempotency
+                // claim is not read first: the transaction claims it (§8.1)
+                ("dynamodb:GetItem", 3),
                 // callback bindings (AGENT# BIND#)
                 ("dynamodb:Query", 1),
                 // rate window (CNT# ADD)
@@ -555,7 +556,7 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         for (_, t) in &rows {
             ask_total.add(t);
         }
-        assert_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (17, 3), "one ask, end to end");
+        assert_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (16, 3), "one ask, end to end");
         rows.push(("**ask total**".into(), ask_total));
         rows.push(long_poll_row);
 
@@ -567,8 +568,8 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         assert_eq!(
             submit_notify.requests,
             expect(&[
-                // auth, idempotency claim (no callback to check, no inbox depth for a notify)
-                ("dynamodb:GetItem", 2),
+                // auth (no callback to check, no inbox depth for a notify, no claim pre-read)
+                ("dynamodb:GetItem", 1),
                 ("dynamodb:UpdateItem", 1),
                 // MSG + IDEM + TOMB
                 ("dynamodb:TransactWriteItems", 1),
@@ -590,11 +591,15 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         assert_eq!(
             replay.requests,
             expect(&[
-                // auth, callback secret (validated before the claim is read), the claim
-                ("dynamodb:GetItem", 3),
+                // auth, callback secret (validated first), inbox depth, the claim once the
+                // transaction is refused
+                ("dynamodb:GetItem", 4),
                 // callback bindings, the message (for the current status)
                 ("dynamodb:Query", 2),
                 ("dynamodb:UpdateItem", 1),
+                // the insert, cancelled by the live claim (a replay costs 2 more requests so a
+                // first submit costs 1 fewer)
+                ("dynamodb:TransactWriteItems", 1),
             ]),
             "replay"
         );
@@ -608,7 +613,7 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         let window = e.meter.take();
         assert_eq!(window.requests.get("dynamodb:UpdateItem"), Some(&1));
         assert_eq!(window.requests.get("dynamodb:PutItem"), Some(&1), "{window:?}");
-        assert_eq!(window.total("dynamodb"), 7, "the replay plus one PutItem");
+        assert_eq!(window.total("dynamodb"), 9, "the replay plus one PutItem");
         rows.push(("replay, first request of a rate window".into(), window));
 
         sizes.push((
@@ -655,7 +660,7 @@ async fn consumed_capacity_is_recorded_when_the_response_reports_it() {
         assert_eq!(status, StatusCode::ACCEPTED);
         let t = e.meter.take();
         assert!(t.capacity > 0.0, "{t:?}");
-        assert_eq!(t.total("dynamodb"), 5, "{t:?}");
+        assert_eq!(t.total("dynamodb"), 4, "{t:?}");
     })
     .await;
 }
