@@ -7,6 +7,8 @@
 //! `MA2H_COST_OPEN=100000 cargo test -p ma2h-aws --test cost -- --nocapture`.
 //! Skipped loudly without `AWS_ENDPOINT_URL`, failed if `MA2H_REQUIRE_AWS_TESTS=1`.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +19,6 @@ use aws_lambda_events::sqs::SqsEvent;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use axum::http::StatusCode;
 use chrono::Duration;
-use http_body_util::BodyExt;
 use ma2h_aws::{AwsSettings, Deployment, assemble, handlers};
 use ma2h_core::admin;
 use ma2h_core::ports::ManualClock;
@@ -28,9 +29,8 @@ use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use metering::{Meter, Tally};
 use serde_json::{Value, json};
-use tower::ServiceExt;
+use support::{call_app, event};
 
-const APIGW: &str = include_str!("fixtures/apigw-v2-request.json");
 const SQS: &str = include_str!("fixtures/sqs-event.json");
 
 /// Counting requests on the real SDK clients. Test-only: nothing here is on a production path;
@@ -289,24 +289,8 @@ where
     }
 }
 
-/// An API Gateway v2 event from the fixture, for `method path` with `key` and `body`.
-fn event(method: &str, path_and_query: &str, key: &str, body: Option<&Value>) -> lambda_http::Request {
-    let mut ev: Value = serde_json::from_str(APIGW).unwrap();
-    let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
-    ev["rawPath"] = json!(path);
-    ev["rawQueryString"] = json!(query);
-    ev["requestContext"]["http"]["method"] = json!(method);
-    ev["requestContext"]["http"]["path"] = json!(path);
-    ev["headers"]["authorization"] = json!(format!("Bearer {key}"));
-    ev["body"] = body.map_or(Value::Null, |b| json!(b.to_string()));
-    lambda_http::request::from_str(&ev.to_string()).expect("a valid API Gateway v2 event")
-}
-
 async fn call(e: &Env, req: lambda_http::Request) -> (StatusCode, Value) {
-    let resp = ma2h_aws::http_app(&e.dep).oneshot(req).await.unwrap();
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    call_app(&e.dep, req).await
 }
 
 fn ask(key: &str, callback: Option<Value>, expires_at: Option<chrono::DateTime<chrono::Utc>>) -> Value {

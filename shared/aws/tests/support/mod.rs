@@ -1,0 +1,31 @@
+//! Shared by the Lambda test binaries: API Gateway v2 events built from the recorded fixture, and
+//! one call through the shared Router as the HTTP functions run it.
+
+use axum::http::StatusCode;
+use http_body_util::BodyExt;
+use ma2h_aws::Deployment;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const APIGW: &str = include_str!("../fixtures/apigw-v2-request.json");
+
+/// An API Gateway v2 event from the fixture, for `method path` with `key` and `body`.
+pub fn event(method: &str, path_and_query: &str, key: &str, body: Option<&Value>) -> lambda_http::Request {
+    let mut ev: Value = serde_json::from_str(APIGW).unwrap();
+    let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+    ev["rawPath"] = json!(path);
+    ev["rawQueryString"] = json!(query);
+    ev["requestContext"]["http"]["method"] = json!(method);
+    ev["requestContext"]["http"]["path"] = json!(path);
+    ev["headers"]["authorization"] = json!(format!("Bearer {key}"));
+    ev["body"] = body.map_or(Value::Null, |b| json!(b.to_string()));
+    lambda_http::request::from_str(&ev.to_string()).expect("a valid API Gateway v2 event")
+}
+
+/// Serve `req` with the deployment's Router; the body parsed as JSON (`null` if it is not).
+pub async fn call_app(dep: &Deployment, req: lambda_http::Request) -> (StatusCode, Value) {
+    let resp = ma2h_aws::http_app(dep).oneshot(req).await.unwrap();
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
