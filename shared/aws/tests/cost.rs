@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use aws_lambda_events::sqs::SqsEvent;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use axum::http::StatusCode;
 use chrono::Duration;
@@ -29,9 +28,7 @@ use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use metering::{Meter, Tally};
 use serde_json::{Value, json};
-use support::{call_app, event};
-
-const SQS: &str = include_str!("fixtures/sqs-event.json");
+use support::{call_app, event, sqs_event};
 
 /// Counting requests on the real SDK clients. Test-only: nothing here is on a production path;
 /// it plugs into `aws_sdk_dynamodb::config::Builder::interceptor` (and the SQS equivalent) of
@@ -344,21 +341,7 @@ async fn receiver() -> (String, Arc<AtomicUsize>) {
 async fn deliver_via_esm(e: &Env) -> (usize, usize) {
     let queue_url = e.dep.queue.queue_url();
     let out = e.esm_sqs.receive_message().queue_url(queue_url).max_number_of_messages(10).send().await.unwrap();
-    let mut ev: Value = serde_json::from_str(SQS).unwrap();
-    let template = ev["Records"][0].clone();
-    ev["Records"] = Value::Array(
-        out.messages()
-            .iter()
-            .map(|m| {
-                let mut r = template.clone();
-                r["messageId"] = json!(m.message_id());
-                r["receiptHandle"] = json!(m.receipt_handle());
-                r["body"] = json!(m.body());
-                r
-            })
-            .collect(),
-    );
-    let batch: SqsEvent = serde_json::from_value(ev).unwrap();
+    let batch = sqs_event(out.messages());
     let received = batch.records.len();
     let sender = handlers::push_sender(&e.dep).unwrap();
     let response = handlers::deliver(&e.dep, &sender, batch.clone()).await;

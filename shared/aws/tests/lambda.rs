@@ -17,9 +17,8 @@ use ma2h_core::{admin, auth, resolve};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
-use support::{call_app, event};
+use support::{call_app, event, sqs_event};
 
-const SQS: &str = include_str!("fixtures/sqs-event.json");
 const SCHEDULE: &str = include_str!("fixtures/schedule-event.json");
 
 struct Env {
@@ -153,21 +152,7 @@ async fn drain(e: &Env) -> SqsEvent {
         .send()
         .await
         .unwrap();
-    let mut ev: Value = serde_json::from_str(SQS).unwrap();
-    let template = ev["Records"][0].clone();
-    ev["Records"] = Value::Array(
-        out.messages()
-            .iter()
-            .map(|m| {
-                let mut r = template.clone();
-                r["messageId"] = json!(m.message_id());
-                r["receiptHandle"] = json!(m.receipt_handle());
-                r["body"] = json!(m.body());
-                r
-            })
-            .collect(),
-    );
-    serde_json::from_value(ev).unwrap()
+    sqs_event(out.messages())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

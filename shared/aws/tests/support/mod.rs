@@ -1,6 +1,7 @@
-//! Shared by the Lambda test binaries: API Gateway v2 events built from the recorded fixture, and
-//! one call through the shared Router as the HTTP functions run it.
+//! Shared by the Lambda test binaries: API Gateway v2 and SQS events built from the recorded
+//! fixtures, and one call through the shared Router as the HTTP functions run it.
 
+use aws_lambda_events::sqs::SqsEvent;
 use axum::http::StatusCode;
 use http_body_util::BodyExt;
 use ma2h_aws::Deployment;
@@ -28,4 +29,26 @@ pub async fn call_app(dep: &Deployment, req: lambda_http::Request) -> (StatusCod
     let status = resp.status();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+const SQS: &str = include_str!("../fixtures/sqs-event.json");
+
+/// The `SqsEvent` Lambda's event source mapping would hand `deliver` for these received messages:
+/// the fixture's record shape with the real ids, receipt handles and bodies.
+pub fn sqs_event(messages: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
+    let mut ev: Value = serde_json::from_str(SQS).unwrap();
+    let template = ev["Records"][0].clone();
+    ev["Records"] = Value::Array(
+        messages
+            .iter()
+            .map(|m| {
+                let mut r = template.clone();
+                r["messageId"] = json!(m.message_id());
+                r["receiptHandle"] = json!(m.receipt_handle());
+                r["body"] = json!(m.body());
+                r
+            })
+            .collect(),
+    );
+    serde_json::from_value(ev).unwrap()
 }
