@@ -11,7 +11,8 @@
 # Knobs (environment): BENCH_CONCURRENCY (1,16,64), BENCH_DURATION (10s), BENCH_WARMUP (2s),
 # BENCH_KIND (ask|notify), BENCH_SAMPLES (200), BENCH_OUT (directory for the JSON summaries;
 # default: a temporary one, printed), BENCH_ONLY (submit|push|longpoll: run just that one),
-# HUB_BIN / BENCH_BIN (use these binaries instead of building), BENCH_LOG (hub log filter, warn),
+# HUB_BIN / BENCH_BIN (use these binaries instead of building), BENCH_LOG (hub log filter, warn;
+# the hub's log is kept as BENCH_OUT/hub.log),
 # BENCH_PERF=1 (`perf record` the Hub during the submit run, dwarf call graphs unless BENCH_PERF_ARGS
 # says otherwise; the report goes to BENCH_OUT/perf-top.txt).
 set -euo pipefail
@@ -41,6 +42,9 @@ mkdir -p "$OUT"
 HUB_PID=""
 cleanup() {
     if [ -n "$HUB_PID" ]; then kill "$HUB_PID" 2>/dev/null || true; wait "$HUB_PID" 2>/dev/null || true; fi
+    # Keep the hub's output (BENCH_LOG=ma2h_store_sqlite=debug shows the WAL restarts).
+    cp "$DATA/hub.out" "$OUT/hub.out" 2>/dev/null || true
+    cp "$DATA/hub.err" "$OUT/hub.log" 2>/dev/null || true
     rm -rf "$DATA"
 }
 trap cleanup EXIT

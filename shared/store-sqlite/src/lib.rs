@@ -36,6 +36,7 @@ pub mod credentials;
 pub mod messages;
 mod schema;
 pub mod sql;
+mod wal;
 mod writer;
 
 use codec::DbError;
@@ -87,9 +88,10 @@ impl SqliteStore {
                 Ok(Mutex::new(conn))
             })
             .collect::<Result<Vec<_>, DbError>>()?;
-        let checkpointer = checkpoint::Checkpointer::spawn(&path)?;
+        let wal = Arc::new(wal::WalState::new(wal::WalLimits::default()));
+        let checkpointer = checkpoint::Checkpointer::spawn(&path, Arc::clone(&wal))?;
         tracing::info!(path = %path.display(), journal_mode = %settings.journal_mode, synchronous = settings.synchronous, "sqlite store opened");
-        Self::from_parts(writer, readers, Some(path), Some(checkpointer), settings)
+        Self::from_parts(writer, readers, Some(path), Some(checkpointer), settings, wal)
     }
 
     /// A private in-memory database (tests, demos). It lives as long as this store and its
@@ -97,7 +99,7 @@ impl SqliteStore {
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let mut writer = Connection::open_in_memory().map_err(DbError::from)?;
         let settings = schema::prepare_writer(&mut writer)?;
-        Self::from_parts(writer, Vec::new(), None, None, settings)
+        Self::from_parts(writer, Vec::new(), None, None, settings, Arc::default())
     }
 
     fn from_parts(
@@ -106,8 +108,9 @@ impl SqliteStore {
         path: Option<PathBuf>,
         checkpointer: Option<checkpoint::Checkpointer>,
         settings: StoreSettings,
+        wal: Arc<wal::WalState>,
     ) -> Result<Self, StoreError> {
-        let writer = Writer::spawn(writer)
+        let writer = Writer::spawn(writer, wal)
             .map_err(|e| StoreError::Unavailable(format!("cannot start the sqlite writer thread: {e}")))?;
         Ok(Self {
             inner: Arc::new(Inner {

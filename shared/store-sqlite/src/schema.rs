@@ -18,6 +18,11 @@ use crate::codec::DbError;
 /// How long a statement waits for another process's lock before reporting `Unavailable`.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The size (bytes) a restarted WAL file is truncated back to: well above the 256 MiB at which
+/// the writer restarts it (`wal::WalLimits`), so a steady load does not truncate and regrow the
+/// file on every restart (measured: that doubled the restart pause).
+const WAL_SIZE_LIMIT: i64 = 512 << 20;
+
 /// Prepared statements kept per connection (`prepare_cached`).
 const STATEMENT_CACHE: usize = 64;
 
@@ -156,8 +161,11 @@ pub(crate) fn configure(conn: &Connection) -> Result<(), DbError> {
 pub(crate) fn prepare_writer(conn: &mut Connection) -> Result<StoreSettings, DbError> {
     configure(conn)?;
     let journal_mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
-    // Checkpoints run on their own thread (see `checkpoint`), never inside a commit.
+    // Checkpoints run on their own thread (see `checkpoint`), never inside a commit; the writer
+    // restarts the WAL between batches (see `wal`).
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    // A WAL that a burst grew past this is cut back to it when the log restarts.
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
     let schema_version = migrate(conn)?;
     Ok(StoreSettings {
         journal_mode: journal_mode.to_ascii_lowercase(),

@@ -28,6 +28,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::codec::DbError;
+use crate::wal::{WalKeeper, WalState};
 
 /// The most jobs one transaction carries: bounds the latency a job waits behind its batch.
 pub(crate) const MAX_BATCH: usize = 256;
@@ -86,13 +87,13 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Move `conn` onto a new writer thread.
-    pub(crate) fn spawn(conn: Connection) -> std::io::Result<Self> {
+    /// Move `conn` onto a new writer thread; `wal` is shared with the checkpointer (see [`crate::wal`]).
+    pub(crate) fn spawn(conn: Connection, wal: Arc<WalState>) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
         let commits = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&commits);
         let thread =
-            std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || run(conn, queue, &counter))?;
+            std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || run(conn, queue, &counter, &wal))?;
         Ok(Self { jobs: Some(jobs), thread: Some(thread), commits })
     }
 
@@ -127,8 +128,10 @@ impl Drop for Writer {
     }
 }
 
-/// The thread: block for one job, take whatever else is queued, commit them together.
-fn run(conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, commits: &AtomicU64) {
+/// The thread: block for one job, take whatever else is queued, commit them together; then,
+/// with the callers answered, let the WAL keeper restart the log if it is due.
+fn run(conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, commits: &AtomicU64, wal: &WalState) {
+    let mut keeper = WalKeeper::install(&conn, wal);
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = queue.recv() {
         batch.push(first);
@@ -146,6 +149,7 @@ fn run(conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, commits: &AtomicU6
         for job in batch.drain(..) {
             job.finish(committed.as_ref().map(|_| ()).map_err(String::as_str));
         }
+        keeper.after_commit(&conn);
     }
 }
 
@@ -199,7 +203,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let conn = Connection::open(dir.path().join("w.db")).unwrap();
         conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL)").unwrap();
-        (Writer::spawn(conn).unwrap(), dir)
+        (Writer::spawn(conn, Arc::default()).unwrap(), dir)
     }
 
     async fn insert(w: &Writer, k: &'static str, v: i64) -> Result<(), DbError> {
