@@ -14,6 +14,8 @@
 //!   the last commit while a write is in progress and never wait for it, so a read (an indexed
 //!   lookup) runs inline on a free reader; only when every reader is busy does it wait on
 //!   [`tokio::task::spawn_blocking`].
+//! * **Bounded WAL.** Checkpoints run on their own thread; under sustained writes the writer
+//!   checkpoints the short tail that thread leaves so the log restarts at 256 MiB (see `wal`).
 //! * **Representation.** Timestamps are integer Unix milliseconds (sub-millisecond parts are
 //!   truncated); envelopes and Responses are compact JSON text, member order preserved.
 //!   Statements are prepared once per connection (`prepare_cached`).
