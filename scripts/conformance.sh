@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the black-box conformance runner (conformance/) against a fresh local Hub:
-# build both binaries (debug), create two agents and an operator in a temporary data directory,
-# bind 127.0.0.1 as the first agent's callback host and register its HMAC secret, start
+# build both binaries (debug), create three agents and an operator in a temporary data directory,
+# bind 127.0.0.1 as the first agent's callback host, register its HMAC secret and bearer/apikey
+# token and sign its token-scheme pushes with Ed25519, start
 # `ma2h-hub serve` on a free port, run `ma2h-conformance` with its own callback receiver,
 # stop the Hub, and exit with the runner's status. Extra arguments go to the runner (e.g. --json).
 set -euo pipefail
@@ -29,16 +30,26 @@ json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"
 
 AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-bot --label conformance --json | json_field api_key)
 OTHER_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-other --label conformance --json | json_field api_key)
+LIMITED_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-limited --label conformance --json | json_field api_key)
 OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human conf-alice --json | json_field api_key)
 "$HUB" admin bind-callback --account $ACCOUNT --agent conf-bot --host 127.0.0.1 >/dev/null
 CALLBACK_SECRET="whsec-conformance-$RANDOM$RANDOM"
 printf '%s' "$CALLBACK_SECRET" |
     "$HUB" admin put-secret --account $ACCOUNT --agent conf-bot --name conformance-hmac --value-stdin >/dev/null
+# bearer/apikey pushes: a token by reference, signed with the Hub's published Ed25519 key
+TOKEN="tok-conformance-$RANDOM$RANDOM"
+printf '%s' "$TOKEN" |
+    "$HUB" admin put-secret --account $ACCOUNT --agent conf-bot --name conformance-token --value-stdin >/dev/null
+"$HUB" admin set-signing --account $ACCOUNT --agent conf-bot --alg ed25519 >/dev/null
+
+# §8.6: a per-agent limit the checks' own agents stay well under (~150 submissions a run);
+# conf-limited is driven past it.
+RPM=${MA2H_CONFORMANCE_RPM:-400}
 
 # A free port, the Hub prints "ma2h hub listening on http://ADDR" on stdout.
 HUB_OUT="$DATA/hub.out"
 MA2H_BIND=127.0.0.1:0 MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 MA2H_PUSH_BACKOFF_MS=100 \
-    MA2H_REQUESTS_PER_MINUTE=0 MA2H_INBOX_DEPTH=0 "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
+    MA2H_REQUESTS_PER_MINUTE=$RPM MA2H_INBOX_DEPTH=0 "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
 HUB_PID=$!
 ADDR=""
 for _ in $(seq 1 100); do
@@ -56,6 +67,8 @@ MA2H_CONFORMANCE_URL="http://$ADDR" \
     MA2H_CONFORMANCE_OPERATOR_KEY="$OP_KEY" MA2H_CONFORMANCE_OPERATOR_ACTOR=human:conf-alice \
     MA2H_CONFORMANCE_CALLBACK_HOST=127.0.0.1 MA2H_CONFORMANCE_CALLBACK_LISTEN=127.0.0.1:0 \
     MA2H_CONFORMANCE_CALLBACK_SECRET="$CALLBACK_SECRET" \
+    MA2H_CONFORMANCE_TOKEN="$TOKEN" \
+    MA2H_CONFORMANCE_LIMITED_AGENT_KEY="$LIMITED_KEY" MA2H_CONFORMANCE_LIMITED_AGENT_ID=conf-limited \
     "$RUNNER" "$@" || status=$?
 if [ "$status" -ne 0 ]; then
     echo "conformance: runner exited $status; the hub's log (warnings and errors) follows" >&2

@@ -49,6 +49,26 @@ pub struct Config {
     /// Value of that secret (the receiver verifies §9.2 signatures with it).
     #[arg(long, env = "MA2H_CONFORMANCE_CALLBACK_SECRET", hide_env_values = true)]
     pub callback_secret: Option<String>,
+    /// Name of a token registered for the first agent with `admin put-secret`, used as the
+    /// `token_ref` of the bearer and apikey push checks.
+    #[arg(long, env = "MA2H_CONFORMANCE_TOKEN_REF", default_value = "conformance-token")]
+    pub token_ref: String,
+    /// Value of that token; without it the bearer/apikey push checks are skipped.
+    #[arg(long, env = "MA2H_CONFORMANCE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The first agent's Hub-issued signing secret, when its bearer/apikey pushes are signed with
+    /// `hmac-sha256` (the default). Without it they must verify with the Hub's published Ed25519
+    /// keys (`admin set-signing --alg ed25519`).
+    #[arg(long, env = "MA2H_CONFORMANCE_SIGNING_SECRET", hide_env_values = true)]
+    pub signing_secret: Option<String>,
+    /// API key of a third agent the runner may drive past the advertised `requests_per_minute`
+    /// (§8.6); without it the 429 checks are skipped. Use an agent nothing else relies on: it
+    /// submits up to twice the limit of `notify` messages.
+    #[arg(long, env = "MA2H_CONFORMANCE_LIMITED_AGENT_KEY", hide_env_values = true)]
+    pub limited_agent_key: Option<String>,
+    /// `agent.id` of that third agent.
+    #[arg(long, env = "MA2H_CONFORMANCE_LIMITED_AGENT_ID", default_value = "conf-limited")]
+    pub limited_agent_id: String,
     /// How long to wait for a push to arrive (and to observe that a 4xx is not retried).
     #[arg(long, env = "MA2H_CONFORMANCE_PUSH_WAIT_SECONDS", default_value_t = 10)]
     pub push_wait_seconds: u64,

@@ -16,7 +16,17 @@ pub struct Hit {
     pub at: Instant,
     /// The `MA2H-Signature` header, if any.
     pub signature: Option<String>,
+    /// Every header, names lowercased (the bearer/apikey checks read the token headers).
+    pub headers: Vec<(String, String)>,
     pub body: Value,
+}
+
+impl Hit {
+    /// The value of header `name` (case-insensitive), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
 }
 
 /// Shared receiver state.
@@ -72,7 +82,9 @@ impl Receiver {
 async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let signature =
         headers.get(ma2h_protocol::signature::SIGNATURE_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let hit = Hit { at: Instant::now(), signature, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
+    let all = headers.iter().filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned()))).collect();
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let hit = Hit { at: Instant::now(), signature, headers: all, body };
     r.hits.lock().unwrap().entry(path.clone()).or_default().push(hit);
     let next = {
         let mut scripts = r.scripts.lock().unwrap();

@@ -4,7 +4,9 @@
 mod authz;
 mod cancel;
 mod lifecycle;
+mod limits;
 mod push;
+mod push_tokens;
 mod read;
 mod resolve;
 mod submit;
@@ -142,7 +144,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<Report> {
     cancel::run(&cx, &mut r).await;
     resolve::run(&cx, &mut r).await;
     authz::run(&cx, &mut r).await;
-    push::run(&cx, &mut r).await;
+    push::run(&cx, &mut r, &probe.body).await;
+    limits::run(&cx, &mut r, &probe.body).await;
     lifecycle::finish(&cx, &mut r, pending).await;
 
     // §8.5: every error response of the whole run used the canonical envelope.

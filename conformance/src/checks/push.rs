@@ -1,7 +1,8 @@
 //! Push obligations with the runner's own receiver: §8.3 delivery on resolution and cancel,
 //! retry on 5xx with the same `resolution_id`, no retry on 4xx, pull stays authoritative; §9.2
 //! signatures verified against the context rebuilt from OUR callback URL and the received body;
-//! §9.4 unbound hosts; §10 push parity (a 0.3 push is accepted).
+//! §9.4 unbound hosts; §10 push parity (a 0.3 push is accepted). The bearer/apikey schemes are
+//! in [`push_tokens`].
 //!
 //! Needs `--callback-host` (bound to the first agent with `admin bind-callback`) and
 //! `--callback-secret` (registered under `--callback-secret-ref` with `admin put-secret`).
@@ -11,9 +12,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ma2h_protocol::schema::{self, SchemaKind};
 use ma2h_protocol::signature::{self, SignedContext, VerifyingKey};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{Ctx, ack_id};
+use super::{Ctx, ack_id, push_tokens};
 use crate::receiver::{Hit, Receiver};
 use crate::report::{Report, ensure};
 
@@ -32,10 +33,11 @@ const CHECKS: [(&str, &str); 9] = [
     ("9.4", "a push callback whose secret_ref is not registered for the agent is refused"),
 ];
 
-pub async fn run(cx: &Ctx, r: &mut Report) {
+/// Every push check; the token-scheme checks ([`push_tokens`]) share the receiver.
+pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
     unbound_host(cx, r).await;
     let (Some(host), Some(secret)) = (&cx.cfg.callback_host, &cx.cfg.callback_secret) else {
-        for (section, name) in CHECKS {
+        for (section, name) in CHECKS.into_iter().chain(push_tokens::CHECKS) {
             r.skip(section, name, NEEDS);
         }
         return;
@@ -43,7 +45,7 @@ pub async fn run(cx: &Ctx, r: &mut Report) {
     let rx = match Receiver::start(host, &cx.cfg.callback_listen, cx.cfg.callback_public_url.as_deref()).await {
         Ok(rx) => rx,
         Err(e) => {
-            for (section, name) in CHECKS {
+            for (section, name) in CHECKS.into_iter().chain(push_tokens::CHECKS) {
                 r.skip(section, name, &format!("cannot start the receiver on {}: {e}", cx.cfg.callback_listen));
             }
             return;
@@ -58,11 +60,12 @@ pub async fn run(cx: &Ctx, r: &mut Report) {
         (format!("ok-{n}"), format!("retry-{n}"), format!("client-{n}"), format!("cancel-{n}"), format!("v03-{n}"));
     rx.script(&p_retry, &[503]);
     rx.script(&p_4xx, &[400]);
-    let ok = submit_answer(cx, &rx, &p_ok, "0.5", true).await;
-    let retry = submit_answer(cx, &rx, &p_retry, "0.5", true).await;
-    let client = submit_answer(cx, &rx, &p_4xx, "0.5", true).await;
-    let cancel = submit_answer(cx, &rx, &p_cancel, "0.5", false).await;
-    let v03 = submit_answer(cx, &rx, &p_03, "0.3", true).await;
+    let hmac = json!({ "scheme": "hmac", "secret_ref": cx.cfg.callback_secret_ref });
+    let ok = submit_answer(cx, &rx, &p_ok, "0.5", hmac.clone(), true).await;
+    let retry = submit_answer(cx, &rx, &p_retry, "0.5", hmac.clone(), true).await;
+    let client = submit_answer(cx, &rx, &p_4xx, "0.5", hmac.clone(), true).await;
+    let cancel = submit_answer(cx, &rx, &p_cancel, "0.5", hmac.clone(), false).await;
+    let v03 = submit_answer(cx, &rx, &p_03, "0.3", hmac, true).await;
 
     // delivery, signature, payload binding, GET parity
     let hits = rx.wait_for(&p_ok, 1, wait).await;
@@ -145,6 +148,8 @@ pub async fn run(cx: &Ctx, r: &mut Report) {
         cx.close(id).await;
     }
     r.result("9.4", CHECKS[8].1, ensure((400..500).contains(&resp.status), || format!("answered {}", resp.show())));
+
+    push_tokens::run(cx, r, &rx, capability).await;
 }
 
 /// §9.4: a push to a host nobody bound must not be accepted for delivery with a credential.
@@ -163,12 +168,19 @@ async fn unbound_host(cx: &Ctx, r: &mut Report) {
     }
 }
 
-/// Submit an ask with an hmac push callback to `path`; answer it (or cancel when `!answer`).
-async fn submit_answer(cx: &Ctx, rx: &Receiver, path: &str, version: &str, answer: bool) -> Result<String, String> {
+/// Submit an ask declaring `version` with a push callback to `path` and `auth`; answer it (or
+/// cancel when `!answer`).
+pub(super) async fn submit_answer(
+    cx: &Ctx,
+    rx: &Receiver,
+    path: &str,
+    version: &str,
+    auth: Value,
+    answer: bool,
+) -> Result<String, String> {
     let mut e = cx.ask(&format!("push-{path}"));
     e["ma2h_version"] = json!(version);
-    e["request"]["callback"] = json!({ "mode": "push", "url": rx.url(path),
-        "auth": { "scheme": "hmac", "secret_ref": cx.cfg.callback_secret_ref } });
+    e["request"]["callback"] = json!({ "mode": "push", "url": rx.url(path), "auth": auth });
     let id = cx.submit_ok(&e).await?;
     let resp = if answer { cx.answer(&id, "ship").await } else { cx.hub.cancel(&cx.cfg.agent_key, &id).await };
     resp.expect(200, None).map_err(|e| format!("terminal: {e}"))?;
@@ -181,7 +193,7 @@ fn jti(hit: &Hit) -> Option<String> {
 
 /// The agent-side §9.2 check: rebuild the context from OUR callback URL and the received body,
 /// recompute `payload_sha256`, check the ±120 s window, verify.
-fn verify(hit: &Hit, callback_url: &str, keys: &[VerifyingKey]) -> Result<(), String> {
+pub(super) fn verify(hit: &Hit, callback_url: &str, keys: &[VerifyingKey]) -> Result<(), String> {
     let header = hit.signature.as_deref().ok_or("no MA2H-Signature header")?;
     let parsed = signature::parse_header(header).map_err(|e| format!("header: {e}"))?;
     let ctx = SignedContext::for_response(&hit.body, callback_url, &parsed.jti, &parsed.t)?;

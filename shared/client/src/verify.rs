@@ -12,8 +12,6 @@
 //! The MAC rule itself is never re-implemented here: everything goes through
 //! `ma2h_protocol::signature` and `ma2h_protocol::jcs`.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_protocol::signature::{self, SignatureError, SignedContext, VerifyingKey};
 use serde_json::Value;
 
@@ -128,19 +126,10 @@ pub fn hmac_key(secret: &str) -> VerifyingKey {
 
 /// An Ed25519 key from its base64url public key (as published in `signing_keys`).
 pub fn ed25519_key(public_b64url: &str) -> Option<VerifyingKey> {
-    let bytes: [u8; 32] = URL_SAFE_NO_PAD.decode(public_b64url.trim().trim_end_matches('=')).ok()?.try_into().ok()?;
-    VerifyingKey::ed25519_from_bytes(&bytes)
+    VerifyingKey::ed25519_from_b64url(public_b64url)
 }
 
 /// Every Ed25519 key in a capability document's `signing_keys` (current and previous, §9.2).
 pub fn keys_from_capability(doc: &Value) -> Vec<VerifyingKey> {
-    doc.get("signing_keys")
-        .and_then(Value::as_array)
-        .map(|keys| {
-            keys.iter()
-                .filter(|k| k.get("alg").and_then(Value::as_str) == Some(signature::ALG_ED25519))
-                .filter_map(|k| k.get("public_key").and_then(Value::as_str).and_then(ed25519_key))
-                .collect()
-        })
-        .unwrap_or_default()
+    VerifyingKey::published(doc)
 }

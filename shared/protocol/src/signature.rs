@@ -176,6 +176,24 @@ impl VerifyingKey {
         ed25519_dalek::VerifyingKey::from_bytes(bytes).ok().map(Self::Ed25519)
     }
 
+    /// An Ed25519 public key from its base64url form, as a capability document publishes it in
+    /// `signing_keys[].public_key` (§8.0); padding is tolerated.
+    pub fn ed25519_from_b64url(public_key: &str) -> Option<Self> {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let bytes: [u8; 32] = URL_SAFE_NO_PAD.decode(public_key.trim().trim_end_matches('=')).ok()?.try_into().ok()?;
+        Self::ed25519_from_bytes(&bytes)
+    }
+
+    /// Every Ed25519 key a capability document publishes in `signing_keys` — the current one and,
+    /// during a rotation overlap, the previous ones (§9.2: accept if ANY held key verifies).
+    pub fn published(capability: &Value) -> Vec<Self> {
+        let keys = capability.get("signing_keys").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        keys.iter()
+            .filter(|k| k.get("alg").and_then(Value::as_str) == Some(ALG_ED25519))
+            .filter_map(|k| k.get("public_key").and_then(Value::as_str).and_then(Self::ed25519_from_b64url))
+            .collect()
+    }
+
     /// The raw public key bytes of an Ed25519 key.
     pub fn ed25519_bytes(&self) -> Option<[u8; 32]> {
         match self {
@@ -372,4 +390,28 @@ pub fn parse_header(value: &str) -> Result<ParsedHeader, SignatureError> {
     }
     let mac = decode_mac(v1).ok_or(SignatureError::BadMac)?;
     Ok(ParsedHeader { t: t.to_owned(), t_unix, jti: jti.to_owned(), v1: v1.to_owned(), mac })
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn published_keys_are_the_ed25519_entries_of_signing_keys_padded_or_not() {
+        let (a, b) = (SigningKey::ed25519_from_seed(&[1; 32]), SigningKey::ed25519_from_seed(&[2; 32]));
+        let (pa, pb) = (a.verifying_key().ed25519_bytes().unwrap(), b.verifying_key().ed25519_bytes().unwrap());
+        let doc = json!({ "signing_keys": [
+            { "alg": "ed25519", "public_key": URL_SAFE_NO_PAD.encode(pa), "status": "current" },
+            { "alg": "ed25519", "public_key": URL_SAFE.encode(pb), "status": "previous" },
+            { "alg": "hmac-sha256", "public_key": URL_SAFE_NO_PAD.encode(pa) },
+            { "alg": "ed25519", "public_key": "not-a-key" },
+            { "alg": "ed25519" },
+        ] });
+        assert_eq!(VerifyingKey::published(&doc), vec![a.verifying_key(), b.verifying_key()]);
+        assert!(VerifyingKey::published(&json!({})).is_empty());
+        assert!(VerifyingKey::published(&json!({ "signing_keys": "x" })).is_empty());
+    }
 }
