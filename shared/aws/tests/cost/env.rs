@@ -1,0 +1,246 @@
+//! One metered Hub deployment over moto per test, and the helpers the cost tests share.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use axum::http::StatusCode;
+use ma2h_aws::{AwsSettings, Deployment, assemble, handlers};
+use ma2h_core::admin;
+use ma2h_core::ports::ManualClock;
+use ma2h_core::settings::{Mode, Secret, Settings};
+use ma2h_queue_sqs::SqsPushQueue;
+use ma2h_store_dynamodb::{DynamoStore, provision};
+use serde_json::{Value, json};
+
+use crate::metering::{Meter, Tally};
+use crate::support::{call_app, sqs_event};
+
+pub(crate) struct Env {
+    pub(crate) dep: Deployment,
+    pub(crate) clock: Arc<ManualClock>,
+    /// The Hub's DynamoDB and SQS clients report here.
+    pub(crate) meter: Meter,
+    /// Lambda's SQS event source mapping (ReceiveMessage / DeleteMessageBatch), simulated here.
+    pub(crate) esm: Meter,
+    pub(crate) esm_sqs: aws_sdk_sqs::Client,
+    /// Unmetered: seeding and inspection.
+    pub(crate) raw: aws_sdk_dynamodb::Client,
+    pub(crate) agent: String,
+    pub(crate) operator: String,
+}
+
+/// A fresh table and queue over metered clients. `None` (skipped) without moto.
+pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
+    if std::env::var("AWS_ENDPOINT_URL").is_err() {
+        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "AWS_ENDPOINT_URL unset: start moto");
+        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
+        return None;
+    }
+    let config = aws_config::load_from_env().await;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let table = format!("cost-{name}-{nanos}");
+    let meter = if capacity { Meter::default().ask_for_capacity() } else { Meter::default() };
+    let esm = Meter::default();
+    let ddb = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&config).interceptor(meter.interceptor("dynamodb")).build(),
+    );
+    let sqs = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&config).interceptor(meter.interceptor("sqs")).build(),
+    );
+    let esm_sqs = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&config).interceptor(esm.interceptor("sqs")).build(),
+    );
+    let raw = aws_sdk_dynamodb::Client::new(&config);
+    provision::create_table(&raw, &table).await.unwrap();
+    let queue_url = raw_sqs(&config)
+        .create_queue()
+        .queue_name(format!("cost-{name}-{nanos}"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let settings = Settings {
+        mode: Mode::Dev,
+        public_url: "https://api.test".into(),
+        master_key: Some(Secret("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into())),
+        ed25519_seed: Some(Secret("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=".into())),
+        dev_egress_allow: vec!["127.0.0.0/8".into()],
+        // The production defaults for what submit checks: 600 requests/min, inbox depth 1000.
+        ..Settings::default()
+    };
+    // The production default re-read interval for Lambda long-polls.
+    let aws = AwsSettings { table: table.clone(), push_queue_url: queue_url.clone(), long_poll_interval: ms(500) };
+    let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
+    let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+    dep.hub.clock = clock.clone();
+    let agent = admin::create_agent(&dep.hub, "acme", "bot", None).await.unwrap().api_key;
+    let operator = admin::create_operator(&dep.hub, "acme", "alice", None).await.unwrap().api_key;
+    admin::bind_callback(&dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
+    admin::put_secret(&dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
+    meter.take();
+    Some(Env { dep, clock, meter, esm, esm_sqs, raw, agent, operator })
+}
+
+pub(crate) fn ms(n: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(n)
+}
+
+pub(crate) fn raw_sqs(config: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(config)
+}
+
+/// Run `body` over a fresh environment, then drop its table and queue (a 100k-item table is
+/// not left in the shared moto), re-raising the body's panic after the cleanup.
+pub(crate) async fn with_env<T, F, Fut>(name: &str, capacity: bool, body: F) -> Option<T>
+where
+    T: Send + 'static,
+    F: FnOnce(Arc<Env>) -> Fut,
+    Fut: Future<Output = T> + Send + 'static,
+{
+    let e = Arc::new(env(name, capacity).await?);
+    let result = tokio::spawn(body(e.clone())).await;
+    let (table, url) = (e.dep.store.table().to_owned(), e.dep.queue.queue_url().to_owned());
+    let _ = e.raw.delete_table().table_name(table).send().await;
+    let _ = e.esm_sqs.delete_queue().queue_url(url).send().await;
+    match result {
+        Ok(v) => Some(v),
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
+pub(crate) async fn call(e: &Env, req: lambda_http::Request) -> (StatusCode, Value) {
+    call_app(&e.dep, req).await
+}
+
+pub(crate) fn ask(key: &str, callback: Option<Value>, expires_at: Option<chrono::DateTime<chrono::Utc>>) -> Value {
+    let mut env = json!({
+        "ma2h_version": "0.5", "type": "ask", "created_at": "2026-12-02T15:00:00Z",
+        "agent": { "id": "bot", "run_id": "r1", "runtime": "github-actions" },
+        "title": "Ship release 1.4 to production?", "idempotency_key": key,
+        "body": "The canary has been green for 30 minutes. Ship to all regions, or hold?",
+        "request": { "mode": "select", "options": [{"value": "ship", "label": "Ship"}, {"value": "hold", "label": "Hold"}],
+                     "allowed_resolvers": ["human:alice"] }
+    });
+    if let Some(cb) = callback {
+        env["request"]["callback"] = cb;
+    }
+    if let Some(t) = expires_at {
+        env["expires_at"] = json!(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    }
+    env
+}
+
+pub(crate) fn notify(key: &str) -> Value {
+    json!({
+        "ma2h_version": "0.5", "type": "notify", "created_at": "2026-12-02T15:00:00Z",
+        "agent": { "id": "bot", "run_id": "r1", "runtime": "github-actions" },
+        "title": "Nightly build finished", "body": "All green.", "priority": "low", "idempotency_key": key
+    })
+}
+
+/// A callback receiver that answers 200 and counts hits.
+pub(crate) async fn receiver() -> (String, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h = hits.clone();
+    let app = axum::Router::new().route(
+        "/cb",
+        axum::routing::post(move || {
+            let h = h.clone();
+            async move {
+                h.fetch_add(1, Ordering::SeqCst);
+                StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/cb"), hits)
+}
+
+/// What Lambda's SQS event source mapping does around one `deliver` invocation: receive a batch,
+/// hand it over as an `SqsEvent`, delete the records not reported as failures.
+pub(crate) async fn deliver_via_esm(e: &Env) -> (usize, usize) {
+    let queue_url = e.dep.queue.queue_url();
+    let out = e.esm_sqs.receive_message().queue_url(queue_url).max_number_of_messages(10).send().await.unwrap();
+    let batch = sqs_event(out.messages());
+    let received = batch.records.len();
+    let sender = handlers::push_sender(&e.dep).unwrap();
+    let response = handlers::deliver(&e.dep, &sender, batch.clone()).await;
+    let failed: BTreeSet<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
+    let done: Vec<_> = batch
+        .records
+        .iter()
+        .filter(|r| !failed.contains(r.message_id.as_deref().unwrap_or_default()))
+        .enumerate()
+        .map(|(i, r)| {
+            aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .receipt_handle(r.receipt_handle.clone().unwrap())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    if !done.is_empty() {
+        e.esm_sqs.delete_message_batch().queue_url(queue_url).set_entries(Some(done)).send().await.unwrap();
+    }
+    (received, failed.len())
+}
+
+/// The expected tally of a phase: `[("dynamodb:GetItem", 4), …]`.
+pub(crate) fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().filter(|(_, n)| *n > 0).map(|(k, n)| ((*k).to_owned(), *n)).collect()
+}
+
+/// DynamoDB's item size (attribute names + values; numbers approximated as 1 byte per two
+/// significant digits + 1), the basis of its request units.
+pub(crate) fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
+    item.iter()
+        .map(|(k, v)| {
+            k.len()
+                + match v {
+                    AttributeValue::S(s) => s.len(),
+                    AttributeValue::N(n) => n.trim_start_matches(['-', '0']).len().div_ceil(2) + 1,
+                    AttributeValue::B(b) => b.as_ref().len(),
+                    _ => 1,
+                }
+        })
+        .sum()
+}
+
+pub(crate) async fn raw_item(e: &Env, pk: String, sk: &str) -> HashMap<String, AttributeValue> {
+    e.raw
+        .get_item()
+        .table_name(e.dep.store.table())
+        .key("pk", AttributeValue::S(pk))
+        .key("sk", AttributeValue::S(sk.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap_or_else(|| panic!("no item {sk}"))
+}
+
+/// Print phases as a Markdown table (`--nocapture`), one column per operation seen.
+pub(crate) fn print_table(title: &str, rows: &[(String, Tally)]) {
+    let ops: BTreeSet<&String> = rows.iter().flat_map(|(_, t)| t.requests.keys()).collect();
+    println!("\n### {title}\n");
+    let head: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
+    println!("| phase | {} | DynamoDB | SQS |", head.join(" | "));
+    println!("|---|{}---|---|", "---|".repeat(ops.len()));
+    for (phase, t) in rows {
+        let cells: Vec<String> = ops.iter().map(|o| t.requests.get(*o).map_or("·".into(), |n| n.to_string())).collect();
+        println!("| {phase} | {} | {} | {} |", cells.join(" | "), t.total("dynamodb"), t.total("sqs"));
+    }
+}
+
+impl Env {
+    pub(crate) fn clock_minute(&self) -> i64 {
+        self.dep.hub.clock.now().timestamp().div_euclid(60)
+    }
+}

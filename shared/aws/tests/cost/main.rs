@@ -1,0 +1,239 @@
+//! The cost model (docs/COST.md): DynamoDB and SQS requests per phase of an ask's lifecycle
+//! (submit → resolve → push → get), a notify, an idempotent replay, and the sweeper with a small
+//! and a large open set — counted on the wire by an SDK interceptor on moto-backed clients and
+//! asserted exactly, so a change that adds a round-trip fails here.
+//!
+//! `MA2H_COST_OPEN` sets the large open set (default 10 000; docs/COST.md records 100 000):
+//! `MA2H_COST_OPEN=100000 cargo test -p ma2h-aws --test cost -- --nocapture`.
+//! Skipped loudly without `AWS_ENDPOINT_URL`, failed if `MA2H_REQUIRE_AWS_TESTS=1`.
+
+mod env;
+mod metering;
+#[path = "../support/mod.rs"]
+mod support;
+mod sweep;
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::http::StatusCode;
+use chrono::Duration;
+use ma2h_aws::handlers;
+use serde_json::json;
+
+use crate::metering::Tally;
+use env::*;
+use support::event;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
+    with_env("lifecycle", false, |e| async move {
+        let (url, hits) = receiver().await;
+        // Warm the agent's rate window (the first request of a minute costs one more write;
+        // measured on its own below).
+        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        e.meter.take();
+        let mut rows: Vec<(String, Tally)> = Vec::new();
+        let mut sizes: Vec<(String, usize)> = Vec::new();
+
+        // 1. submit: an ask with a push callback and an idempotency key
+        let cb = json!({"mode": "push", "url": url, "auth": {"scheme": "hmac", "secret_ref": "cb"}});
+        let body = ask("c1", Some(cb), None);
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&body))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let id = ack["id"].as_str().unwrap().to_owned();
+        let pk = format!("MSG#acme#{id}");
+        let submit = e.meter.take();
+        assert_eq!(
+            submit.requests,
+            expect(&[
+                // auth (KEY#), callback secret (SECRET#cb), inbox depth (OPEN#); the idempotency
+                // claim is not read first: the transaction claims it (§8.1)
+                ("dynamodb:GetItem", 3),
+                // callback bindings (AGENT# BIND#)
+                ("dynamodb:Query", 1),
+                // rate window (CNT# ADD)
+                ("dynamodb:UpdateItem", 1),
+                // MSG + IDEM + OPEN +1
+                ("dynamodb:TransactWriteItems", 1),
+            ]),
+            "submit"
+        );
+        sizes.push(("message item, open".into(), item_size(&raw_item(&e, pk.clone(), "MSG").await)));
+        sizes.push(("idempotency claim".into(), item_size(&raw_item(&e, "IDEM#acme#bot#c1".into(), "IDEM").await)));
+        rows.push(("submit (ask, push callback)".into(), submit));
+
+        // (not part of the total) a long-poll while the ask is open: on Lambda the wait is a
+        // re-read of the message every `long_poll_interval` (500 ms)
+        let started = Instant::now();
+        let (status, _) = call(&e, event("GET", &format!("/v1/messages/{id}?wait=2"), &e.agent, None)).await;
+        assert_eq!(status, StatusCode::OK);
+        let waited = started.elapsed();
+        let long_poll = e.meter.take();
+        let reads = long_poll.requests.get("dynamodb:Query").copied().unwrap_or(0);
+        assert!((4..=6).contains(&reads), "one read per 500 ms of a 2 s wait (+1): {long_poll:?} in {waited:?}");
+        assert_eq!(long_poll.requests.get("dynamodb:GetItem"), Some(&1), "auth once");
+        assert_eq!(long_poll.total("dynamodb"), reads + 1, "{long_poll:?}");
+        let long_poll_row = ("get ?wait=2 on an open ask (not in the total)".to_owned(), long_poll);
+
+        // 2. resolve, by the operator
+        let answer = json!({"resolution": "answered", "value": "ship", "comment": "Canary is clean; go."});
+        let path = format!("/v1/messages/{id}/resolve");
+        let (status, res) = call(&e, event("POST", &path, &e.operator, Some(&answer))).await;
+        assert_eq!(status, StatusCode::OK, "{res}");
+        let resolve = e.meter.take();
+        assert_eq!(
+            resolve.requests,
+            expect(&[
+                // auth, then the store's re-read of MSG inside `complete`
+                ("dynamodb:GetItem", 2),
+                // the lookup (MSG + TOMB in one partition read)
+                ("dynamodb:Query", 1),
+                // MSG (CAS) + OPEN −1 + TOMB
+                ("dynamodb:TransactWriteItems", 1),
+                // the push job
+                ("sqs:SendMessage", 1),
+            ]),
+            "resolve"
+        );
+        sizes.push(("message item, resolved (push pending)".into(), item_size(&raw_item(&e, pk.clone(), "MSG").await)));
+        sizes.push(("tombstone".into(), item_size(&raw_item(&e, pk.clone(), "TOMB").await)));
+        rows.push(("resolve (operator)".into(), resolve));
+
+        // 3. push: the event source mapping hands the job to `deliver`
+        assert_eq!(deliver_via_esm(&e).await, (1, 0));
+        assert_eq!(hits.load(Ordering::SeqCst), 1, "pushed once");
+        let push = e.meter.take();
+        assert_eq!(
+            push.requests,
+            expect(&[
+                // the message (lookup), the callback bindings (§9.4 re-check at send time)
+                ("dynamodb:Query", 2),
+                // the HMAC secret
+                ("dynamodb:GetItem", 1),
+                // the push track
+                ("dynamodb:UpdateItem", 1),
+            ]),
+            "deliver"
+        );
+        let esm = e.esm.take();
+        assert_eq!(esm.requests, expect(&[("sqs:ReceiveMessage", 1), ("sqs:DeleteMessageBatch", 1)]), "ESM");
+        sizes.push(("message item, delivered".into(), item_size(&raw_item(&e, pk.clone(), "MSG").await)));
+        rows.push(("push (deliver function)".into(), push));
+        rows.push(("push (Lambda's SQS poller, simulated)".into(), esm));
+
+        // 4. the agent reads the answer
+        let (status, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+        assert_eq!((status, read["status"].as_str()), (StatusCode::OK, Some("answered")));
+        assert_eq!(read["delivery"]["state"], "delivered-to-agent");
+        let get = e.meter.take();
+        assert_eq!(get.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]), "get");
+        rows.push(("get (agent)".into(), get));
+
+        let mut ask_total = Tally::default();
+        for (_, t) in &rows {
+            ask_total.add(t);
+        }
+        assert_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (16, 3), "one ask, end to end");
+        rows.push(("**ask total**".into(), ask_total));
+        rows.push(long_poll_row);
+
+        // notify: submit (terminal at once) and one read
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("n1")))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let nid = ack["id"].as_str().unwrap().to_owned();
+        let submit_notify = e.meter.take();
+        assert_eq!(
+            submit_notify.requests,
+            expect(&[
+                // auth (no callback to check, no inbox depth for a notify, no claim pre-read)
+                ("dynamodb:GetItem", 1),
+                ("dynamodb:UpdateItem", 1),
+                // MSG + IDEM + TOMB
+                ("dynamodb:TransactWriteItems", 1),
+            ]),
+            "notify"
+        );
+        sizes.push(("message item, notify".into(), item_size(&raw_item(&e, format!("MSG#acme#{nid}"), "MSG").await)));
+        let (status, _) = call(&e, event("GET", &format!("/v1/messages/{nid}"), &e.agent, None)).await;
+        assert_eq!(status, StatusCode::OK);
+        let get_notify = e.meter.take();
+        assert_eq!(get_notify.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]));
+        rows.push(("submit (notify)".into(), submit_notify));
+        rows.push(("get (notify)".into(), get_notify));
+
+        // idempotent replay of the ask: same key, same payload → the original ack
+        let (status, again) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&body))).await;
+        assert_eq!((status, again["id"].as_str()), (StatusCode::ACCEPTED, Some(id.as_str())));
+        let replay = e.meter.take();
+        assert_eq!(
+            replay.requests,
+            expect(&[
+                // auth, callback secret (validated first), inbox depth, the claim once the
+                // transaction is refused
+                ("dynamodb:GetItem", 4),
+                // callback bindings, the message (for the current status)
+                ("dynamodb:Query", 2),
+                ("dynamodb:UpdateItem", 1),
+                // the insert, cancelled by the live claim (a replay costs 2 more requests so a
+                // first submit costs 1 fewer)
+                ("dynamodb:TransactWriteItems", 1),
+            ]),
+            "replay"
+        );
+        rows.push(("replay (same ask again)".into(), replay));
+
+        // the first request of an agent's minute window: the conditional ADD fails, a put starts
+        // the window
+        e.clock.advance(Duration::seconds(60));
+        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&body))).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        let window = e.meter.take();
+        assert_eq!(window.requests.get("dynamodb:UpdateItem"), Some(&1));
+        assert_eq!(window.requests.get("dynamodb:PutItem"), Some(&1), "{window:?}");
+        assert_eq!(window.total("dynamodb"), 9, "the replay plus one PutItem");
+        rows.push(("replay, first request of a rate window".into(), window));
+
+        sizes.push((
+            "rate counter".into(),
+            item_size(&raw_item(&e, format!("CNT#rpm/acme/bot/{}", e.clock_minute()), "CNT").await),
+        ));
+        // retention: the sweeper purges the three messages (two notifies, the ask) once their
+        // `retain_until` passes; tombstones, claims and counters go by TTL (free)
+        e.clock.advance(Duration::days(31));
+        let outcome = handlers::sweep(&e.dep).await.unwrap();
+        assert_eq!((outcome.expired, outcome.purged, outcome.requeued), (0, 3, 0), "{outcome:?}");
+        let purge = e.meter.take();
+        assert_eq!(purge.requests, expect(&[("dynamodb:Query", 3), ("dynamodb:DeleteItem", 3)]), "purge");
+        assert_eq!(purge.scanned, 3, "the three `retain` keys");
+        rows.push(("sweep after retention (purges 3 messages)".into(), purge));
+
+        sizes.push(("open counter".into(), item_size(&raw_item(&e, "OPEN#acme#bot".into(), "OPEN").await)));
+        sizes.push(("credential".into(), {
+            let hash = ma2h_core::auth::hash_key(&e.agent);
+            item_size(&raw_item(&e, format!("KEY#{hash}"), "KEY").await)
+        }));
+        print_table("Requests per phase (counted on the wire, asserted)", &rows);
+        println!("\n### Item sizes (bytes, DynamoDB's accounting)\n");
+        println!("| item | bytes |\n|---|---|");
+        for (what, n) in &sizes {
+            println!("| {what} | {n} |");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumed_capacity_is_recorded_when_the_response_reports_it() {
+    // moto's numbers are placeholders (real DynamoDB reports real units): this checks the meter's
+    // plumbing, not a price.
+    with_env("capacity", true, |e| async move {
+        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("k")))).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        let t = e.meter.take();
+        assert!(t.capacity > 0.0, "{t:?}");
+        assert_eq!(t.total("dynamodb"), 4, "{t:?}");
+    })
+    .await;
+}
