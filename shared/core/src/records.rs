@@ -120,6 +120,11 @@ pub struct TerminalWrite {
     pub is_expiry: bool,
     /// Write a pending push obligation (due at `resolved_at`) in the same atomic write.
     pub push: bool,
+    /// The record the caller read this message as, when it has one. A store MAY build the
+    /// terminal record from it instead of re-reading (a DynamoDB `GetItem` saved per terminal),
+    /// but only under its CAS: the write must also be refused if the stored record's
+    /// `updated_at` differs, and a stale copy then re-read. It must come from this store.
+    pub seen: Option<Box<MessageRecord>>,
 }
 
 /// Who a credential authenticates.

@@ -145,7 +145,14 @@ pub fn terminal(status: Status, resolved_at: Timestamp) -> TerminalWrite {
         retain_until: resolved_at + RETENTION,
         is_expiry: status == Status::Expired,
         push: false,
+        seen: None,
     }
+}
+
+/// `write`, carrying `seen` as the caller's read of the message (the re-read a store may skip).
+pub fn with_seen(mut write: TerminalWrite, seen: &MessageRecord) -> TerminalWrite {
+    write.seen = Some(Box::new(seen.clone()));
+    write
 }
 
 /// What a successful terminal write leaves behind: `message` with `write` applied (§7).

@@ -11,7 +11,7 @@ use ma2h_protocol::lifecycle::Status;
 use crate::Store;
 use crate::fixtures::{
     account, agent, ask, at, claim, completed, expiring_ask, message_id, notify, resolution_id, response, t0, task,
-    terminal,
+    terminal, with_seen,
 };
 
 async fn found<S: Store>(store: &S, m: &MessageRecord) -> MessageRecord {
@@ -187,7 +187,9 @@ pub async fn concurrent_completes_have_exactly_one_winner<S: Store>(store: S) {
             .map(|i| {
                 let (store, acct, id) = (Arc::clone(&store), acct.clone(), m.id.clone());
                 let status = if i % 2 == 0 { Status::Answered } else { Status::Declined };
+                // half the racers hand over their read of the message (the store may skip its own)
                 let write = terminal(status, at(1000 + round));
+                let write = if i % 2 == 0 { write } else { with_seen(write, &m) };
                 tokio::spawn(async move { (write.resolution_id.clone(), store.complete(&acct, &id, &write).await) })
             })
             .collect();
@@ -210,5 +212,48 @@ pub async fn concurrent_completes_have_exactly_one_winner<S: Store>(store: S) {
         assert!(observed.iter().all(|r| *r == winner), "round {round}: all observers see one resolution_id");
         assert_eq!(found(&*store, &m).await.resolution_id, winner, "round {round}: the store agrees");
     }
+    assert_eq!(store.count_open(&acct, &bot).await.unwrap(), 0);
+}
+
+/// A caller's read handed to `complete` (`TerminalWrite::seen`) only saves a re-read: a current
+/// copy gives the same result as none, a stale one (changed since, or already terminal) never
+/// overwrites what is stored, and a copy of another message or account is not trusted.
+pub async fn a_callers_read_of_the_message_never_overrides_the_store<S: Store>(store: S) {
+    let (acct, bot) = (account("acme"), agent("bot"));
+    let [fresh, stale, won, foreign] = [0, 1, 2, 3].map(|i| ask(&acct, &bot, at(i)));
+    for m in [&fresh, &stale, &won, &foreign] {
+        insert_new(&store, m).await;
+    }
+
+    let write = with_seen(terminal(Status::Answered, at(60)), &fresh);
+    let expected = completed(&fresh, &write);
+    assert_eq!(store.complete(&acct, &fresh.id, &write).await.unwrap(), Completion::Applied(expected.clone()));
+    assert_eq!(found(&store, &fresh).await, expected, "a current copy: as if re-read");
+
+    // stale: the caller's copy differs from what is stored (another title, another updated_at)
+    let mut old = stale.clone();
+    old.title = "an outdated title".into();
+    old.updated_at = at(-5);
+    let write = with_seen(terminal(Status::Declined, at(61)), &old);
+    let expected = completed(&stale, &write);
+    assert_eq!(store.complete(&acct, &stale.id, &write).await.unwrap(), Completion::Applied(expected.clone()));
+    assert_eq!(found(&store, &stale).await, expected, "a stale copy is not written back");
+
+    // already terminal since the caller read it open: the winner stands
+    let first = terminal(Status::Answered, at(62));
+    let winner = completed(&won, &first);
+    store.complete(&acct, &won.id, &first).await.unwrap();
+    let late = with_seen(terminal(Status::Declined, at(63)), &won);
+    assert_eq!(store.complete(&acct, &won.id, &late).await.unwrap(), Completion::AlreadyTerminal(winner.clone()));
+    assert_eq!(found(&store, &won).await, winner);
+
+    // a copy of another message, or of the same id in another account, is ignored
+    let write = with_seen(terminal(Status::Answered, at(64)), &fresh);
+    let expected = completed(&foreign, &write);
+    assert_eq!(store.complete(&acct, &foreign.id, &write).await.unwrap(), Completion::Applied(expected.clone()));
+    let theirs = account("globex");
+    let write = with_seen(terminal(Status::Answered, at(65)), &foreign);
+    assert_eq!(store.complete(&theirs, &foreign.id, &write).await.unwrap(), Completion::Missing);
+    assert_eq!(found(&store, &foreign).await, expected, "the other account's write changed nothing");
     assert_eq!(store.count_open(&acct, &bot).await.unwrap(), 0);
 }

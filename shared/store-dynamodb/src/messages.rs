@@ -89,6 +89,42 @@ impl DynamoStore {
         self.get(key(msg_pk(account, id), MSG_SK)).await?.map(|i| message_from(&i)).transpose()
     }
 
+    /// The §7 CAS for `w` over `current`: the terminal record, and the transaction writing it —
+    /// iff the message is still open and unchanged since `current` was read, and (unless this is
+    /// the expiry) not after `expires_at` — with the open count and the tombstone.
+    fn terminal_items(&self, current: &MessageRecord, w: &TerminalWrite) -> R<(MessageRecord, Vec<TransactWriteItem>)> {
+        let next = MessageRecord {
+            status: w.status,
+            response: Some(w.response.clone()),
+            resolution_id: Some(w.resolution_id.clone()),
+            updated_at: w.resolved_at,
+            retain_until: Some(w.retain_until),
+            push: if w.push { Some(PushTrack::pending(w.resolved_at)) } else { current.push.clone() },
+            ..current.clone()
+        };
+        let cond = "#st = :open AND updated_at = :seen \
+                    AND (:is_expiry = :true OR attribute_not_exists(expires_at) OR expires_at >= :at)";
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(message_item(&next)))
+            .condition_expression(cond)
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":open", s("open"))
+            .expression_attribute_values(":seen", n(ms(current.updated_at)))
+            .expression_attribute_values(":is_expiry", AttributeValue::Bool(w.is_expiry))
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .expression_attribute_values(":at", n(ms(w.resolved_at)))
+            .build()
+            .map_err(|e| unavailable("put", e))?;
+        let (account, id) = (&current.account, &current.id);
+        let items = vec![
+            TransactWriteItem::builder().put(put).build(),
+            self.open_delta(account, &current.agent_id, -1)?,
+            self.put(tombstone_item(account, id, &current.agent_id, w.retain_until), None, HashMap::new())?,
+        ];
+        Ok((next, items))
+    }
+
     /// Keys from a sparse time index, due at `now`, oldest first.
     async fn due(
         &self,
@@ -190,43 +226,31 @@ impl MessageStore for DynamoStore {
     }
 
     async fn complete(&self, account: &AccountId, id: &MessageId, w: &TerminalWrite) -> R<Completion> {
-        let Some(current) = self.message(account, id).await? else { return Ok(Completion::Missing) };
-        let mut next = MessageRecord {
-            status: w.status,
-            response: Some(w.response.clone()),
-            resolution_id: Some(w.resolution_id.clone()),
-            updated_at: w.resolved_at,
-            retain_until: Some(w.retain_until),
-            push: w.push.then(|| PushTrack::pending(w.resolved_at)),
-            ..current.clone()
+        // The caller's read of the message saves a GetItem per terminal (docs/COST.md); it is
+        // trusted only under the CAS, which also requires the stored `updated_at` to match.
+        let seen = w.seen.as_deref().filter(|m| m.account == *account && m.id == *id);
+        let mut current = match seen {
+            Some(m) => m.clone(),
+            None => match self.message(account, id).await? {
+                Some(m) => m,
+                None => return Ok(Completion::Missing),
+            },
         };
-        if !w.push {
-            next.push = current.push.clone();
-        }
-        // §7 CAS: still open, and — unless this is the expiry — not after expires_at.
-        let cond = "#st = :open AND (:is_expiry = :true OR attribute_not_exists(expires_at) OR expires_at >= :at)";
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(message_item(&next)))
-            .condition_expression(cond)
-            .expression_attribute_names("#st", "status")
-            .expression_attribute_values(":open", s("open"))
-            .expression_attribute_values(":is_expiry", AttributeValue::Bool(w.is_expiry))
-            .expression_attribute_values(":true", AttributeValue::Bool(true))
-            .expression_attribute_values(":at", n(ms(w.resolved_at)))
-            .build()
-            .map_err(|e| unavailable("put", e))?;
-        let items = vec![
-            TransactWriteItem::builder().put(put).build(),
-            self.open_delta(account, &current.agent_id, -1)?,
-            self.put(tombstone_item(account, id, &current.agent_id, w.retain_until), None, HashMap::new())?,
-        ];
-        if current.status == Status::Open && self.transact(items).await? {
-            return Ok(Completion::Applied(next));
-        }
-        match self.message(account, id).await? {
-            Some(now) => Ok(Completion::AlreadyTerminal(now)),
-            None => Ok(Completion::Missing),
+        let mut retried = seen.is_none();
+        loop {
+            if current.status == Status::Open {
+                let (next, items) = self.terminal_items(&current, w)?;
+                if self.transact(items).await? {
+                    return Ok(Completion::Applied(next));
+                }
+            }
+            let Some(now) = self.message(account, id).await? else { return Ok(Completion::Missing) };
+            // Refused with a stale copy (changed since the caller read it, still open): once more
+            // from the store's record. Otherwise it is terminal, or overdue (§7) — the caller's to judge.
+            if retried || now.status != Status::Open || now.updated_at == current.updated_at {
+                return Ok(Completion::AlreadyTerminal(now));
+            }
+            (current, retried) = (now, true);
         }
     }
 

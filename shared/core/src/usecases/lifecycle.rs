@@ -34,6 +34,7 @@ pub(crate) async fn apply_terminal(
         is_expiry: terminal.resolution == ma2h_protocol::lifecycle::Resolution::Expired,
         // §8.3: every terminal of a push-mode ask/task owes a push (any resolution, §10 parity).
         push: envelope.callback().is_some_and(|c| c.mode == ma2h_protocol::envelope::CallbackMode::Push),
+        seen: Some(Box::new(record.clone())),
     };
     let outcome = match hub.messages.complete(&record.account, &record.id, &write).await? {
         // Refused while still open: the resolve/cancel landed after `expires_at` (§7), so the
