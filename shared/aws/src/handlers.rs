@@ -6,7 +6,7 @@ use std::sync::Arc;
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use ma2h_core::ports::PushSender;
 use ma2h_core::push;
-use ma2h_core::records::{Lookup, PushStatus};
+use ma2h_core::records::PushStatus;
 use ma2h_core::sweep::{self, SweepReport};
 use ma2h_delivery_http::{EgressPolicy, HttpPushSender};
 use ma2h_queue_sqs::PushJob;
@@ -45,15 +45,12 @@ pub async fn deliver(dep: &Deployment, sender: &Arc<dyn PushSender>, event: SqsE
             continue;
         };
         match push::attempt(&dep.hub, sender.as_ref(), &account, &id).await {
-            Ok(Some(PushStatus::Pending)) => {
-                let delay = match dep.hub.messages.get_message(&account, &id).await {
-                    Ok(Lookup::Found(rec)) => rec
-                        .push
-                        .and_then(|p| p.next_attempt_at)
-                        .map(|t| (t - dep.hub.clock.now()).num_seconds().clamp(0, MAX_VISIBILITY_SECS))
-                        .unwrap_or(0),
-                    _ => 0,
-                };
+            Ok(Some(track)) if track.status == PushStatus::Pending => {
+                // the backoff the use case recorded becomes the message's invisibility
+                let delay = track
+                    .next_attempt_at
+                    .map(|t| (t - dep.hub.clock.now()).num_seconds().clamp(0, MAX_VISIBILITY_SECS))
+                    .unwrap_or(0);
                 if let Some(handle) = &record.receipt_handle {
                     let res = dep
                         .queue

@@ -157,7 +157,7 @@ async fn drain(e: &Env) -> SqsEvent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deliver_handler_pushes_and_returns_retryable_failures_to_the_queue() {
-    let Some(e) = env().await else { return };
+    let Some(mut e) = env().await else { return };
     admin::bind_callback(&e.dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
     admin::put_secret(&e.dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
     let (base, hits) = receiver(HashMap::from([("down", vec![503, 503, 503])])).await;
@@ -173,6 +173,19 @@ async fn the_deliver_handler_pushes_and_returns_retryable_failures_to_the_queue(
     let failed: Vec<&str> = response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
     let down_msg = batch.records.iter().find(|r| r.body.as_deref().unwrap_or("").contains(&down)).unwrap();
     assert_eq!(failed, [down_msg.message_id.as_deref().unwrap()], "only the 503 stays on the queue");
+
+    // The backoff the attempt recorded becomes the job's invisibility: 100 ms rounds to 0 s, so
+    // it is visible again at once (not after the queue's default visibility timeout)…
+    let again = drain(&e).await;
+    assert_eq!(again.records.len(), 1, "the retryable job is back without waiting");
+    // …and a minute-scale backoff keeps it hidden.
+    let mut slow = (*e.dep.hub.settings).clone();
+    slow.push.backoff_base = std::time::Duration::from_secs(60);
+    e.dep.hub.settings = Arc::new(slow);
+    let response = handlers::deliver(&e.dep, &sender, again).await;
+    assert_eq!(response.batch_item_failures.len(), 1, "the second 503 is retryable too");
+    assert_eq!(hits.lock().unwrap().get("down"), Some(&2));
+    assert!(drain(&e).await.records.is_empty(), "hidden for the recorded backoff");
 
     let (_, read) = call(&e, event("GET", &format!("/v1/messages/{ok}"), &e.agent, None)).await;
     assert_eq!(read["delivery"]["state"], "delivered-to-agent");

@@ -46,7 +46,7 @@ pub async fn deliver_due(hub: &Hub, sender: &Arc<dyn PushSender>) -> Result<Push
     }
     let mut report = PushReport::default();
     while let Some(joined) = set.join_next().await {
-        match joined.map_err(|e| HubError::Internal(format!("push task panicked: {e}")))? {
+        match joined.map_err(|e| HubError::Internal(format!("push task panicked: {e}")))?.map(|t| t.map(|t| t.status)) {
             Ok(Some(PushStatus::Delivered)) => report.delivered += 1,
             Ok(Some(PushStatus::Pending)) => report.retrying += 1,
             Ok(Some(PushStatus::Failed)) => report.failed += 1,
@@ -57,13 +57,14 @@ pub async fn deliver_due(hub: &Hub, sender: &Arc<dyn PushSender>) -> Result<Push
     Ok(report)
 }
 
-/// One attempt for one message. `None` if there was nothing (left) to deliver.
+/// One attempt for one message: the push track as recorded after it (a `Pending` one carries the
+/// backoff's `next_attempt_at`). `None` if there was nothing (left) to deliver.
 pub async fn attempt(
     hub: &Hub,
     sender: &dyn PushSender,
     account: &AccountId,
     id: &MessageId,
-) -> Result<Option<PushStatus>, HubError> {
+) -> Result<Option<PushTrack>, HubError> {
     let Lookup::Found(record) = hub.messages.get_message(account, id).await? else { return Ok(None) };
     let Some(mut track) = record.push.clone().filter(|t| t.status == PushStatus::Pending) else { return Ok(None) };
     let now = hub.clock.now();
@@ -108,7 +109,7 @@ pub async fn attempt(
         status = track.status.as_str(),
         "push attempt"
     );
-    Ok(Some(track.status))
+    Ok(Some(track))
 }
 
 fn fail(track: &mut PushTrack, reason: String) {
