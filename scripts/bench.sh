@@ -20,6 +20,8 @@ set -euo pipefail
 CARGO=${CARGO:-cargo}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=lib/hub.sh
+. scripts/lib/hub.sh
 
 CONCURRENCY=${BENCH_CONCURRENCY:-1,16,64}
 DURATION=${BENCH_DURATION:-10s}
@@ -53,10 +55,9 @@ export MA2H_MODE=dev MA2H_DATA_DIR="$DATA" MA2H_LOG="$LOG"
 ACCOUNT=bench
 AGENT=bench-bot
 HUMAN=bench-op
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
 
-AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent $AGENT --label bench --json | json_field api_key)
-OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human $HUMAN --json | json_field api_key)
+AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent $AGENT --label bench --json | hub_field api_key)
+OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human $HUMAN --json | hub_field api_key)
 # Push to a loopback receiver: the host is bound to the agent, the secret registered by name,
 # and the Hub started in dev mode with MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 (§9.4 refuses loopback otherwise).
 "$HUB" admin bind-callback --account $ACCOUNT --agent $AGENT --host 127.0.0.1 >/dev/null
@@ -69,14 +70,7 @@ HUB_OUT="$DATA/hub.out"
 MA2H_BIND=127.0.0.1:0 MA2H_PUBLIC_URL=http://127.0.0.1:8080 MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 \
     MA2H_REQUESTS_PER_MINUTE=0 MA2H_INBOX_DEPTH=0 "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
 HUB_PID=$!
-ADDR=""
-for _ in $(seq 1 100); do
-    ADDR=$(sed -n 's#^ma2h hub listening on http://##p' "$HUB_OUT" | head -n1)
-    [ -n "$ADDR" ] && break
-    kill -0 "$HUB_PID" 2>/dev/null || { echo "bench: the hub exited before listening" >&2; cat "$DATA/hub.err" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$ADDR" ] || { echo "bench: the hub did not print its address" >&2; exit 1; }
+ADDR=$(hub_address "$HUB_PID" "$HUB_OUT" "$DATA/hub.err" bench)
 
 export MA2H_HUB_URL="http://$ADDR" MA2H_API_KEY="$AGENT_KEY" MA2H_AGENT_ID=$AGENT
 export MA2H_OPERATOR_KEY="$OP_KEY" MA2H_OPERATOR_ACTOR="human:$HUMAN"

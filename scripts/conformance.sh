@@ -10,6 +10,8 @@ set -euo pipefail
 CARGO=${CARGO:-cargo}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=lib/hub.sh
+. scripts/lib/hub.sh
 
 "$CARGO" build --quiet -p ma2h-hub -p ma2h-conformance
 TARGET=$("$CARGO" metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
@@ -26,12 +28,11 @@ trap cleanup EXIT
 
 export MA2H_MODE=dev MA2H_DATA_DIR="$DATA" MA2H_LOG=warn
 ACCOUNT=conformance
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
 
-AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-bot --label conformance --json | json_field api_key)
-OTHER_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-other --label conformance --json | json_field api_key)
-LIMITED_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-limited --label conformance --json | json_field api_key)
-OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human conf-alice --json | json_field api_key)
+AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-bot --label conformance --json | hub_field api_key)
+OTHER_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-other --label conformance --json | hub_field api_key)
+LIMITED_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-limited --label conformance --json | hub_field api_key)
+OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human conf-alice --json | hub_field api_key)
 "$HUB" admin bind-callback --account $ACCOUNT --agent conf-bot --host 127.0.0.1 >/dev/null
 CALLBACK_SECRET="whsec-conformance-$RANDOM$RANDOM"
 printf '%s' "$CALLBACK_SECRET" |
@@ -51,14 +52,7 @@ HUB_OUT="$DATA/hub.out"
 MA2H_BIND=127.0.0.1:0 MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 MA2H_PUSH_BACKOFF_MS=100 \
     MA2H_REQUESTS_PER_MINUTE=$RPM MA2H_INBOX_DEPTH=0 "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
 HUB_PID=$!
-ADDR=""
-for _ in $(seq 1 100); do
-    ADDR=$(sed -n 's#^ma2h hub listening on http://##p' "$HUB_OUT" | head -n1)
-    [ -n "$ADDR" ] && break
-    kill -0 "$HUB_PID" 2>/dev/null || { echo "conformance: the hub exited before listening" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$ADDR" ] || { echo "conformance: the hub did not print its address" >&2; exit 1; }
+ADDR=$(hub_address "$HUB_PID" "$HUB_OUT" "$DATA/hub.err" conformance)
 
 status=0
 MA2H_CONFORMANCE_URL="http://$ADDR" \

@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# shellcheck source=lib/hub.sh
+. scripts/lib/hub.sh
 
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$CHROMIUM" ]; then
@@ -31,24 +33,16 @@ trap cleanup EXIT
 
 export MA2H_MODE=dev MA2H_DATA_DIR="$TMP/data" MA2H_BIND=127.0.0.1:0 MA2H_PUBLIC_URL=http://127.0.0.1
 mkdir -p "$MA2H_DATA_DIR"
-json_field() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[process.argv[1]]))' "$1"; }
-OPERATOR_KEY=$("$BIN" admin create-operator --account ui --human tester --json | json_field api_key)
-AGENT_KEY=$("$BIN" admin create-agent --account ui --agent uibot --json | json_field api_key)
+OPERATOR_KEY=$("$BIN" admin create-operator --account ui --human tester --json | hub_field api_key)
+AGENT_KEY=$("$BIN" admin create-agent --account ui --agent uibot --json | hub_field api_key)
 
 "$BIN" serve >"$TMP/hub.out" 2>"$TMP/hub.err" &
 HUB_PID=$!
-HUB_URL=""
-for _ in $(seq 1 100); do
-  HUB_URL=$(sed -n 's/^ma2h hub listening on \(http:\/\/[0-9.:]*\).*/\1/p' "$TMP/hub.out" | head -1)
-  [ -n "$HUB_URL" ] && break
-  kill -0 "$HUB_PID" 2>/dev/null || { cat "$TMP/hub.err" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$HUB_URL" ] || { echo "ui-test: the hub did not report its address" >&2; cat "$TMP/hub.err" >&2; exit 1; }
+HUB_URL="http://$(hub_address "$HUB_PID" "$TMP/hub.out" "$TMP/hub.err" ui-test)"
 
 submit() {
   curl -sS --fail-with-body -X POST "$HUB_URL/v1/messages" -H "Authorization: Bearer $AGENT_KEY" \
-    -H 'Content-Type: application/json' -d "$1" | json_field id
+    -H 'Content-Type: application/json' -d "$1" | hub_field id
 }
 AGENT='"agent":{"id":"uibot","run_id":"run-ui","runtime":"cli"},"ma2h_version":"0.5","created_at":"2026-01-01T00:00:00Z"'
 SELECT_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Pick a release channel","priority":"high","idempotency_key":"ui-select",

@@ -1,0 +1,31 @@
+# shellcheck shell=bash
+# Helpers for the scripts that start a throw-away local Hub (conformance.sh, bench.sh,
+# ui-test.sh). Source it after `set -euo pipefail`.
+
+# hub_field FIELD — FIELD of the JSON document on stdin (the admin commands' --json output).
+hub_field() {
+    python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}
+
+# hub_address PID OUT ERR NAME — wait up to 10 s for `ma2h-hub serve` (PID, stdout in OUT) to
+# print "ma2h hub listening on http://ADDR" and print ADDR. If the Hub exits or stays silent,
+# say so as NAME, show the end of its log ERR and fail.
+hub_address() {
+    local pid=$1 out=$2 err=$3 name=$4 addr=""
+    for _ in $(seq 1 100); do
+        addr=$(sed -n 's#^ma2h hub listening on http://\([^ ]*\).*#\1#p' "$out" | head -n1)
+        if [ -n "$addr" ]; then
+            printf '%s\n' "$addr"
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            echo "$name: the hub exited before listening" >&2
+            tail -n 50 "$err" >&2 || true
+            return 1
+        fi
+        sleep 0.1
+    done
+    echo "$name: the hub did not print its address within 10 s" >&2
+    tail -n 50 "$err" >&2 || true
+    return 1
+}
