@@ -12,12 +12,11 @@ use axum::http::StatusCode;
 use chrono::Duration;
 use ma2h_aws::{AwsSettings, Deployment, assemble, handlers};
 use ma2h_core::ports::ManualClock;
-use ma2h_core::settings::{Mode, Secret, Settings};
 use ma2h_core::{admin, auth, resolve};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
-use support::{call_app, event, sqs_event};
+use support::{call_app, event, moto_config, sqs_event, test_settings, unique};
 
 const SCHEDULE: &str = include_str!("fixtures/schedule-event.json");
 
@@ -29,26 +28,13 @@ struct Env {
 }
 
 async fn env() -> Option<Env> {
-    if std::env::var("AWS_ENDPOINT_URL").is_err() {
-        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "AWS_ENDPOINT_URL unset: start moto");
-        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
-        return None;
-    }
-    let config = aws_config::load_from_env().await;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let table = format!("lambda-{nanos}");
+    let config = moto_config().await?;
+    let table = unique("lambda");
     let ddb = aws_sdk_dynamodb::Client::new(&config);
     provision::create_table(&ddb, &table).await.unwrap();
     let sqs = aws_sdk_sqs::Client::new(&config);
-    let queue_url = sqs.create_queue().queue_name(format!("push-{nanos}")).send().await.unwrap().queue_url.unwrap();
-    let mut settings = Settings {
-        mode: Mode::Dev,
-        public_url: "https://api.test".into(),
-        master_key: Some(Secret("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into())),
-        ed25519_seed: Some(Secret("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=".into())),
-        dev_egress_allow: vec!["127.0.0.0/8".into()],
-        ..Settings::default()
-    };
+    let queue_url = sqs.create_queue().queue_name(unique("push")).send().await.unwrap().queue_url.unwrap();
+    let mut settings = test_settings();
     settings.push.backoff_base = std::time::Duration::from_millis(100);
     let aws = AwsSettings {
         table: table.clone(),

@@ -10,13 +10,12 @@ use axum::http::StatusCode;
 use ma2h_aws::{AwsSettings, Deployment, assemble, handlers};
 use ma2h_core::admin;
 use ma2h_core::ports::ManualClock;
-use ma2h_core::settings::{Mode, Secret, Settings};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
 
 use crate::metering::{Meter, Tally};
-use crate::support::{call_app, sqs_event};
+use crate::support::{call_app, moto_config, sqs_event, test_settings, unique};
 
 pub(crate) struct Env {
     pub(crate) dep: Deployment,
@@ -34,14 +33,8 @@ pub(crate) struct Env {
 
 /// A fresh table and queue over metered clients. `None` (skipped) without moto.
 pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
-    if std::env::var("AWS_ENDPOINT_URL").is_err() {
-        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "AWS_ENDPOINT_URL unset: start moto");
-        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
-        return None;
-    }
-    let config = aws_config::load_from_env().await;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let table = format!("cost-{name}-{nanos}");
+    let config = moto_config().await?;
+    let table = unique(&format!("cost-{name}"));
     let meter = if capacity { Meter::default().ask_for_capacity() } else { Meter::default() };
     let esm = Meter::default();
     let ddb = aws_sdk_dynamodb::Client::from_conf(
@@ -55,23 +48,9 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     );
     let raw = aws_sdk_dynamodb::Client::new(&config);
     provision::create_table(&raw, &table).await.unwrap();
-    let queue_url = raw_sqs(&config)
-        .create_queue()
-        .queue_name(format!("cost-{name}-{nanos}"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let settings = Settings {
-        mode: Mode::Dev,
-        public_url: "https://api.test".into(),
-        master_key: Some(Secret("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into())),
-        ed25519_seed: Some(Secret("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=".into())),
-        dev_egress_allow: vec!["127.0.0.0/8".into()],
-        // The production defaults for what submit checks: 600 requests/min, inbox depth 1000.
-        ..Settings::default()
-    };
+    let queue_url = raw_sqs(&config).create_queue().queue_name(&table).send().await.unwrap().queue_url.unwrap();
+    // The production defaults for what submit checks: 600 requests/min, inbox depth 1000.
+    let settings = test_settings();
     // The production default re-read interval for Lambda long-polls.
     let aws = AwsSettings { table: table.clone(), push_queue_url: queue_url.clone(), long_poll_interval: ms(500) };
     let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
