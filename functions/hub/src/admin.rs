@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 #[derive(Subcommand)]
 pub enum AdminCommand {
-    /// Create an agent credential for an `agent.id` (prints the API key and signing secret once).
+    /// Create an agent credential for an `agent.id` (prints the API key once, and the agent's
+    /// signing secret with its first credential only).
     CreateAgent {
         #[arg(long)]
         agent: String,
@@ -37,7 +38,8 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Issue a new key for the same principal; the old key keeps working for the overlap.
+    /// Issue a new key for the same principal; the old key keeps working for the overlap (the
+    /// signing secret is unchanged: see `rotate-signing-secret`).
     Rotate {
         credential_id: String,
         /// Overlap in hours during which the old key still works.
@@ -45,6 +47,12 @@ pub enum AdminCommand {
         overlap_hours: u32,
         #[arg(long)]
         json: bool,
+    },
+    /// Replace an agent's Hub-issued signing secret and print the new one once (pushes signed
+    /// from now on verify only with it).
+    RotateSigningSecret {
+        #[command(flatten)]
+        target: Agent,
     },
     /// Register a secret an agent's callbacks reference by name (`secret_ref` / `token_ref`).
     PutSecret {
@@ -75,7 +83,7 @@ pub enum AdminCommand {
     BindCallback {
         #[command(flatten)]
         target: Agent,
-        /// Host only: `agent.example.com` (no scheme, port or path).
+        /// Host only: `agent.example.com` (no scheme, port or path; a binding covers every port).
         #[arg(long)]
         host: String,
     },
@@ -147,6 +155,10 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
         AdminCommand::Rotate { credential_id, overlap_hours, json } => {
             let overlap = chrono::Duration::hours(i64::from(overlap_hours));
             (serde_json::to_value(admin::rotate(&hub, &credential_id, overlap).await?)?, json)
+        }
+        AdminCommand::RotateSigningSecret { target: t } => {
+            let secret = admin::rotate_signing_secret(&hub, &t.account, &t.agent).await?;
+            (json!({ "account": t.account, "agent": t.agent, "signing_secret": secret }), t.json)
         }
         AdminCommand::PutSecret { target: t, name, value, value_stdin } => {
             let value = match (value, value_stdin) {

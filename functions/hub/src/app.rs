@@ -153,8 +153,14 @@ pub async fn serve(
     let sender = push_sender(&local.hub.settings)?;
     let sweeper = tokio::spawn(run_sweeper(local.hub.clone()));
     let worker = tokio::spawn(run_push_worker(local.hub.clone(), local.wake, sender));
+    let changes = local.hub.changes.clone();
+    let limits = local.hub.settings.server;
     let app = ma2h_http::router(local.hub);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    let shutdown = async move {
+        shutdown.await;
+        changes.close();
+    };
+    crate::server::serve(listener, app, limits, shutdown).await?;
     sweeper.abort();
     worker.abort();
     Ok(())

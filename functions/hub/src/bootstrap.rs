@@ -16,6 +16,12 @@ pub async fn dev_credentials(hub: &Hub) -> Result<()> {
     }
     let agent = admin::create_agent(hub, DEV_ACCOUNT, DEV_AGENT, Some("dev".into())).await?;
     let operator = admin::create_operator(hub, DEV_ACCOUNT, DEV_OPERATOR, Some("dev".into())).await?;
+    // A data dir whose dev.env was deleted still holds the agent's secret, which is never shown
+    // twice: issue a fresh one so dev.env is complete.
+    let secret = match agent.signing_secret.clone() {
+        Some(s) => s,
+        None => admin::rotate_signing_secret(hub, DEV_ACCOUNT, DEV_AGENT).await?,
+    };
     let env = format!(
         "# Written by `make run` on first start (dev mode). Shown once; keep it private.\n\
          export MA2H_HUB_URL={url}\n\
@@ -25,7 +31,6 @@ pub async fn dev_credentials(hub: &Hub) -> Result<()> {
          export MA2H_OPERATOR_KEY={op_key}\n",
         url = hub.settings.public_url,
         agent_key = agent.api_key,
-        secret = agent.signing_secret.clone().unwrap_or_default(),
         op_key = operator.api_key,
     );
     crate::app::write_private(&path, &env)?;

@@ -4,3 +4,4 @@
 pub mod admin;
 pub mod app;
 pub mod bootstrap;
+pub mod server;

@@ -54,7 +54,11 @@ async fn admin_commands_work_against_dynamodb() {
     let id = creds[0]["credential_id"].as_str().unwrap();
     let revoked = admin(&table, &["revoke", id]);
     assert_eq!(revoked["active"], false);
-    // a second create-agent for the same agent reuses its signing secret
+    // a second create-agent for the same agent keeps its signing secret and does not show it again
     let again = admin(&table, &["create-agent", "--account", "acme", "--agent", "bot"]);
-    assert_eq!(again["signing_secret"], agent["signing_secret"]);
+    assert!(again.get("signing_secret").is_none(), "{again}");
+    // rotating it is explicit, and shows the new one once
+    let rotated = admin(&table, &["rotate-signing-secret", "--account", "acme", "--agent", "bot"]);
+    let new_secret = rotated["signing_secret"].as_str().unwrap();
+    assert!(new_secret.starts_with("whsec_") && Some(new_secret) != agent["signing_secret"].as_str());
 }

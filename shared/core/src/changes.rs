@@ -12,10 +12,17 @@ use tokio::sync::watch;
 use crate::ports::{ChangeFeed, Subscription};
 
 /// Wakes waiters in this process. Each watched id has one `watch` channel; publishing fires and
-/// retires it.
-#[derive(Debug, Default)]
+/// retires it. One more channel announces shutdown to every waiter at once.
+#[derive(Debug)]
 pub struct InProcessChanges {
     channels: Mutex<HashMap<String, watch::Sender<()>>>,
+    closing: watch::Sender<bool>,
+}
+
+impl Default for InProcessChanges {
+    fn default() -> Self {
+        Self { channels: Mutex::default(), closing: watch::channel(false).0 }
+    }
 }
 
 impl InProcessChanges {
@@ -24,13 +31,24 @@ impl InProcessChanges {
     }
 }
 
-struct WatchSubscription(watch::Receiver<()>);
+struct WatchSubscription {
+    change: watch::Receiver<()>,
+    closing: watch::Receiver<bool>,
+}
 
 #[async_trait]
 impl Subscription for WatchSubscription {
     async fn wait(mut self: Box<Self>, timeout: Duration) {
         // Ok (announced) and Err (sender retired after announcing) both mean "re-read".
-        let _ = tokio::time::timeout(timeout, self.0.changed()).await;
+        let change = self.change.changed();
+        let closing = self.closing.wait_for(|c| *c);
+        let _ = tokio::time::timeout(timeout, async {
+            tokio::select! {
+                _ = change => {}
+                _ = closing => {}
+            }
+        })
+        .await;
     }
 }
 
@@ -42,7 +60,7 @@ impl ChangeFeed for InProcessChanges {
             map.retain(|_, tx| tx.receiver_count() > 0);
         }
         let tx = map.entry(id.to_string()).or_insert_with(|| watch::channel(()).0);
-        Box::new(WatchSubscription(tx.subscribe()))
+        Box::new(WatchSubscription { change: tx.subscribe(), closing: self.closing.subscribe() })
     }
 
     fn publish(&self, id: &MessageId) {
@@ -50,6 +68,14 @@ impl ChangeFeed for InProcessChanges {
         if let Some(tx) = tx {
             tx.send_replace(());
         }
+    }
+
+    fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    fn closing(&self) -> bool {
+        *self.closing.borrow()
     }
 }
 
@@ -106,6 +132,25 @@ mod tests {
         feed.publish(&id);
         let start = Instant::now();
         sub.wait(Duration::from_secs(10)).await;
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn closing_releases_parked_waiters_and_later_waits_return_at_once() {
+        let feed = Arc::new(InProcessChanges::new());
+        let id = MessageId::from_parts(1, 1);
+        let sub = feed.subscribe(&id);
+        let f2 = feed.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            f2.close();
+        });
+        let start = Instant::now();
+        sub.wait(Duration::from_secs(30)).await;
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(feed.closing());
+        let start = Instant::now();
+        feed.subscribe(&id).wait(Duration::from_secs(30)).await;
         assert!(start.elapsed() < Duration::from_secs(5));
     }
 

@@ -34,6 +34,9 @@ pub enum HubError {
     /// 422 `unknown_destination`.
     #[error("{0}")]
     UnknownDestination(String),
+    /// 408 `request_timeout`: the client did not send its request body in time.
+    #[error("the request body was not received within {seconds} s")]
+    RequestTimeout { seconds: u64 },
     /// 429 `rate_limited`, with `Retry-After`.
     #[error("{message}")]
     RateLimited { message: String, retry_after_secs: u64 },

@@ -182,6 +182,13 @@ pub trait ChangeFeed: Send + Sync + 'static {
     fn subscribe(&self, id: &MessageId) -> Box<dyn Subscription>;
     /// Announce that `id` changed (after the store committed).
     fn publish(&self, id: &MessageId);
+    /// The server is shutting down: release every waiter now, and make later waits return at
+    /// once, so parked long-polls answer with the current body instead of holding the exit.
+    fn close(&self) {}
+    /// Whether [`ChangeFeed::close`] was called.
+    fn closing(&self) -> bool {
+        false
+    }
 }
 
 /// One pending interest in a message.

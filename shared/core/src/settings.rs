@@ -67,6 +67,36 @@ pub struct Settings {
     /// Dev mode only: networks push egress may reach despite §9.4 (`MA2H_DEV_EGRESS_ALLOW`,
     /// comma-separated CIDRs, e.g. `127.0.0.0/8`). Ignored — fails closed — in production.
     pub dev_egress_allow: Vec<String>,
+    /// The local server's connection limits (the Lambda deployment has API Gateway's).
+    pub server: ServerSettings,
+}
+
+/// Connection hygiene for the local server: no client may hold a connection (or a share of the
+/// file descriptors) without sending a request at a reasonable pace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Time to send a request's headers — and how long an idle keep-alive connection waits for
+    /// the next request (`MA2H_HEADER_TIMEOUT_SECONDS`).
+    pub header_timeout: Duration,
+    /// Time to send a whole request body once the headers are in (`MA2H_BODY_TIMEOUT_SECONDS`).
+    pub body_timeout: Duration,
+    /// Open connections at once; more wait in the kernel's backlog (`MA2H_MAX_CONNECTIONS`;
+    /// lowered at start-up to fit the process's file-descriptor limit).
+    pub max_connections: usize,
+    /// Open connections from one client address (`MA2H_MAX_CONNECTIONS_PER_IP`); more are closed
+    /// at once.
+    pub max_connections_per_ip: usize,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 4096,
+            max_connections_per_ip: 256,
+        }
+    }
 }
 
 /// §8.3 delivery policy (advertised in the capability document).
@@ -119,6 +149,7 @@ impl Default for Settings {
             ed25519_seed: None,
             ed25519_previous: Vec::new(),
             dev_egress_allow: Vec::new(),
+            server: ServerSettings::default(),
         }
     }
 }
@@ -186,6 +217,10 @@ impl Settings {
         dur("MA2H_PUSH_BACKOFF_MAX_MS", 1, &mut s.push.backoff_max)?;
         dur("MA2H_PUSH_CONNECT_TIMEOUT_MS", 1, &mut s.push.connect_timeout)?;
         dur("MA2H_PUSH_TIMEOUT_MS", 1, &mut s.push.total_timeout)?;
+        dur("MA2H_HEADER_TIMEOUT_SECONDS", 1000, &mut s.server.header_timeout)?;
+        dur("MA2H_BODY_TIMEOUT_SECONDS", 1000, &mut s.server.body_timeout)?;
+        num("MA2H_MAX_CONNECTIONS", get("MA2H_MAX_CONNECTIONS"), &mut s.server.max_connections)?;
+        num("MA2H_MAX_CONNECTIONS_PER_IP", get("MA2H_MAX_CONNECTIONS_PER_IP"), &mut s.server.max_connections_per_ip)?;
         s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
         let list = |k: &str| -> Vec<String> {
             get(k)
@@ -236,6 +271,13 @@ impl Settings {
         }
         if self.push.max_duration.is_zero() {
             return err("MA2H_PUSH_MAX_DURATION_SECONDS must be at least 1");
+        }
+        let srv = &self.server;
+        if srv.header_timeout.is_zero() || srv.body_timeout.is_zero() {
+            return err("MA2H_HEADER_TIMEOUT_SECONDS and MA2H_BODY_TIMEOUT_SECONDS must be at least 1");
+        }
+        if srv.max_connections == 0 || srv.max_connections_per_ip == 0 {
+            return err("MA2H_MAX_CONNECTIONS and MA2H_MAX_CONNECTIONS_PER_IP must be at least 1");
         }
         if self.sweep_interval.is_zero() {
             return err("MA2H_SWEEP_INTERVAL_MS must be at least 1");

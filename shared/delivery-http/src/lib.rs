@@ -27,15 +27,14 @@
 //! Outcome mapping (§8.3): 2xx → `Delivered`; 4xx → `Rejected` (never retried); 5xx, timeouts and
 //! network errors → `Retry`; a guard refusal or a 3xx → `Refused` (permanent, never retried).
 
-mod guard;
 mod resolve;
 mod sender;
 
 use std::net::IpAddr;
 use std::time::Duration;
 
-pub use guard::is_forbidden;
 pub use ipnet::IpNet;
+pub use ma2h_protocol::egress::is_forbidden;
 pub use resolve::{Resolve, SystemResolver};
 pub use sender::{BuildError, HttpPushSender};
 pub use url::Url;

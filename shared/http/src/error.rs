@@ -40,6 +40,7 @@ impl IntoResponse for ApiError {
             HubError::IdempotencyConflict { .. } => (StatusCode::CONFLICT, "idempotency_conflict"),
             HubError::AlreadyTerminal { .. } => (StatusCode::CONFLICT, "already_terminal"),
             HubError::UnknownDestination(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_destination"),
+            HubError::RequestTimeout { .. } => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             HubError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             HubError::Store(_) | HubError::Internal(_) => {
                 tracing::error!(error = %e, "request failed");

@@ -45,12 +45,37 @@ impl FromRequest<Hub> for Body {
     async fn from_request(req: Request, hub: &Hub) -> Result<Self, Self::Rejection> {
         let limit = hub.settings.max_request_bytes();
         let body = req.into_body();
-        let bytes = axum::body::to_bytes(body, limit)
-            .await
-            .map_err(|_| HubError::invalid_field(format!("request body exceeds {limit} bytes")))?;
+        let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+            let cause = e.into_inner();
+            body_error(&*cause, hub, limit)
+        })?;
         Ok(Self(bytes))
     }
 }
+
+/// A request body that did not arrive before the server's body deadline (the local server wraps
+/// every body in one; see `ma2h-hub`'s `server` module).
+#[derive(Debug, thiserror::Error)]
+#[error("request body deadline elapsed")]
+pub struct BodyTimeout;
+
+/// Why reading a body failed: its deadline passed (408), or — for every other cause, the cap
+/// first among them — a 422 (§8.6: over-size is never a bare 413).
+fn body_error(e: &(dyn std::error::Error + 'static), hub: &Hub, limit: usize) -> HubError {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<BodyTimeout>() {
+            return HubError::RequestTimeout { seconds: hub.settings.server.body_timeout.as_secs() };
+        }
+        cause = c.source();
+    }
+    HubError::invalid_field(format!("request body exceeds {limit} bytes"))
+}
+
+/// The client's address, when the transport knows it (the local server's peer address, API
+/// Gateway's `sourceIp`); inserted as a request extension and used to throttle failed sign-ins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClientIp(pub std::net::IpAddr);
 
 /// Query parameters as a map; bad encodings are a 400.
 #[derive(Debug, Default)]

@@ -255,6 +255,12 @@ impl Envelope {
             .and_then(Value::as_object)
             .ok_or_else(|| ProtocolError::validation("`/agent`: must be an object"))?;
         let agent_str = |name: &str| agent_obj.get(name).and_then(Value::as_str).map(str::to_owned);
+        if agent_str("id").is_some_and(|s| s.contains('#')) {
+            // §4: `#` separates an agent from its session; this Hub admits no such principal.
+            return Err(ProtocolError::invalid_field(
+                "`/agent/id`: must not contain `#` (it separates an agent id from a session id, §4)",
+            ));
+        }
         let id = agent_str("id").and_then(|s| AgentId::parse(&s)).ok_or_else(|| {
             ProtocolError::validation(
                 "`/agent/id`: must be a non-empty string of at most 200 characters without control characters",

@@ -61,18 +61,22 @@ minted_id!(
 );
 
 macro_rules! name_id {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident $(, forbid $forbidden:literal)?) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
         pub struct $name(String);
 
         impl $name {
-            /// Non-empty, at most 200 bytes, no control characters.
+            /// Non-empty, at most 200 bytes, no control characters (nor the kind's reserved
+            /// separator, where it has one).
             pub fn parse(s: &str) -> Option<Self> {
                 if s.is_empty() || s.len() > 200 || s.chars().any(char::is_control) {
                     return None;
                 }
+                $(if s.contains($forbidden) {
+                    return None;
+                })?
                 Some(Self(s.to_owned()))
             }
 
@@ -91,7 +95,9 @@ macro_rules! name_id {
 
 name_id!(
     /// The stable logical identity of an agent (`agent.id`, §4.1); credentials are scoped to one.
-    AgentId
+    /// §4: `#` separates an agent from its session (`agent:<id>#sess_…`), so an id containing it
+    /// would be read as a session of another agent — this Hub never admits one as a principal.
+    AgentId, forbid '#'
 );
 name_id!(
     /// The tenant every principal belongs to; another account's ids behave as unknown.
@@ -101,6 +107,45 @@ name_id!(
     /// A human operator's id (the `<id>` of `human:<id>`).
     HumanId
 );
+
+/// One component of a composed storage or counter key, escaped so that joining components with
+/// `#` or `/` is unambiguous whatever the ids contain (`a`/`b/c` and `a/b`/`c` never meet): `%`,
+/// `#` and `/` are percent-encoded, everything else is kept. Ordinary ids come back unchanged, so
+/// keys written before this encoding keep their meaning.
+pub fn key_part(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains(['%', '#', '/']) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '#' => out.push_str("%23"),
+            '/' => out.push_str("%2F"),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The inverse of [`key_part`]; `None` for text `key_part` cannot have produced.
+pub fn key_part_decode(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let c = match rest.get(i..i + 3)? {
+            "%25" => '%',
+            "%23" => '#',
+            "%2F" => '/',
+            _ => return None,
+        };
+        out.push(c);
+        rest = &rest[i + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
 
 /// A Hub-attested actor, `<type>:<id>` (§9.1). Never taken from a request body.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -137,18 +182,25 @@ impl Actor {
 
     /// §9.1 matching of one `allowed_resolvers` entry against this attested actor. A principal-form
     /// `agent:<id>` entry matches that principal under any session (`agent:<id>#sess_…`); every
-    /// other form matches exactly.
+    /// other form matches exactly. §4 grammar: the first `#` ends the agent id and what follows
+    /// must be a `sess_` id — anything else is no session of that principal (an agent named
+    /// `bot#evil` is not `bot`).
     pub fn matches_entry(&self, entry: &str) -> bool {
         let me = self.to_string();
         if me == entry {
             return true;
         }
         match (self, entry.strip_prefix("agent:")) {
-            (Self::Agent(id), Some(entry_id)) if !entry_id.contains('#') => {
-                id.split_once('#').map(|(p, _)| p) == Some(entry_id)
-            }
+            (Self::Agent(id), Some(entry_id)) if !entry_id.contains('#') => id
+                .split_once('#')
+                .is_some_and(|(principal, session)| principal == entry_id && Self::is_session_segment(session)),
             _ => false,
         }
+    }
+
+    /// The session segment of an agent address: `sess_` + at least one more character, no `#`.
+    fn is_session_segment(s: &str) -> bool {
+        s.strip_prefix("sess_").is_some_and(|rest| !rest.is_empty() && !rest.contains('#'))
     }
 }
 
@@ -195,6 +247,29 @@ mod tests {
         assert!(!bare.matches_entry("agent:bot#sess_1"));
         assert!(!bare.matches_entry("agent:bo"));
         assert!(!Actor::Human("bot".into()).matches_entry("agent:bot"));
+    }
+
+    #[test]
+    fn an_agent_named_with_a_hash_is_no_session_of_the_prefix_agent() {
+        // issue 13 item 5: `botB#evil` must not inherit `agent:botB`'s resolver rights
+        assert!(!Actor::Agent("botB#evil".into()).matches_entry("agent:botB"));
+        assert!(!Actor::Agent("botB#sess_".into()).matches_entry("agent:botB"));
+        assert!(!Actor::Agent("botB#sess_1#x".into()).matches_entry("agent:botB"));
+        assert!(AgentId::parse("botB#evil").is_none(), "§4: `#` is the session separator");
+        assert!(AccountId::parse("acme#1").is_some(), "only agent ids reserve `#`");
+    }
+
+    #[test]
+    fn key_parts_keep_joined_keys_apart() {
+        let join = |a: &str, b: &str| format!("{}/{}", key_part(a), key_part(b));
+        assert_ne!(join("a", "b/c"), join("a/b", "c"));
+        assert_ne!(join("a#", "b"), join("a", "#b"));
+        assert_ne!(join("a%2Fb", "c"), join("a/b", "c"), "the escape character is escaped too");
+        assert_eq!(key_part("deploybot"), "deploybot", "ordinary ids are unchanged");
+        for id in ["a/b#c%d", "plain", "%%", "#/"] {
+            assert_eq!(key_part_decode(&key_part(id)).as_deref(), Some(id));
+        }
+        assert_eq!(key_part_decode("a%2"), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!
 //! Nothing here performs I/O: the use-case crate feeds it bytes, times and random ids.
 
+pub mod egress;
 pub mod envelope;
 pub mod error;
 pub mod ids;

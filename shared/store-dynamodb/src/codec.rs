@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use ma2h_core::ports::StoreError;
 use ma2h_core::records::{CredentialRecord, IdempotencyRecord, MessageRecord, PrincipalId, PushStatus, PushTrack};
 use ma2h_protocol::envelope::{MessageType, Priority};
-use ma2h_protocol::ids::{AccountId, AgentId, HumanId, MessageId, ResolutionId};
+use ma2h_protocol::ids::{AccountId, AgentId, HumanId, MessageId, ResolutionId, key_part, key_part_decode};
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::time::{self, Timestamp};
 
@@ -17,24 +17,31 @@ pub(crate) const TOMB_SK: &str = "TOMB";
 /// Tombstones outlive their message by this long, so a purged id answers 410 (then TTL).
 pub(crate) const TOMBSTONE_DAYS: i64 = 365;
 
+// Every caller-chosen component is escaped (`key_part`), so `#` joins are unambiguous whatever
+// the ids contain; ordinary ids are unchanged by the escape.
+
 pub(crate) fn msg_pk(account: &AccountId, id: &MessageId) -> String {
-    format!("MSG#{account}#{id}")
+    format!("MSG#{}#{id}", key_part(account.as_str()))
 }
 pub(crate) fn claim_pk(account: &AccountId, agent: &AgentId, key: &str) -> String {
-    format!("IDEM#{account}#{agent}#{key}")
+    format!("IDEM#{}#{}#{}", key_part(account.as_str()), key_part(agent.as_str()), key_part(key))
 }
 pub(crate) fn open_pk(account: &AccountId, agent: &AgentId) -> String {
-    format!("OPEN#{account}#{agent}")
+    format!("OPEN#{}#{}", key_part(account.as_str()), key_part(agent.as_str()))
 }
 pub(crate) fn agent_pk(account: &AccountId, agent: &AgentId) -> String {
-    format!("AGENT#{account}#{agent}")
+    format!("AGENT#{}#{}", key_part(account.as_str()), key_part(agent.as_str()))
+}
+/// The `list` index partition of one account's open or terminal messages.
+pub(crate) fn list_pk(account: &AccountId, open: bool) -> String {
+    format!("{}#{}", key_part(account.as_str()), if open { "open" } else { "done" })
 }
 
 /// Split `MSG#{account}#{id}` (message ids never contain `#`; the id is the last segment).
 pub(crate) fn parse_msg_pk(pk: &str) -> Option<(AccountId, MessageId)> {
     let rest = pk.strip_prefix("MSG#")?;
-    let (account, id) = rest.rsplit_once('#')?;
-    Some((AccountId::parse(account)?, MessageId::from_trusted(id.to_owned())))
+    let (account, id) = rest.split_once('#')?;
+    Some((AccountId::parse(&key_part_decode(account)?)?, MessageId::from_trusted(id.to_owned())))
 }
 
 pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
@@ -90,9 +97,9 @@ fn parsed<T>(item: &Item, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<T, S
 /// The `list` index sort key: open → most urgent first, then oldest; done → by update time.
 pub(crate) fn list_keys(m: &MessageRecord) -> (String, String) {
     if m.status == Status::Open {
-        (format!("{}#open", m.account), format!("{}#{:015}#{}", m.priority.rank(), ms(m.created_at), m.id))
+        (list_pk(&m.account, true), format!("{}#{:015}#{}", m.priority.rank(), ms(m.created_at), m.id))
     } else {
-        (format!("{}#done", m.account), format!("{:015}#{}", ms(m.updated_at), m.id))
+        (list_pk(&m.account, false), format!("{:015}#{}", ms(m.updated_at), m.id))
     }
 }
 

@@ -281,7 +281,7 @@ impl MessageStore for DynamoStore {
     }
 
     async fn list_messages(&self, account: &AccountId, q: &ListQuery) -> R<Vec<MessageRecord>> {
-        let pk = format!("{account}#{}", if q.open { "open" } else { "done" });
+        let pk = list_pk(account, q.open);
         let mut out = Vec::new();
         let mut start = None;
         loop {

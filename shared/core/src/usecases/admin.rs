@@ -83,40 +83,40 @@ fn ulid_like(hub: &Hub) -> String {
     hub.new_message_id().as_str().trim_start_matches("msg_").to_owned()
 }
 
-/// Create an agent credential. The agent's signing secret is generated on first use and printed
-/// with it; later credentials for the same agent reuse (and print) the same secret.
+/// Create an agent credential. The agent's signing secret is generated with its first credential
+/// and printed that once; later credentials for the same agent do not show it again (rotating it
+/// is its own command, [`rotate_signing_secret`]).
 pub async fn create_agent(
     hub: &Hub,
     account: &str,
     agent: &str,
     label: Option<String>,
 ) -> Result<IssuedCredential, HubError> {
-    let account = AccountId::parse(account).ok_or_else(|| HubError::validation("invalid account id"))?;
-    let agent = AgentId::parse(agent).ok_or_else(|| HubError::validation("invalid agent id"))?;
-    let secret = signing_secret(hub, &account, &agent).await?;
+    let (account, agent) = parse_agent(account, agent)?;
+    let secret = match hub.credentials.get_secret(&account, &agent, SIGNING_SECRET_NAME).await? {
+        Some(_) => None,
+        None => Some(new_signing_secret(hub, &account, &agent).await?),
+    };
     let (record, key) = issue(hub, account.clone(), PrincipalId::Agent(agent.clone()), label).await?;
     Ok(IssuedCredential {
         credential_id: record.id,
         account: account.to_string(),
         principal: format!("agent:{agent}"),
         api_key: key,
-        signing_secret: Some(secret),
+        signing_secret: secret,
     })
 }
 
-/// The agent's signing secret, created (sealed under the master key) if it has none yet.
-async fn signing_secret(hub: &Hub, account: &AccountId, agent: &AgentId) -> Result<String, HubError> {
-    let context = format!("{account}/{agent}/{SIGNING_SECRET_NAME}");
-    if let Some(sealed) = hub.credentials.get_secret(account, agent, SIGNING_SECRET_NAME).await? {
-        let plain = hub
-            .master_key
-            .open(&context, &sealed)
-            .map_err(|e| HubError::Internal(format!("cannot open signing secret of {agent}: {e}")))?;
-        return String::from_utf8(plain).map_err(|_| HubError::Internal("signing secret is not UTF-8".into()));
-    }
+/// Replace an agent's signing secret (sealed under the master key) and return the new one — the
+/// only time it is shown. Pushes signed after this verify only with the new secret.
+pub async fn rotate_signing_secret(hub: &Hub, account: &str, agent: &str) -> Result<String, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    new_signing_secret(hub, &account, &agent).await
+}
+
+async fn new_signing_secret(hub: &Hub, account: &AccountId, agent: &AgentId) -> Result<String, HubError> {
     let secret = new_token(hub, "whsec_");
-    let sealed = hub.master_key.seal(hub.random.as_ref(), &context, secret.as_bytes());
-    hub.credentials.put_secret(account, agent, SIGNING_SECRET_NAME, &sealed).await?;
+    seal_and_store(hub, account, agent, SIGNING_SECRET_NAME, &secret).await?;
     Ok(secret)
 }
 
@@ -162,7 +162,7 @@ pub async fn revoke(hub: &Hub, id: &str) -> Result<CredentialSummary, HubError> 
 }
 
 /// Issue a new key for the same principal; the old key keeps working for `overlap`, then
-/// expires. The signing secret is unchanged.
+/// expires. The signing secret is unchanged and not shown again.
 pub async fn rotate(hub: &Hub, id: &str, overlap: Duration) -> Result<IssuedCredential, HubError> {
     let mut old = find(hub, id).await?;
     let now = hub.clock.now();
@@ -173,36 +173,42 @@ pub async fn rotate(hub: &Hub, id: &str, overlap: Duration) -> Result<IssuedCred
     let end = now + overlap;
     old.expires_at = Some(old.expires_at.map_or(end, |e| e.min(end)));
     hub.credentials.update_credential(&old).await?;
-    let signing_secret = match &old.principal {
-        PrincipalId::Agent(a) => Some(signing_secret(hub, &old.account, a).await?),
-        PrincipalId::Operator(_) => None,
-    };
     Ok(IssuedCredential {
         credential_id: record.id,
         account: old.account.to_string(),
         principal: principal_string(&old.principal),
         api_key: key,
-        signing_secret,
+        signing_secret: None,
     })
 }
 
 fn parse_agent(account: &str, agent: &str) -> Result<(AccountId, AgentId), HubError> {
     Ok((
         AccountId::parse(account).ok_or_else(|| HubError::validation("invalid account id"))?,
-        AgentId::parse(agent).ok_or_else(|| HubError::validation("invalid agent id"))?,
+        AgentId::parse(agent).ok_or_else(|| {
+            HubError::validation(
+                "invalid agent id: 1–200 bytes, no control characters, no `#` (it separates an agent from its session, §4)",
+            )
+        })?,
     ))
+}
+
+/// A caller-chosen secret name: 1–200 characters, never one of the Hub's own (`hub:` prefix).
+fn check_secret_name(name: &str) -> Result<(), HubError> {
+    if name.is_empty() || name.len() > 200 || name.starts_with(crate::push::RESERVED_PREFIX) {
+        return Err(HubError::validation(format!(
+            "secret names are 1–200 characters and may not start with `{}` (the Hub's own secrets)",
+            crate::push::RESERVED_PREFIX
+        )));
+    }
+    Ok(())
 }
 
 /// Register (or replace) a secret an agent's callbacks may reference by name as `secret_ref`
 /// (hmac) or `token_ref` (bearer/apikey). Sealed under the master key; never printed again.
 pub async fn put_secret(hub: &Hub, account: &str, agent: &str, name: &str, value: &str) -> Result<(), HubError> {
     let (account, agent) = parse_agent(account, agent)?;
-    if name.is_empty() || name.len() > 200 || name.starts_with(crate::push::RESERVED_PREFIX) {
-        return Err(HubError::validation(format!(
-            "secret names are 1–200 characters and may not start with `{}`",
-            crate::push::RESERVED_PREFIX
-        )));
-    }
+    check_secret_name(name)?;
     if value.is_empty() {
         return Err(HubError::validation("the secret value is empty"));
     }
@@ -221,8 +227,10 @@ async fn seal_and_store(
     Ok(())
 }
 
+/// Remove a secret the operator registered; the Hub's own (`hub:` names) cannot be deleted here.
 pub async fn delete_secret(hub: &Hub, account: &str, agent: &str, name: &str) -> Result<bool, HubError> {
     let (account, agent) = parse_agent(account, agent)?;
+    check_secret_name(name)?;
     Ok(hub.credentials.delete_secret(&account, &agent, name).await?)
 }
 
@@ -234,10 +242,20 @@ pub async fn list_secrets(hub: &Hub, account: &str, agent: &str) -> Result<Vec<S
     Ok(names)
 }
 
-/// §9.4 operator approval: the agent may receive push callbacks on `host`.
+/// §9.4 operator approval: the agent may receive push callbacks on `host`. A literal address the
+/// egress guard would refuse anyway (loopback, private, link-local/metadata, …) is refused here
+/// outside dev mode, so an operator learns at once instead of from a failed push.
 pub async fn bind_callback(hub: &Hub, account: &str, agent: &str, host: &str) -> Result<String, HubError> {
     let (account, agent) = parse_agent(account, agent)?;
     let host = normalize_host(host)?;
+    if hub.settings.mode != crate::settings::Mode::Dev
+        && let Ok(ip) = host.parse::<std::net::IpAddr>()
+        && ma2h_protocol::egress::is_forbidden(ip)
+    {
+        return Err(HubError::validation(format!(
+            "`{host}` is a loopback, private, link-local/metadata or reserved address: pushes to it are always refused (§9.4)"
+        )));
+    }
     hub.credentials.put_binding(&account, &agent, &host).await?;
     Ok(host)
 }
@@ -253,10 +271,17 @@ pub async fn list_bindings(hub: &Hub, account: &str, agent: &str) -> Result<Vec<
 }
 
 /// A bare host name or IP literal, lowercased, as URLs present it (IDNA, IPv4 normalisation).
+/// Bindings are per host (any port), so a port is refused rather than silently dropped.
 fn normalize_host(host: &str) -> Result<String, HubError> {
-    let parsed = crate::push::callback_host(&format!("https://{}/", host.trim()));
+    let host = host.trim();
+    let parsed = crate::push::callback_host(&format!("https://{host}/"));
+    let has_port =
+        url::Url::parse(&format!("https://{host}/")).ok().and_then(|u| u.port()).is_some() || host.ends_with(':');
     match parsed {
-        Some(h) if !host.contains(['/', '@', '?', '#']) && !host.trim().is_empty() => Ok(h),
+        _ if has_port => Err(HubError::validation(format!(
+            "`{host}`: a binding approves a host on every port — give the host without `:port`"
+        ))),
+        Some(h) if !host.contains(['/', '@', '?', '#']) && !host.is_empty() => Ok(h),
         _ => Err(HubError::validation(format!(
             "`{host}` is not a host name (give the host only, no scheme, port or path)"
         ))),

@@ -41,7 +41,8 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
         let record = load_owned(hub, &principal.account, agent, id).await?;
         let changed = opts.since.is_none_or(|since| record.updated_at > since);
         // Hold while the message is open (or unchanged since the cursor) and time remains.
-        let settled = !record.status.is_open() && changed;
+        // On shutdown a parked long-poll answers with what it has (§8.2: the agent re-polls).
+        let settled = (!record.status.is_open() && changed) || hub.changes.closing();
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         match subscription {
             Some(sub) if !settled && !remaining.is_zero() => {

@@ -7,6 +7,8 @@ use ma2h_protocol::rules;
 use serde::Serialize;
 
 use super::lifecycle::settle;
+use ma2h_protocol::ids::key_part;
+
 use crate::auth::Principal;
 use crate::records::{IdempotencyRecord, Inserted, Lookup, MessageRecord, PrincipalId};
 use crate::{Hub, HubError};
@@ -131,7 +133,8 @@ async fn check_rate(hub: &Hub, principal: &Principal, agent: &ma2h_protocol::ids
     }
     let now = hub.clock.now();
     let minute = now.timestamp().div_euclid(60);
-    let key = format!("rpm/{}/{}/{minute}", principal.account, agent);
+    // ids may contain `/`: each part is escaped so two (account, agent) pairs never share a counter
+    let key = format!("rpm/{}/{}/{minute}", key_part(principal.account.as_str()), key_part(agent.as_str()));
     let window_end = now + Duration::seconds(60 - i64::from(now.second()));
     let count = hub.messages.incr_counter(&key, window_end, now).await?;
     if count > u64::from(limit) {

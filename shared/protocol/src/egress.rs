@@ -2,7 +2,8 @@
 //!
 //! §9.4: "The Hub MUST refuse private/link-local/metadata IP ranges". This table is broader than
 //! the letter of that sentence — anything that is not ordinary public unicast is refused — and it
-//! is applied to the *resolved* address of every delivery attempt (see `sender.rs`).
+//! is applied to the *resolved* address of every delivery attempt (`ma2h-delivery-http`), and to
+//! a literal address an operator tries to bind (`admin bind-callback`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
