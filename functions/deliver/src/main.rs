@@ -8,10 +8,10 @@ use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 async fn main() -> Result<(), Error> {
     ma2h_aws::init_tracing();
     let deployment = ma2h_aws::build().await?;
-    let sender = ma2h_aws::handlers::push_sender(&deployment)?;
+    let deliverer = ma2h_aws::handlers::deliverer(&deployment)?;
     run(service_fn(|event: LambdaEvent<SqsEvent>| {
-        let (deployment, sender) = (deployment.clone(), sender.clone());
-        async move { Ok::<_, Error>(ma2h_aws::handlers::deliver(&deployment, &sender, event.payload).await) }
+        let (deployment, deliverer) = (deployment.clone(), deliverer.clone());
+        async move { Ok::<_, Error>(ma2h_aws::handlers::deliver(&deployment, &deliverer, event.payload).await) }
     }))
     .await
 }

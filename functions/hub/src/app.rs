@@ -96,22 +96,6 @@ pub fn push_sender(settings: &Settings) -> Result<Arc<dyn PushSender>> {
     Ok(Arc::new(HttpPushSender::new(policy)?))
 }
 
-/// The delivery worker: drains due pushes whenever a terminal transition enqueues one, and on a
-/// short tick for retries and for obligations left pending by a crash (§3.1).
-pub async fn run_push_worker(hub: Hub, wake: Arc<WakeWorker>, sender: Arc<dyn PushSender>) {
-    loop {
-        match push::deliver_due(&hub, &sender).await {
-            Ok(r) if r.delivered + r.failed + r.retrying > 0 => {
-                tracing::debug!(delivered = r.delivered, failed = r.failed, retrying = r.retrying, "push drain");
-                continue; // there may be more due
-            }
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "push drain failed"),
-        }
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), wake.0.notified()).await;
-    }
-}
-
 /// `MA2H_MASTER_KEY`, else `<data_dir>/master.key`, generated (mode 0600) on first start.
 fn load_master_key(settings: &Settings) -> Result<MasterKey> {
     if let Some(k) = &settings.master_key {
@@ -150,9 +134,10 @@ pub async fn serve(
     local: Local,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let sender = push_sender(&local.hub.settings)?;
+    let deliverer =
+        Arc::new(push::Deliverer::new(&local.hub, push_sender(&local.hub.settings)?, push::WhenBusy::Defer));
     let sweeper = tokio::spawn(run_sweeper(local.hub.clone()));
-    let worker = tokio::spawn(run_push_worker(local.hub.clone(), local.wake, sender));
+    let worker = tokio::spawn(push::run_worker(local.hub.clone(), deliverer, local.wake));
     let changes = local.hub.changes.clone();
     let limits = local.hub.settings.server;
     let app = ma2h_http::router(local.hub);

@@ -52,7 +52,13 @@ impl Receiver {
     }
 }
 
+/// A path starting with `stall` answers only after this long (a receiver that hangs).
+const STALL: Duration = Duration::from_secs(3);
+
 async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    if path.starts_with("stall") {
+        tokio::time::sleep(STALL).await;
+    }
     let hit = Hit { at: Instant::now(), headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
     r.hits.lock().unwrap().entry(path.clone()).or_default().push(hit);
     let mut scripts = r.scripts.lock().unwrap();
@@ -275,4 +281,25 @@ fn a_pending_push_is_delivered_after_a_kill_9_and_restart() {
         assert!(Instant::now() < deadline, "delivery never recorded: {read}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn a_stalled_receiver_delays_only_its_own_pushes() {
+    // issue 13 item 6: the worker used to claim a batch and wait for all of it
+    let s = setup();
+    admin_json(&s.dir, &["bind-callback", "--account", "acme", "--agent", "bot", "--host", "localhost"]);
+    let (receiver, base) = start_receiver();
+    let auth = json!({"scheme": "hmac", "secret_ref": "cb"});
+    for i in 0..24 {
+        submit_and_answer(&s, &ask_with_callback(&format!("st{i}"), &format!("{base}/stall"), auth.clone()));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // the stalled attempts are in flight
+    let fast = base.replace("127.0.0.1", "localhost") + "/fast";
+    let resolved = Instant::now();
+    submit_and_answer(&s, &ask_with_callback("fast", &fast, auth));
+    let hit = receiver.wait_for("fast", 1).remove(0);
+    assert!(hit.at - resolved < Duration::from_millis(1500), "the other host's push waited {:?}", hit.at - resolved);
+    verify(&hit, &fast, &hmac_key("whsec-test-123")).unwrap();
+    // the stalled host still gets every push, a few at a time
+    receiver.wait_for("stall", 24);
 }

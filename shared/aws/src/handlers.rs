@@ -20,10 +20,12 @@ const STALE_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 /// How long a re-enqueued push is leased before the sweeper may send it again.
 const REENQUEUE_LEASE: chrono::Duration = chrono::Duration::minutes(5);
 
-/// The §9.4-guarded sender for this deployment.
-pub fn push_sender(dep: &Deployment) -> Result<Arc<dyn PushSender>, Error> {
+/// The §9.4-guarded sender for this deployment, with its per-host cap. Built once per container:
+/// a batch's attempts to one host wait for that host's slots; other hosts' proceed.
+pub fn deliverer(dep: &Deployment) -> Result<Arc<push::Deliverer>, Error> {
     let policy = EgressPolicy::from_settings(&dep.hub.settings)?;
-    Ok(Arc::new(HttpPushSender::new(policy)?))
+    let sender: Arc<dyn PushSender> = Arc::new(HttpPushSender::new(policy)?);
+    Ok(Arc::new(push::Deliverer::new(&dep.hub, sender, push::WhenBusy::Wait)))
 }
 
 fn failure(id: &str) -> BatchItemFailure {
@@ -32,19 +34,19 @@ fn failure(id: &str) -> BatchItemFailure {
     f
 }
 
-/// One SQS batch: attempt each push once. A retryable outcome stays on the queue, made visible
-/// again after the backoff the use case chose (visibility-timeout backoff); the queue's redrive
-/// policy moves a message that keeps failing to the DLQ. Delivered, failed and malformed jobs
-/// are consumed — the failed state is in the store and shown to operators.
-pub async fn deliver(dep: &Deployment, sender: &Arc<dyn PushSender>, event: SqsEvent) -> SqsBatchResponse {
-    let mut response = SqsBatchResponse::default();
-    for record in event.records {
+/// One SQS batch: attempt each push once, all concurrently (a stalled receiver delays only its
+/// own records). A retryable outcome stays on the queue, made visible again after the backoff
+/// the use case chose (visibility-timeout backoff); the queue's redrive policy moves a message
+/// that keeps failing to the DLQ. Delivered, failed and malformed jobs are consumed — the failed
+/// state is in the store and shown to operators.
+pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: SqsEvent) -> SqsBatchResponse {
+    let attempts = event.records.into_iter().map(|record| async move {
         let message_id = record.message_id.clone().unwrap_or_default();
         let Some((account, id)) = record.body.as_deref().and_then(PushJob::parse) else {
             tracing::warn!(sqs_message_id = %message_id, "dropping a malformed push job");
-            continue;
+            return None;
         };
-        match push::attempt(&dep.hub, sender.as_ref(), &account, &id).await {
+        match deliverer.attempt(&dep.hub, &account, &id).await {
             Ok(Some(track)) if track.status == PushStatus::Pending => {
                 // the backoff the use case recorded becomes the message's invisibility
                 let delay = track
@@ -52,28 +54,19 @@ pub async fn deliver(dep: &Deployment, sender: &Arc<dyn PushSender>, event: SqsE
                     .map(|t| (t - dep.hub.clock.now()).num_seconds().clamp(0, MAX_VISIBILITY_SECS))
                     .unwrap_or(0);
                 if let Some(handle) = &record.receipt_handle {
-                    let res = dep
-                        .queue
-                        .client()
-                        .change_message_visibility()
-                        .queue_url(dep.queue.queue_url())
-                        .receipt_handle(handle)
-                        .visibility_timeout(i32::try_from(delay).unwrap_or(0))
-                        .send()
-                        .await;
-                    if let Err(e) = res {
-                        tracing::warn!(message_id = %id, error = ?e, "could not set the retry delay");
-                    }
+                    dep.queue.delay(handle, i32::try_from(delay).unwrap_or(0)).await;
                 }
-                response.batch_item_failures.push(failure(&message_id));
+                Some(failure(&message_id))
             }
-            Ok(_) => {}
+            Ok(_) => None,
             Err(e) => {
                 tracing::error!(message_id = %id, error = %e, "push attempt failed; SQS will redeliver");
-                response.batch_item_failures.push(failure(&message_id));
+                Some(failure(&message_id))
             }
         }
-    }
+    });
+    let mut response = SqsBatchResponse::default();
+    response.batch_item_failures = futures_util::future::join_all(attempts).await.into_iter().flatten().collect();
     response
 }
 

@@ -152,7 +152,7 @@ async fn the_deliver_handler_pushes_and_returns_retryable_failures_to_the_queue(
 
     let batch = drain(&e).await;
     assert_eq!(batch.records.len(), 2, "the terminal transitions enqueued both pushes");
-    let sender = handlers::push_sender(&e.dep).unwrap();
+    let sender = handlers::deliverer(&e.dep).unwrap();
     let response = handlers::deliver(&e.dep, &sender, batch.clone()).await;
     assert_eq!(hits.lock().unwrap().get("ok"), Some(&1));
     assert_eq!(hits.lock().unwrap().get("down"), Some(&1));

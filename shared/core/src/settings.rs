@@ -113,6 +113,11 @@ pub struct PushSettings {
     /// Per-attempt connect and total timeouts (`MA2H_PUSH_CONNECT_TIMEOUT_MS`, `MA2H_PUSH_TIMEOUT_MS`).
     pub connect_timeout: Duration,
     pub total_timeout: Duration,
+    /// Attempts in flight at once in the local worker (`MA2H_PUSH_MAX_IN_FLIGHT`).
+    pub max_in_flight: usize,
+    /// Attempts in flight at once to one callback host (`MA2H_PUSH_PER_HOST`), so one slow
+    /// receiver never holds every slot.
+    pub per_host: usize,
 }
 
 impl Default for PushSettings {
@@ -124,6 +129,8 @@ impl Default for PushSettings {
             backoff_max: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(5),
             total_timeout: Duration::from_secs(10),
+            max_in_flight: 64,
+            per_host: 8,
         }
     }
 }
@@ -217,6 +224,8 @@ impl Settings {
         dur("MA2H_PUSH_BACKOFF_MAX_MS", 1, &mut s.push.backoff_max)?;
         dur("MA2H_PUSH_CONNECT_TIMEOUT_MS", 1, &mut s.push.connect_timeout)?;
         dur("MA2H_PUSH_TIMEOUT_MS", 1, &mut s.push.total_timeout)?;
+        num("MA2H_PUSH_MAX_IN_FLIGHT", get("MA2H_PUSH_MAX_IN_FLIGHT"), &mut s.push.max_in_flight)?;
+        num("MA2H_PUSH_PER_HOST", get("MA2H_PUSH_PER_HOST"), &mut s.push.per_host)?;
         dur("MA2H_HEADER_TIMEOUT_SECONDS", 1000, &mut s.server.header_timeout)?;
         dur("MA2H_BODY_TIMEOUT_SECONDS", 1000, &mut s.server.body_timeout)?;
         num("MA2H_MAX_CONNECTIONS", get("MA2H_MAX_CONNECTIONS"), &mut s.server.max_connections)?;
@@ -268,6 +277,9 @@ impl Settings {
         if self.push.backoff_base.is_zero() || self.push.total_timeout.is_zero() || self.push.connect_timeout.is_zero()
         {
             return err("push backoff and timeouts must be at least 1 ms");
+        }
+        if self.push.max_in_flight == 0 || self.push.per_host == 0 {
+            return err("MA2H_PUSH_MAX_IN_FLIGHT and MA2H_PUSH_PER_HOST must be at least 1");
         }
         if self.push.max_duration.is_zero() {
             return err("MA2H_PUSH_MAX_DURATION_SECONDS must be at least 1");

@@ -81,3 +81,28 @@ async fn binding_a_loopback_or_metadata_literal_is_refused_outside_dev_mode() {
     let dev = hub().await;
     assert!(admin::bind_callback(&dev.hub, "acme", "bot", "127.0.0.1").await.is_ok());
 }
+
+fn input_ask(pattern: &str, default: serde_json::Value) -> serde_json::Value {
+    let ask = with(ask("pat"), "/request/mode", json!("input"));
+    let ask = without(ask, "/request/options");
+    let ask = with(
+        ask,
+        "/request/schema",
+        json!({"type": "object", "properties": {"code": {"type": "string", "pattern": pattern}}}),
+    );
+    with(ask, "/request/default_on_expire", default)
+}
+
+#[tokio::test]
+async fn a_backtracking_input_pattern_is_refused_at_submit_naming_the_property() {
+    let t = hub().await;
+    // item 1: lookaround needs a backtracking engine (seconds of CPU on a crafted subject)
+    let r = t.submit(&t.agent, input_ask("^(?=(a|aa)+$)(a|aa)+b$", json!({"code": "a"}))).await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
+    assert!(r.message().contains("property `code`"), "{}", r.message());
+    // a linear pattern with a 30,000-character default is refused by length, not matched
+    let r = t.submit(&t.agent, input_ask("^(a|aa)+$", json!({"code": "a".repeat(30_000)}))).await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
+    assert!(r.message().contains("/request/default_on_expire"), "{}", r.message());
+    assert_eq!(t.submit(&t.agent, input_ask("^(a|aa)+$", json!({"code": "aaa"}))).await.status, StatusCode::ACCEPTED);
+}

@@ -139,6 +139,43 @@ fn check_default_on_expire(req: &Request) -> Result<(), ProtocolError> {
     }
 }
 
+/// §5.2 input schemas are agent-supplied and run again on every human answer, so their cost must
+/// be bounded and linear (issue 13 item 1): patterns compile with the linear-time `regex` engine
+/// (no lookaround or backreferences, so no catastrophic backtracking) under these limits, and
+/// only strings up to [`MAX_PATTERN_SUBJECT_CHARS`] are ever matched against one.
+pub const MAX_PATTERN_BYTES: usize = 512;
+/// Compiled-program and lazy-DFA budget of one pattern, in bytes.
+pub const REGEX_SIZE_LIMIT: usize = 256 * 1024;
+/// Longest string checked against a `pattern` (an answer or `default_on_expire` value).
+pub const MAX_PATTERN_SUBJECT_CHARS: usize = 4096;
+/// Properties in one flat input schema (a form a human fills in).
+pub const MAX_SCHEMA_PROPERTIES: usize = 64;
+
+/// The validator for a flat input schema: linear-time patterns under [`REGEX_SIZE_LIMIT`],
+/// offline (a flat schema has no `$ref` to follow anyway).
+fn input_validator(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .with_pattern_options(
+            jsonschema::PatternOptions::regex().size_limit(REGEX_SIZE_LIMIT).dfa_size_limit(REGEX_SIZE_LIMIT),
+        )
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+/// A property's `pattern`: a string of at most [`MAX_PATTERN_BYTES`] that the linear-time engine
+/// compiles within its budget.
+fn check_pattern(name: &str, pattern: &Value) -> Result<(), String> {
+    let Some(p) = pattern.as_str() else { return Err(format!("property `{name}`: `pattern` must be a string")) };
+    if p.len() > MAX_PATTERN_BYTES {
+        return Err(format!("property `{name}`: `pattern` is longer than {MAX_PATTERN_BYTES} bytes"));
+    }
+    input_validator(&serde_json::json!({ "pattern": p })).map(drop).map_err(|e| {
+        format!(
+            "property `{name}`: `pattern` must be a regular expression without lookaround or backreferences that compiles within {REGEX_SIZE_LIMIT} bytes ({e})"
+        )
+    })
+}
+
 const SCALAR_TYPES: [&str; 4] = ["string", "number", "integer", "boolean"];
 const PROPERTY_KEYWORDS: [&str; 16] = [
     "type",
@@ -179,10 +216,16 @@ pub fn check_flat_schema(schema: &Value) -> Result<(), ProtocolError> {
         Some(Value::Object(p)) if !p.is_empty() => p,
         _ => return bad("must declare at least one property".into()),
     };
+    if props.len() > MAX_SCHEMA_PROPERTIES {
+        return bad(format!("at most {MAX_SCHEMA_PROPERTIES} properties (got {})", props.len()));
+    }
     for (name, prop) in props {
         let Some(p) = prop.as_object() else { return bad(format!("property `{name}` must be an object")) };
         if let Some(k) = p.keys().find(|k| !PROPERTY_KEYWORDS.contains(&k.as_str())) {
             return bad(format!("property `{name}`: keyword `{k}` is not allowed (properties must be flat scalars)"));
+        }
+        if let Some(pattern) = p.get("pattern") {
+            check_pattern(name, pattern).or_else(bad)?;
         }
         let typed = match p.get("type") {
             Some(Value::String(t)) if SCALAR_TYPES.contains(&t.as_str()) => true,
@@ -204,7 +247,7 @@ pub fn check_flat_schema(schema: &Value) -> Result<(), ProtocolError> {
         }
     }
     // The schema must also compile.
-    jsonschema::validator_for(schema).map_err(|e| ProtocolError::invalid_field(format!("`/request/schema`: {e}")))?;
+    input_validator(schema).map_err(|e| ProtocolError::invalid_field(format!("`/request/schema`: {e}")))?;
     Ok(())
 }
 
@@ -215,10 +258,18 @@ fn is_scalar(v: &Value) -> bool {
 /// Validate an input object against an already-checked flat schema; the error text names the
 /// first offending property.
 pub fn validate_input(schema: &Value, value: &Value) -> Result<(), String> {
-    if !value.is_object() {
-        return Err("must be an object".into());
+    let Some(fields) = value.as_object() else { return Err("must be an object".into()) };
+    // Bounded work per answer: a pattern only ever sees a string of bounded length.
+    let props = schema.get("properties").and_then(Value::as_object);
+    for (name, v) in fields {
+        let patterned = props.and_then(|p| p.get(name)).is_some_and(|p| p.get("pattern").is_some());
+        if patterned && v.as_str().is_some_and(|s| s.chars().count() > MAX_PATTERN_SUBJECT_CHARS) {
+            return Err(format!(
+                "`/{name}`: longer than {MAX_PATTERN_SUBJECT_CHARS} characters (the limit for a value checked against a pattern)"
+            ));
+        }
     }
-    let validator = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
+    let validator = input_validator(schema)?;
     match validator.iter_errors(value).next() {
         None => Ok(()),
         Some(e) => {
@@ -253,6 +304,28 @@ mod tests {
         ] {
             assert!(matches!(check_flat_schema(&s), Err(ProtocolError::InvalidField(_))), "{s}");
         }
+    }
+
+    #[test]
+    fn backtracking_or_oversized_patterns_are_refused_naming_the_property() {
+        let with = |p: &str| json!({"type":"object","properties":{"code":{"type":"string","pattern": p}}});
+        assert!(check_flat_schema(&with("^[A-Z]{3}-[0-9]+$")).is_ok());
+        for bad in ["^(?=a)a+$", "(a)\\1", "^(?!x).*$", &"a".repeat(MAX_PATTERN_BYTES + 1), "(a{1000}){1000}"] {
+            let err = check_flat_schema(&with(bad)).unwrap_err();
+            assert!(matches!(&err, ProtocolError::InvalidField(m) if m.contains("property `code`")), "{bad}: {err}");
+        }
+        let many: serde_json::Map<String, Value> =
+            (0..=MAX_SCHEMA_PROPERTIES).map(|i| (format!("p{i}"), json!({"type":"string"}))).collect();
+        assert!(check_flat_schema(&json!({"type":"object","properties": many})).is_err());
+    }
+
+    #[test]
+    fn a_long_string_is_never_matched_against_a_pattern() {
+        let s = json!({"type":"object","properties":{"code":{"type":"string","pattern":"^(a|aa)+$"}}});
+        let long = "a".repeat(MAX_PATTERN_SUBJECT_CHARS + 1);
+        let err = validate_input(&s, &json!({ "code": long })).unwrap_err();
+        assert!(err.contains("/code") && err.contains("pattern"), "{err}");
+        assert!(validate_input(&s, &json!({ "code": "a".repeat(MAX_PATTERN_SUBJECT_CHARS) })).is_ok());
     }
 
     #[test]

@@ -44,6 +44,22 @@ impl SqsPushQueue {
         &self.queue_url
     }
 
+    /// Keep a received job invisible for `seconds` more (the push's retry backoff). A failure is
+    /// logged: the job then reappears after the queue's own visibility timeout instead.
+    pub async fn delay(&self, receipt_handle: &str, seconds: i32) {
+        let res = self
+            .client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(seconds)
+            .send()
+            .await;
+        if let Err(e) = res {
+            tracing::warn!(error = ?e, "could not set the retry delay");
+        }
+    }
+
     /// Send one job; `Err` carries the SDK error text.
     pub async fn send(&self, account: &AccountId, id: &MessageId) -> Result<(), String> {
         let body = serde_json::to_string(&PushJob { account: account.to_string(), id: id.to_string() })

@@ -148,7 +148,7 @@ pub(crate) async fn deliver_via_esm(e: &Env) -> (usize, usize) {
     let out = e.esm_sqs.receive_message().queue_url(queue_url).max_number_of_messages(10).send().await.unwrap();
     let batch = sqs_event(out.messages());
     let received = batch.records.len();
-    let sender = handlers::push_sender(&e.dep).unwrap();
+    let sender = handlers::deliverer(&e.dep).unwrap();
     let response = handlers::deliver(&e.dep, &sender, batch.clone()).await;
     let failed: BTreeSet<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
     let done: Vec<_> = batch

@@ -8,6 +8,7 @@ pub mod inbox;
 mod lifecycle;
 pub mod list;
 pub mod push;
+mod push_worker;
 pub mod resolve;
 pub mod submit;
 pub mod sweep;

@@ -3,8 +3,6 @@
 //! backoff and jitter, capped in attempts and total duration; stops at once on a 4xx or an egress
 //! refusal. After exhaustion the Response stays pullable (§8.2).
 
-use std::sync::Arc;
-
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_protocol::envelope::{Callback, CallbackMode, CallbackScheme, Envelope};
@@ -12,7 +10,7 @@ use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::signature::{self, SignedContext, SigningKey};
 use ma2h_protocol::time::Timestamp;
 
-use crate::ports::{PushOutcome, PushRequest, PushSender};
+use crate::ports::{PushOutcome, PushRequest};
 use crate::records::{Lookup, MessageRecord, PushStatus, PushTrack};
 use crate::{Hub, HubError};
 
@@ -22,56 +20,56 @@ pub const RESERVED_PREFIX: &str = "hub:";
 /// The per-agent setting choosing how bearer/apikey pushes are signed (`hmac-sha256` default,
 /// or `ed25519` with the Hub's published key).
 pub const SIGNING_ALG_NAME: &str = "hub:signing-alg";
-/// How many due pushes one drain claims.
-pub const PUSH_BATCH: usize = 32;
+pub use super::push_worker::{Deliverer, HostSlots, WhenBusy, run_worker};
 
-/// What one drain did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PushReport {
-    pub delivered: usize,
-    pub retrying: usize,
-    pub failed: usize,
-}
+/// How long a push waits before its next turn when its callback host already has its share of
+/// attempts in flight (not counted as an attempt).
+const HOST_BUSY_DELAY: chrono::Duration = chrono::Duration::seconds(1);
 
-/// Claim every due push and attempt each once, concurrently.
-pub async fn deliver_due(hub: &Hub, sender: &Arc<dyn PushSender>) -> Result<PushReport, HubError> {
+/// Claim up to `limit` due pushes, leased for long enough that an attempt in flight is never
+/// claimed twice.
+pub async fn claim_due(hub: &Hub, limit: usize) -> Result<Vec<(AccountId, MessageId)>, HubError> {
     let now = hub.clock.now();
     let lease = chrono::Duration::from_std(hub.settings.push.total_timeout * 2 + std::time::Duration::from_secs(5))
         .unwrap_or(chrono::Duration::seconds(30));
-    let due = hub.messages.claim_due_pushes(now, now + lease, PUSH_BATCH).await?;
-    let mut set = tokio::task::JoinSet::new();
-    for (account, id) in due {
-        let (hub, sender) = (hub.clone(), sender.clone());
-        set.spawn(async move { attempt(&hub, sender.as_ref(), &account, &id).await });
-    }
-    let mut report = PushReport::default();
-    while let Some(joined) = set.join_next().await {
-        match joined.map_err(|e| HubError::Internal(format!("push task panicked: {e}")))?.map(|t| t.map(|t| t.status)) {
-            Ok(Some(PushStatus::Delivered)) => report.delivered += 1,
-            Ok(Some(PushStatus::Pending)) => report.retrying += 1,
-            Ok(Some(PushStatus::Failed)) => report.failed += 1,
-            Ok(None) => {}
-            Err(e) => tracing::error!(error = %e, "push attempt failed"),
-        }
-    }
-    Ok(report)
+    Ok(hub.messages.claim_due_pushes(now, now + lease, limit).await?)
 }
 
-/// One attempt for one message: the push track as recorded after it (a `Pending` one carries the
-/// backoff's `next_attempt_at`). `None` if there was nothing (left) to deliver.
-pub async fn attempt(
+impl Deliverer {
+    /// One attempt for one message: the push track as recorded after it (a `Pending` one carries
+    /// the backoff's `next_attempt_at`). `None` if there was nothing (left) to deliver.
+    pub async fn attempt(&self, hub: &Hub, account: &AccountId, id: &MessageId) -> Result<Option<PushTrack>, HubError> {
+        let Lookup::Found(record) = hub.messages.get_message(account, id).await? else { return Ok(None) };
+        let Some(mut track) = record.push.clone().filter(|t| t.status == PushStatus::Pending) else {
+            return Ok(None);
+        };
+        let now = hub.clock.now();
+        let outcome = match build_request(hub, &record, now).await {
+            Ok(request) => {
+                let host = callback_host(&request.url).unwrap_or_default();
+                // One slow receiver must not hold every delivery slot (issue 13 item 6).
+                let Some(_slot) = self.slots.claim(&host, self.when_busy).await else {
+                    track.next_attempt_at = Some(now + HOST_BUSY_DELAY);
+                    hub.messages.record_push(account, id, &track).await?;
+                    return Ok(Some(track));
+                };
+                self.sender.send(&request).await
+            }
+            Err(reason) => PushOutcome::Refused { reason },
+        };
+        record_outcome(hub, &record, track, outcome, now).await.map(Some)
+    }
+}
+
+/// Count the attempt, decide delivered / retry (with backoff) / failed, and record the track.
+async fn record_outcome(
     hub: &Hub,
-    sender: &dyn PushSender,
-    account: &AccountId,
-    id: &MessageId,
-) -> Result<Option<PushTrack>, HubError> {
-    let Lookup::Found(record) = hub.messages.get_message(account, id).await? else { return Ok(None) };
-    let Some(mut track) = record.push.clone().filter(|t| t.status == PushStatus::Pending) else { return Ok(None) };
-    let now = hub.clock.now();
-    let outcome = match build_request(hub, &record, now).await {
-        Ok(request) => sender.send(&request).await,
-        Err(reason) => PushOutcome::Refused { reason },
-    };
+    record: &MessageRecord,
+    mut track: PushTrack,
+    outcome: PushOutcome,
+    now: Timestamp,
+) -> Result<PushTrack, HubError> {
+    let (account, id) = (&record.account, &record.id);
     track.attempts += 1;
     let resolved_at = record.updated_at;
     match &outcome {
@@ -109,7 +107,7 @@ pub async fn attempt(
         status = track.status.as_str(),
         "push attempt"
     );
-    Ok(Some(track))
+    Ok(track)
 }
 
 fn fail(track: &mut PushTrack, reason: String) {
