@@ -13,7 +13,20 @@ pub use wiring::{AwsSettings, Deployment, assemble, build, build_admin, init_tra
 /// The boxed error type Lambda runtimes accept.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
-/// The one shared Router over this deployment's Hub.
+/// The one shared Router over this deployment's Hub, told each caller's address (API Gateway's
+/// `sourceIp`) so failed sign-ins are throttled per client as on the local server.
 pub fn http_app(dep: &Deployment) -> axum::Router {
-    ma2h_http::router(dep.hub.clone())
+    ma2h_http::router(dep.hub.clone()).layer(axum::middleware::map_request(client_ip))
+}
+
+async fn client_ip(mut req: axum::extract::Request) -> axum::extract::Request {
+    use lambda_http::request::RequestContext;
+    let ip = match req.extensions().get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.as_deref().and_then(|ip| ip.parse().ok()),
+        _ => None,
+    };
+    if let Some(ip) = ip {
+        req.extensions_mut().insert(ma2h_http::extract::ClientIp(ip));
+    }
+    req
 }

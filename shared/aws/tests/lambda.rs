@@ -16,7 +16,8 @@ use ma2h_core::{admin, auth, resolve};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
-use support::{call_app, event, moto_config, sqs_event, test_settings, unique};
+use support::{call_app, event, event_from, moto_config, sqs_event, test_settings, unique};
+use tower::ServiceExt;
 
 const SCHEDULE: &str = include_str!("fixtures/schedule-event.json");
 
@@ -220,4 +221,27 @@ async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
     assert!(again.records.iter().any(|r| r.body.as_deref().unwrap_or("").contains(&pushed)), "re-enqueued");
     // leased: the next sweep does not enqueue it again
     assert_eq!(handlers::sweep(&e.dep).await.unwrap().requeued, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_authentications_from_one_source_ip_are_throttled() {
+    // issue 13 item 9, on the Lambda path: API Gateway's sourceIp is the client
+    let Some(mut e) = env().await else { return };
+    let mut settings = (*e.dep.hub.settings).clone();
+    settings.auth_failures_per_minute = 3;
+    e.dep.hub.settings = Arc::new(settings);
+    let attacker = Some("198.51.100.7");
+    for _ in 0..3 {
+        let (status, _) = call(&e, event_from(attacker, "GET", "/v1/operator/messages", "ma2h_op_wrong", None)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let req = event_from(attacker, "GET", "/v1/operator/messages", "ma2h_op_wrong", None);
+    let resp = ma2h_aws::http_app(&e.dep).oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(resp.headers().contains_key("retry-after"));
+    // another client is unaffected, and a valid key from the throttled one still works
+    let (status, _) = call(&e, event_from(Some("192.0.2.1"), "GET", "/v1/operator/messages", "ma2h_op_x", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = call(&e, event_from(attacker, "GET", "/v1/operator/messages", &e.operator, None)).await;
+    assert_eq!(status, StatusCode::OK);
 }

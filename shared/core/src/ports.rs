@@ -91,6 +91,10 @@ pub trait MessageStore: Send + Sync + 'static {
     /// requests-per-minute). A missing counter, or one whose `expires_at` is at or before `now`
     /// (Hub clock), restarts at 1 with the given `expires_at`.
     async fn incr_counter(&self, key: &str, expires_at: Timestamp, now: Timestamp) -> Result<u64, StoreError>;
+
+    /// The counter `key`'s value, 0 when it is missing or its `expires_at` is at or before
+    /// `now`. A strongly consistent read: an increment that returned is always seen.
+    async fn read_counter(&self, key: &str, now: Timestamp) -> Result<u64, StoreError>;
 }
 
 /// Credentials (hashed) and per-agent sealed secrets.

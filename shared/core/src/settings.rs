@@ -42,6 +42,9 @@ pub struct Settings {
     pub limits: SizeLimits,
     /// §8.6 per-agent submits per minute; 0 disables (`MA2H_REQUESTS_PER_MINUTE`).
     pub requests_per_minute: u32,
+    /// Failed authentications per client address per minute before they answer 429; 0 disables
+    /// (`MA2H_AUTH_FAILURES_PER_MINUTE`).
+    pub auth_failures_per_minute: u32,
     /// §8.6 max open asks/tasks per agent; 0 disables (`MA2H_INBOX_DEPTH`).
     pub inbox_depth: u32,
     /// §8.2 retention after resolution (`MA2H_RETENTION_DAYS`).
@@ -145,6 +148,7 @@ impl Default for Settings {
             master_key: None,
             limits: SizeLimits::default(),
             requests_per_minute: 600,
+            auth_failures_per_minute: 20,
             inbox_depth: 1000,
             retention_days: 30,
             idempotency_ttl_hours: 48,
@@ -205,6 +209,7 @@ impl Settings {
         num("MA2H_MAX_CONTEXT_PARTS", get("MA2H_MAX_CONTEXT_PARTS"), &mut s.limits.max_context_parts)?;
         num("MA2H_REQUESTS_PER_MINUTE", get("MA2H_REQUESTS_PER_MINUTE"), &mut s.requests_per_minute)?;
         num("MA2H_INBOX_DEPTH", get("MA2H_INBOX_DEPTH"), &mut s.inbox_depth)?;
+        num("MA2H_AUTH_FAILURES_PER_MINUTE", get("MA2H_AUTH_FAILURES_PER_MINUTE"), &mut s.auth_failures_per_minute)?;
         num("MA2H_RETENTION_DAYS", get("MA2H_RETENTION_DAYS"), &mut s.retention_days)?;
         num("MA2H_IDEMPOTENCY_TTL_HOURS", get("MA2H_IDEMPOTENCY_TTL_HOURS"), &mut s.idempotency_ttl_hours)?;
         num("MA2H_REPLAY_WINDOW_SECONDS", get("MA2H_REPLAY_WINDOW_SECONDS"), &mut s.replay_window_seconds)?;

@@ -30,7 +30,8 @@ impl FromRequestParts<Hub> for Caller {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token);
         let api_key = parts.headers.get(API_KEY_HEADER).and_then(|v| v.to_str().ok());
-        let principal = auth::authenticate(hub, bearer.or(api_key)).await?;
+        let client = parts.extensions.get::<ClientIp>().map(|c| c.0);
+        let principal = auth::authenticate_from(hub, bearer.or(api_key), client).await?;
         Ok(Self(principal))
     }
 }
@@ -70,6 +71,18 @@ fn body_error(e: &(dyn std::error::Error + 'static), hub: &Hub, limit: usize) ->
         cause = c.source();
     }
     HubError::invalid_field(format!("request body exceeds {limit} bytes"))
+}
+
+/// The client's address if the transport supplied one (never a rejection).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MaybeClientIp(pub Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for MaybeClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(parts.extensions.get::<ClientIp>().map(|c| c.0)))
+    }
 }
 
 /// The client's address, when the transport knows it (the local server's peer address, API

@@ -3,7 +3,7 @@
 
 mod common;
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use common::*;
 use ma2h_core::admin;
 use ma2h_core::settings::{Mode, Settings};
@@ -105,4 +105,68 @@ async fn a_backtracking_input_pattern_is_refused_at_submit_naming_the_property()
     assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
     assert!(r.message().contains("/request/default_on_expire"), "{}", r.message());
     assert_eq!(t.submit(&t.agent, input_ask("^(a|aa)+$", json!({"code": "aaa"}))).await.status, StatusCode::ACCEPTED);
+}
+
+#[tokio::test]
+async fn a_cookie_copied_before_logout_is_dead_after_it() {
+    // item 8: the sealed cookie used to stay valid until it expired (12 h)
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let copy = cookie.clone();
+    let csrf = t.page(Method::GET, "/inbox", Some(&cookie), None).await.csrf();
+    let r = t.page(Method::POST, "/logout", Some(&cookie), Some(&[("csrf", &csrf)])).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let r = t.page(Method::GET, "/inbox", Some(&copy), None).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/login"), "the copied cookie no longer works");
+    // another session of the same operator is unaffected
+    let other = t.ui_login(&t.operator).await;
+    assert_eq!(t.page(Method::GET, "/inbox", Some(&other), None).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_login_form_token_logs_in_once() {
+    let t = hub().await;
+    let form = t.page(Method::GET, "/login", None, None).await;
+    let login_cookie = cookie_pair(&form.set_cookies()[0]);
+    let csrf = form.csrf();
+    let fields = [("csrf", csrf.as_str()), ("api_key", t.operator.as_str())];
+    let first = t.page(Method::POST, "/login", Some(&login_cookie), Some(&fields)).await;
+    assert_eq!(first.status, StatusCode::SEE_OTHER);
+    let replay = t.page(Method::POST, "/login", Some(&login_cookie), Some(&fields)).await;
+    assert_eq!(replay.status, StatusCode::FORBIDDEN, "{}", replay.html);
+    assert!(replay.set_cookies().iter().all(|c| !c.starts_with("ma2h_inbox=") || c.contains("Max-Age=0")));
+}
+
+/// A request from `ip` (what the local server and the Lambda adapter attach).
+async fn from_ip(t: &TestHub, ip: &str, uri: &str, key: &str) -> (StatusCode, axum::http::HeaderMap) {
+    use tower::ServiceExt;
+    let mut req = axum::http::Request::get(uri)
+        .header("authorization", format!("Bearer {key}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    req.extensions_mut().insert(ma2h_http::extract::ClientIp(ip.parse().unwrap()));
+    let resp = t.app.clone().oneshot(req).await.unwrap();
+    (resp.status(), resp.headers().clone())
+}
+
+#[tokio::test]
+async fn failed_authentications_are_throttled_per_client_and_logged() {
+    // item 9: 500 wrong keys used to be 500 plain 401s
+    let t = hub_with(Settings { auth_failures_per_minute: 5, ..settings() }).await;
+    for _ in 0..5 {
+        assert_eq!(
+            from_ip(&t, "192.0.2.9", "/v1/operator/messages", "ma2h_op_guess").await.0,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    let (status, headers) = from_ip(&t, "192.0.2.9", "/v1/operator/messages", "ma2h_op_guess").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry));
+    // the valid key still works from there; another client still gets its 401s
+    assert_eq!(from_ip(&t, "192.0.2.9", "/v1/operator/messages", &t.operator).await.0, StatusCode::OK);
+    assert_eq!(from_ip(&t, "192.0.2.10", "/v1/operator/messages", "ma2h_op_guess").await.0, StatusCode::UNAUTHORIZED);
+    // the next minute starts afresh
+    t.advance(chrono::Duration::seconds(60));
+    assert_eq!(from_ip(&t, "192.0.2.9", "/v1/operator/messages", "ma2h_op_guess").await.0, StatusCode::UNAUTHORIZED);
 }

@@ -58,6 +58,8 @@ async fn agent_keys_wrong_keys_and_forged_login_forms_are_refused() {
     let r = t.page(Method::POST, "/login", Some(&cookie), Some(&[("csrf", &csrf), ("api_key", &t.agent)])).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(r.set_cookies().iter().all(|c| !c.starts_with("ma2h_inbox=")));
+    // each form token is good for one try: the refusal page carries a fresh one
+    let (cookie, csrf) = (cookie_pair(&r.set_cookies()[0]), r.csrf());
     let r = t.page(Method::POST, "/login", Some(&cookie), Some(&[("csrf", &csrf), ("api_key", "ma2h_op_nope")])).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     let r = t.page(Method::POST, "/login", None, Some(&[("csrf", &csrf), ("api_key", &t.operator)])).await;

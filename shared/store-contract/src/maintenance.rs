@@ -175,6 +175,17 @@ pub async fn incr_counter_is_atomic_under_concurrency<S: Store>(store: S) {
     assert_eq!(store.incr_counter("rpm/acme/bot/2", expires, t0()).await.unwrap(), 1, "keys are independent");
 }
 
+/// `read_counter` sees exactly what the increments left, and nothing once the window expired.
+pub async fn read_counter_sees_live_counts_only<S: Store>(store: S) {
+    assert_eq!(store.read_counter("flag/a", t0()).await.unwrap(), 0, "a missing counter reads 0");
+    store.incr_counter("flag/a", at(60), t0()).await.unwrap();
+    store.incr_counter("flag/a", at(60), t0()).await.unwrap();
+    assert_eq!(store.read_counter("flag/a", at(59)).await.unwrap(), 2);
+    assert_eq!(store.read_counter("flag/b", at(59)).await.unwrap(), 0, "keys are independent");
+    assert_eq!(store.read_counter("flag/a", at(60)).await.unwrap(), 0, "expired at expires_at");
+    assert_eq!(store.incr_counter("flag/a", at(60), at(59)).await.unwrap(), 3, "reading never counts");
+}
+
 /// A counter whose `expires_at` is at or before `now` (the Hub clock, passed in) restarts at 1
 /// with the new expiry.
 pub async fn incr_counter_restarts_after_expiry<S: Store>(store: S) {

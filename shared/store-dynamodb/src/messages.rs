@@ -428,6 +428,15 @@ impl MessageStore for DynamoStore {
         }
         Err(StoreError::Unavailable(format!("counter {counter}: too much contention")))
     }
+
+    async fn read_counter(&self, counter: &str, now: Timestamp) -> R<u64> {
+        let Some(item) = self.get(key(format!("CNT#{counter}"), "CNT")).await? else { return Ok(0) };
+        // the TTL deletes late: an expired window reads as absent, as in `incr_counter`
+        if get_n(&item, "expires_at")? <= ms(now) {
+            return Ok(0);
+        }
+        Ok(u64::try_from(get_n(&item, "value")?).unwrap_or(0))
+    }
 }
 
 #[cfg(test)]

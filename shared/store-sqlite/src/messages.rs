@@ -175,6 +175,16 @@ impl MessageStore for SqliteStore {
         })
         .await
     }
+
+    async fn read_counter(&self, key: &str, now: Timestamp) -> Result<u64, StoreError> {
+        let key = key.to_owned();
+        self.read(move |conn| {
+            let value: Option<i64> =
+                conn.prepare_cached(sql::READ_COUNTER)?.query_row(params![key, ms(now)], |r| r.get(0)).optional()?;
+            Ok(value.map_or(0, |v| u64::try_from(v).unwrap_or(0)))
+        })
+        .await
+    }
 }
 
 fn insert_message(

@@ -93,6 +93,9 @@ pub const UPSERT_CLAIM: &str = "INSERT INTO idempotency (account, agent_id, key,
      VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (account, agent_id, key) DO UPDATE SET \
      message_id = excluded.message_id, fingerprint = excluded.fingerprint, expires_at = excluded.expires_at";
 
+/// A live counter's value.
+pub const READ_COUNTER: &str = "SELECT value FROM counters WHERE key = ?1 AND expires_at > ?2";
+
 /// Add one (restarting at 1 with the new expiry if the stored window expired at `?3`).
 pub const INCR_COUNTER: &str = "INSERT INTO counters (key, value, expires_at) VALUES (?1, 1, ?2) \
      ON CONFLICT (key) DO UPDATE SET \

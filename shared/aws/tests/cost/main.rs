@@ -10,6 +10,7 @@
 mod env;
 mod metering;
 #[path = "../support/mod.rs"]
+#[allow(dead_code)]
 mod support;
 mod sweep;
 

@@ -44,7 +44,21 @@ const APIGW: &str = include_str!("../fixtures/apigw-v2-request.json");
 
 /// An API Gateway v2 event from the fixture, for `method path` with `key` and `body`.
 pub fn event(method: &str, path_and_query: &str, key: &str, body: Option<&Value>) -> lambda_http::Request {
+    event_from(None, method, path_and_query, key, body)
+}
+
+/// [`event`] from the client address `source_ip` (the fixture's own when `None`).
+pub fn event_from(
+    source_ip: Option<&str>,
+    method: &str,
+    path_and_query: &str,
+    key: &str,
+    body: Option<&Value>,
+) -> lambda_http::Request {
     let mut ev: Value = serde_json::from_str(APIGW).unwrap();
+    if let Some(ip) = source_ip {
+        ev["requestContext"]["http"]["sourceIp"] = json!(ip);
+    }
     let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
     ev["rawPath"] = json!(path);
     ev["rawQueryString"] = json!(query);

@@ -12,7 +12,7 @@ use maud::html;
 
 use super::session::{self, Session};
 use super::{csrf_refused, form_get, form_pairs, page, respond};
-use crate::extract::{Body, Params};
+use crate::extract::{Body, MaybeClientIp, Params};
 
 /// The login form. Already logged in → straight to the inbox.
 pub async fn form(State(hub): State<Hub>, headers: HeaderMap, params: Params) -> Response {
@@ -47,21 +47,31 @@ fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status: StatusCode
 }
 
 /// Check the login form's CSRF token and the key; on success set the session cookie.
-pub async fn submit(State(hub): State<Hub>, headers: HeaderMap, Body(body): Body) -> Response {
+pub async fn submit(State(hub): State<Hub>, headers: HeaderMap, client: MaybeClientIp, Body(body): Body) -> Response {
     let pairs = form_pairs(&body);
     let next = form_get(&pairs, "next");
-    if !session::login_csrf_ok(&hub, &headers, form_get(&pairs, "csrf")) {
-        return render(
-            &hub,
-            next,
-            Some("The login form expired or was not sent from this site. Please try again."),
-            StatusCode::FORBIDDEN,
-        );
+    match session::claim_login_form(&hub, &headers, form_get(&pairs, "csrf")).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return render(
+                &hub,
+                next,
+                Some("The login form expired, was already used, or was not sent from this site. Please try again."),
+                StatusCode::FORBIDDEN,
+            );
+        }
+        Err(e) => return crate::error::ApiError(e).into_response(),
     }
-    let principal = match auth::authenticate(&hub, form_get(&pairs, "api_key")).await {
+    let principal = match auth::authenticate_from(&hub, form_get(&pairs, "api_key"), client.0).await {
         Ok(p) => p,
         Err(HubError::Unauthenticated) => {
             return render(&hub, next, Some("That key is unknown, revoked or expired."), StatusCode::UNAUTHORIZED);
+        }
+        Err(HubError::RateLimited { retry_after_secs, .. }) => {
+            let msg = format!("Too many failed sign-ins from your address. Try again in {retry_after_secs} s.");
+            let mut resp = render(&hub, next, Some(&msg), StatusCode::TOO_MANY_REQUESTS);
+            resp.headers_mut().insert(header::RETRY_AFTER, retry_after_secs.into());
+            return resp;
         }
         Err(e) => return crate::error::ApiError(e).into_response(),
     };
@@ -85,6 +95,9 @@ pub async fn logout(State(hub): State<Hub>, session: Session, Body(body): Body) 
     let pairs = form_pairs(&body);
     if !session.csrf_ok(form_get(&pairs, "csrf")) {
         return csrf_refused(Some(&session));
+    }
+    if let Err(e) = session::end(&hub, &session).await {
+        return crate::error::ApiError(e).into_response();
     }
     let mut resp = Redirect::to("/login").into_response();
     for c in session::clear(&hub) {

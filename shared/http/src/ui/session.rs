@@ -1,11 +1,14 @@
-//! The inbox session: a stateless cookie holding `{credential_id, expires_at, csrf}` sealed with
+//! The inbox session: a cookie holding `{credential_id, session id, expires_at, csrf}` sealed with
 //! XChaCha20-Poly1305 under the Hub master key (context `ui-session`). Every request reopens it
 //! and re-checks that the credential is still an active operator credential, so revoking the key
-//! ends its sessions at once. The CSRF token lives inside the sealed cookie and in a hidden field
-//! of every POST form; the two are compared in constant time.
+//! ends its sessions at once, and that the session id was not logged out: logout records the id
+//! in the store (a counter that expires with the session), so a copy of the cookie taken before
+//! logout is dead too. The CSRF token lives inside the sealed cookie and in a hidden field of
+//! every POST form; the two are compared in constant time.
 //!
 //! Before login a second sealed cookie (context `ui-login`) carries the login form's CSRF token,
-//! so the login form itself cannot be forged cross-site either.
+//! so the login form itself cannot be forged cross-site either; each such token logs in at most
+//! once (claimed with a store counter).
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -32,6 +35,10 @@ const LOGIN_CONTEXT: &str = "ui-login";
 struct Sealed {
     /// `cred_…` of the operator credential (empty for the pre-login cookie).
     cid: String,
+    /// The session id (hex; empty for the pre-login cookie). Cookies from before session ids
+    /// existed open with an empty one and are refused.
+    #[serde(default)]
+    sid: String,
     /// Unix seconds.
     exp: i64,
     /// The CSRF token (hex).
@@ -43,6 +50,9 @@ struct Sealed {
 pub struct Session {
     pub principal: Principal,
     pub csrf: String,
+    sid: String,
+    /// Unix seconds.
+    expires: i64,
 }
 
 impl Session {
@@ -116,8 +126,20 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// Start a session for an authenticated operator: the `Set-Cookie` value.
 pub fn start(hub: &Hub, principal: &Principal) -> HeaderValue {
     let exp = hub.clock.now().timestamp() + SESSION_HOURS * 3600;
-    let payload = Sealed { cid: principal.credential_id.clone(), exp, csrf: random_token(hub) };
+    let payload = Sealed { cid: principal.credential_id.clone(), sid: random_token(hub), exp, csrf: random_token(hub) };
     set_cookie(hub, cookie_name(hub, false), &seal(hub, SESSION_CONTEXT, &payload), SESSION_HOURS * 3600)
+}
+
+/// The store counter that marks a session logged out (it expires with the session).
+fn logged_out_key(sid: &str) -> String {
+    format!("ui-logout/{sid}")
+}
+
+/// End `session` server-side: every copy of its cookie stops working.
+pub async fn end(hub: &Hub, session: &Session) -> Result<(), HubError> {
+    let expires = ma2h_protocol::time::from_millis(session.expires.saturating_mul(1000));
+    hub.messages.incr_counter(&logged_out_key(&session.sid), expires, hub.clock.now()).await?;
+    Ok(())
 }
 
 /// The `Set-Cookie` values that end a session (and any pending login form).
@@ -134,16 +156,19 @@ pub fn clear_login(hub: &Hub) -> HeaderValue {
 pub fn login_form(hub: &Hub) -> (String, HeaderValue) {
     let csrf = random_token(hub);
     let exp = hub.clock.now().timestamp() + LOGIN_FORM_MINUTES * 60;
-    let payload = Sealed { cid: String::new(), exp, csrf: csrf.clone() };
+    let payload = Sealed { cid: String::new(), sid: String::new(), exp, csrf: csrf.clone() };
     let cookie = set_cookie(hub, cookie_name(hub, true), &seal(hub, LOGIN_CONTEXT, &payload), LOGIN_FORM_MINUTES * 60);
     (csrf, cookie)
 }
 
-/// `true` iff the login form's token matches the login cookie.
-pub fn login_csrf_ok(hub: &Hub, headers: &HeaderMap, presented: Option<&str>) -> bool {
-    cookie(headers, cookie_name(hub, true))
-        .and_then(|v| open(hub, LOGIN_CONTEXT, v))
-        .is_some_and(|s| csrf_eq(&s.csrf, presented))
+/// `true` iff the login form's token matches the login cookie and was not used before (a token
+/// is claimed by its first use, successful or not, so a captured form cannot be replayed).
+pub async fn claim_login_form(hub: &Hub, headers: &HeaderMap, presented: Option<&str>) -> Result<bool, HubError> {
+    let form = cookie(headers, cookie_name(hub, true)).and_then(|v| open(hub, LOGIN_CONTEXT, v));
+    let Some(form) = form.filter(|s| csrf_eq(&s.csrf, presented)) else { return Ok(false) };
+    let expires = ma2h_protocol::time::from_millis(form.exp.saturating_mul(1000));
+    let uses = hub.messages.incr_counter(&format!("ui-login/{}", form.csrf), expires, hub.clock.now()).await?;
+    Ok(uses == 1)
 }
 
 /// Reopen the session cookie and re-check its credential. `None` → log in again.
@@ -151,12 +176,19 @@ pub async fn current(hub: &Hub, headers: &HeaderMap) -> Result<Option<Session>, 
     let Some(sealed) = cookie(headers, cookie_name(hub, false)).and_then(|v| open(hub, SESSION_CONTEXT, v)) else {
         return Ok(None);
     };
+    if sealed.sid.is_empty() {
+        return Ok(None);
+    }
     let Some(record) = hub.credentials.credential_by_id(&sealed.cid).await? else { return Ok(None) };
-    if !record.is_active(hub.clock.now()) || !matches!(record.principal, PrincipalId::Operator(_)) {
+    let now = hub.clock.now();
+    if !record.is_active(now) || !matches!(record.principal, PrincipalId::Operator(_)) {
+        return Ok(None);
+    }
+    if hub.messages.read_counter(&logged_out_key(&sealed.sid), now).await? > 0 {
         return Ok(None);
     }
     let principal = Principal { account: record.account, id: record.principal, credential_id: record.id };
-    Ok(Some(Session { principal, csrf: sealed.csrf }))
+    Ok(Some(Session { principal, csrf: sealed.csrf, sid: sealed.sid, expires: sealed.exp }))
 }
 
 /// Where to send someone without a session: `/login`, remembering an inbox page to return to.
