@@ -207,6 +207,8 @@ impl Settings {
         num("MA2H_MAX_BODY_BYTES", get("MA2H_MAX_BODY_BYTES"), &mut s.limits.max_body_bytes)?;
         num("MA2H_MAX_PART_BYTES", get("MA2H_MAX_PART_BYTES"), &mut s.limits.max_part_bytes)?;
         num("MA2H_MAX_CONTEXT_PARTS", get("MA2H_MAX_CONTEXT_PARTS"), &mut s.limits.max_context_parts)?;
+        num("MA2H_MAX_STATE_BYTES", get("MA2H_MAX_STATE_BYTES"), &mut s.limits.max_state_bytes)?;
+        num("MA2H_MAX_ENVELOPE_BYTES", get("MA2H_MAX_ENVELOPE_BYTES"), &mut s.limits.max_envelope_bytes)?;
         num("MA2H_REQUESTS_PER_MINUTE", get("MA2H_REQUESTS_PER_MINUTE"), &mut s.requests_per_minute)?;
         num("MA2H_INBOX_DEPTH", get("MA2H_INBOX_DEPTH"), &mut s.inbox_depth)?;
         num("MA2H_AUTH_FAILURES_PER_MINUTE", get("MA2H_AUTH_FAILURES_PER_MINUTE"), &mut s.auth_failures_per_minute)?;
@@ -261,8 +263,12 @@ impl Settings {
                 "MA2H_PUBLIC_URL must be https:// in production mode (§8: plaintext MUST NOT be offered); set MA2H_MODE=dev for local use",
             );
         }
-        if self.limits.max_body_bytes == 0 || self.limits.max_part_bytes == 0 {
-            return err("MA2H_MAX_BODY_BYTES and MA2H_MAX_PART_BYTES must be at least 1");
+        let l = &self.limits;
+        if l.max_body_bytes == 0 || l.max_part_bytes == 0 || l.max_state_bytes == 0 {
+            return err("MA2H_MAX_BODY_BYTES, MA2H_MAX_PART_BYTES and MA2H_MAX_STATE_BYTES must be at least 1");
+        }
+        if l.max_envelope_bytes < 4096 {
+            return err("MA2H_MAX_ENVELOPE_BYTES must be at least 4096");
         }
         if self.retention_days == 0 {
             return err("MA2H_RETENTION_DAYS must be at least 1");
@@ -302,12 +308,10 @@ impl Settings {
         Ok(())
     }
 
-    /// The largest request body the HTTP layer buffers: the envelope caps plus headroom for the
-    /// other fields, so an oversized `body`/Part still reaches the 422 rules instead of a 413.
+    /// The largest request body the HTTP layer buffers: the envelope cap and one byte, so an
+    /// over-size envelope is read no further than needed and still answered with the §8.6 422.
     pub fn max_request_bytes(&self) -> usize {
-        self.limits.max_body_bytes
-            + self.limits.max_part_bytes.saturating_mul(self.limits.max_context_parts)
-            + 256 * 1024
+        self.limits.max_envelope_bytes + 1
     }
 }
 

@@ -170,3 +170,19 @@ async fn failed_authentications_are_throttled_per_client_and_logged() {
     t.advance(chrono::Duration::seconds(60));
     assert_eq!(from_ip(&t, "192.0.2.9", "/v1/operator/messages", "ma2h_op_guess").await.0, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn state_and_the_whole_envelope_are_capped() {
+    // item 2: `state` and unknown fields used to fill the whole ~4.5 MB request cap
+    let t = hub().await;
+    let limits = t.hub.settings.limits;
+    let r = t.submit(&t.agent, with(ask("s1"), "/state", json!({ "blob": "x".repeat(limits.max_state_bytes) }))).await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
+    assert!(r.message().contains("/state") && r.message().contains("max_state_bytes"), "{}", r.message());
+    let padded = with(ask("s2"), "/x_padding", json!("p".repeat(limits.max_envelope_bytes)));
+    let r = t.submit(&t.agent, padded).await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
+    // just under both caps is fine
+    let fits = with(ask("s3"), "/state", json!({ "blob": "x".repeat(limits.max_state_bytes - 64) }));
+    assert_eq!(t.submit(&t.agent, fits).await.status, StatusCode::ACCEPTED);
+}

@@ -17,12 +17,34 @@ pub struct SizeLimits {
     pub max_part_bytes: usize,
     /// Cap on the number of `context` Parts.
     pub max_context_parts: usize,
+    /// Cap on the serialized `state` (§4: opaque to the Hub, but stored and returned, so bounded).
+    pub max_state_bytes: usize,
+    /// Cap on the whole submitted envelope, in bytes (§8.6 "a max envelope … size"); unknown
+    /// fields and everything else count against it.
+    pub max_envelope_bytes: usize,
 }
 
 impl Default for SizeLimits {
     fn default() -> Self {
-        Self { max_body_bytes: 65_536, max_part_bytes: 262_144, max_context_parts: 16 }
+        Self {
+            max_body_bytes: 65_536,
+            max_part_bytes: 262_144,
+            max_context_parts: 16,
+            max_state_bytes: 65_536,
+            max_envelope_bytes: 1_048_576,
+        }
     }
+}
+
+/// §8.6: an envelope over the advertised size is a 422, judged on the bytes before parsing them.
+pub fn check_envelope_size(bytes: usize, limits: &SizeLimits) -> Result<(), ProtocolError> {
+    if bytes > limits.max_envelope_bytes {
+        return Err(ProtocolError::invalid_field(format!(
+            "`/`: the envelope is {bytes} bytes, over max_envelope_bytes ({})",
+            limits.max_envelope_bytes
+        )));
+    }
+    Ok(())
 }
 
 /// Run every cross-field rule against a schema-valid envelope.
@@ -47,6 +69,15 @@ pub fn check_submit(env: &Envelope, now: Timestamp, limits: &SizeLimits) -> Resu
 }
 
 fn check_sizes(env: &Envelope, limits: &SizeLimits) -> Result<(), ProtocolError> {
+    if let Some(state) = env.raw.get("state") {
+        let size = serde_json::to_vec(state).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > limits.max_state_bytes {
+            return Err(ProtocolError::invalid_field(format!(
+                "`/state`: {size} bytes exceeds max_state_bytes ({})",
+                limits.max_state_bytes
+            )));
+        }
+    }
     if let Some(body) = env.raw.get("body").and_then(Value::as_str)
         && body.len() > limits.max_body_bytes
     {

@@ -29,6 +29,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     // §8.6: every request counts against the per-agent budget, valid or not.
     check_rate(hub, principal, agent_id).await?;
 
+    rules::check_envelope_size(body.len(), &hub.settings.limits)?;
     let mut envelope = Envelope::parse(body)?;
     if &envelope.agent.id != agent_id {
         return Err(HubError::AgentIdMismatch { envelope: envelope.agent.id.to_string() });
