@@ -22,6 +22,7 @@ struct Hit {
     at: Instant,
     headers: HeaderMap,
     body: Value,
+    raw: Vec<u8>,
 }
 
 /// A callback receiver: per path, a script of statuses to answer (then 200), and every hit.
@@ -59,7 +60,8 @@ async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: H
     if path.starts_with("stall") {
         tokio::time::sleep(STALL).await;
     }
-    let hit = Hit { at: Instant::now(), headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
+    let parsed = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let hit = Hit { at: Instant::now(), headers, body: parsed, raw: body.to_vec() };
     r.hits.lock().unwrap().entry(path.clone()).or_default().push(hit);
     let mut scripts = r.scripts.lock().unwrap();
     let next = scripts.get_mut(&path).and_then(|s| (!s.is_empty()).then(|| s.remove(0))).unwrap_or(200);
@@ -302,4 +304,32 @@ fn a_stalled_receiver_delays_only_its_own_pushes() {
     verify(&hit, &fast, &hmac_key("whsec-test-123")).unwrap();
     // the stalled host still gets every push, a few at a time
     receiver.wait_for("stall", 24);
+}
+
+#[test]
+fn a_pushed_state_is_byte_exact_and_still_verifies() {
+    // issue 13 item 10: numbers beyond a double are pushed as submitted; the signature is over
+    // the canonical form of what the receiver parses
+    let s = setup();
+    let (receiver, base) = start_receiver();
+    let url = format!("{base}/big");
+    let state = r#"{"n":123456789012345678901234567890,"sealed":"v1.blob"}"#;
+    let mut env = ask_with_callback("big1", &url, json!({"scheme": "hmac", "secret_ref": "cb"}));
+    env.as_object_mut().unwrap().remove("state");
+    let mut text = env.to_string();
+    text.insert_str(1, &format!(r#""state":{state},"#));
+    let (status, ack) = try_request_raw(&s.hub.addr, "POST", "/v1/messages", &s.agent_key, text.as_bytes());
+    assert_eq!(status, 202, "{ack}");
+    let id = ack["id"].as_str().unwrap();
+    let (status, _) = post(
+        &s.hub,
+        &format!("/v1/messages/{id}/resolve"),
+        &s.op_key,
+        &json!({"resolution": "answered", "value": "ship"}),
+    );
+    assert_eq!(status, 200);
+    let hit = receiver.wait_for("big", 1).remove(0);
+    let raw = String::from_utf8(hit.raw.clone()).unwrap();
+    assert!(raw.contains(state), "{raw}");
+    verify(&hit, &url, &hmac_key("whsec-test-123")).expect("verifies over the parsed body");
 }

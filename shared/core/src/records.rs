@@ -19,6 +19,9 @@ pub struct MessageRecord {
     pub title: String,
     /// The envelope as accepted (confirm options synthesized), returned verbatim by GET.
     pub envelope: Value,
+    /// `state` as submitted, kept only when `envelope`'s parsed copy lost precision (numbers a
+    /// double cannot hold): GET and push bodies splice it back (`ma2h_protocol::verbatim`).
+    pub state_text: Option<String>,
     pub created_at: Timestamp,
     pub expires_at: Option<Timestamp>,
     /// Bumped on every change; `?since=` and long-poll compare against it.

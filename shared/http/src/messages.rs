@@ -33,7 +33,7 @@ pub async fn read(
         .transpose()?;
     let opts = get::ReadOptions { wait_seconds: params.u32("wait")?, since };
     Ok(match get::get(&hub, &who, &id, opts).await? {
-        get::Read::Body(body) => Json(body).into_response(),
+        get::Read::Body(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         get::Read::NotModified => StatusCode::NOT_MODIFIED.into_response(),
     })
 }

@@ -186,3 +186,31 @@ async fn state_and_the_whole_envelope_are_capped() {
     let fits = with(ask("s3"), "/state", json!({ "blob": "x".repeat(limits.max_state_bytes - 64) }));
     assert_eq!(t.submit(&t.agent, fits).await.status, StatusCode::ACCEPTED);
 }
+
+#[tokio::test]
+async fn state_comes_back_byte_exact_even_beyond_a_double() {
+    // item 10: 123456789012345678901234567890 used to come back as 1.2345678901234568e+29
+    let t = hub().await;
+    let state = r#"{"n":123456789012345678901234567890,"f":0.10000000000000000555,"s":"ok"}"#;
+    let mut env = serde_json::to_string(&without(ask("big"), "/state")).unwrap();
+    env.insert_str(1, &format!(r#""state": {state},"#));
+    let r = t.call_raw(Method::POST, "/v1/messages", Some(&t.agent), Some(env.into_bytes())).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    let text = get_text(&t, &id).await;
+    assert_eq!(text.matches(state).count(), 2, "in the message and its Response: {text}");
+}
+
+/// The raw text of an agent's GET.
+async fn get_text(t: &TestHub, id: &str) -> String {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let req = axum::http::Request::get(format!("/v1/messages/{id}"))
+        .header("authorization", format!("Bearer {}", t.agent))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let resp = t.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+}

@@ -18,6 +18,7 @@ pub mod rules;
 pub mod schema;
 pub mod signature;
 pub mod time;
+pub mod verbatim;
 pub mod version;
 
 pub use error::ProtocolError;

@@ -117,6 +117,9 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
     put("priority", s(m.priority.as_str()));
     put("title", s(&m.title));
     put("envelope", s(m.envelope.to_string()));
+    if let Some(t) = &m.state_text {
+        put("state_text", s(t));
+    }
     put("created_at", n(ms(m.created_at)));
     put("updated_at", n(ms(m.updated_at)));
     if let Some(e) = m.expires_at {
@@ -190,6 +193,7 @@ pub(crate) fn message_from(item: &Item) -> Result<MessageRecord, StoreError> {
         priority: parsed(item, "priority", Priority::parse)?,
         title: get_s(item, "title")?.to_owned(),
         envelope: json(item, "envelope")?.ok_or_else(|| corrupt("missing envelope"))?,
+        state_text: opt_s(item, "state_text"),
         created_at: time::from_millis(get_n(item, "created_at")?),
         expires_at: opt_ts(item, "expires_at")?,
         updated_at: time::from_millis(get_n(item, "updated_at")?),

@@ -220,6 +220,7 @@ fn insert_message(
         m.push.as_ref().and_then(|p| p.next_attempt_at).map(ms),
         m.push.as_ref().and_then(|p| p.last_error.clone()),
         m.push.as_ref().and_then(|p| p.delivered_at).map(ms),
+        m.state_text,
     ])?;
     if let Some(c) = claim {
         conn.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![
@@ -358,6 +359,7 @@ struct RawMessage {
     push_next_at: Option<i64>,
     push_last_error: Option<String>,
     push_delivered_at: Option<i64>,
+    state_text: Option<String>,
 }
 
 impl RawMessage {
@@ -383,6 +385,7 @@ impl RawMessage {
             push_next_at: r.get(16)?,
             push_last_error: r.get(17)?,
             push_delivered_at: r.get(18)?,
+            state_text: r.get(19)?,
         })
     }
 
@@ -395,6 +398,7 @@ impl RawMessage {
             status: parsed(&self.status, &what("status"), Status::parse)?,
             priority: parsed(&self.priority, &what("priority"), Priority::parse)?,
             envelope: json_value(&self.envelope, &what("envelope"))?,
+            state_text: self.state_text.clone(),
             created_at: ts(self.created_at, &what("created_at"))?,
             expires_at: opt_ts(self.expires_at, &what("expires_at"))?,
             updated_at: ts(self.updated_at, &what("updated_at"))?,

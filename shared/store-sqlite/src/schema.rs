@@ -30,7 +30,7 @@ const STATEMENT_CACHE: usize = 64;
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -136,6 +136,9 @@ CREATE TABLE bindings (
     PRIMARY KEY (account, agent_id, host)
 ) STRICT;
 "#;
+
+/// Version 3: `state` as submitted, for the rare message whose parsed copy lost precision.
+const V3: &str = "ALTER TABLE messages ADD COLUMN state_text TEXT;";
 
 /// What the writer connection actually runs with, read back after configuring it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,14 +6,14 @@ macro_rules! message_columns {
     () => {
         "id, account, agent_id, kind, status, priority, title, envelope, created_at, expires_at, \
          updated_at, response, resolution_id, retain_until, push_status, push_attempts, push_next_at, \
-         push_last_error, push_delivered_at"
+         push_last_error, push_delivered_at, state_text"
     };
 }
 
 pub const INSERT_MESSAGE: &str = concat!(
     "INSERT INTO messages (",
     message_columns!(),
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
 );
 
 /// One message, always scoped to its account (another account's id reads as unknown, §9.1).

@@ -115,6 +115,23 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
+/// POST raw bytes (a body `serde_json` could not write, e.g. a number beyond a double).
+pub fn try_request_raw(addr: &str, method: &str, path: &str, key: &str, body: &[u8]) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
 pub fn request(hub: &Hub, method: &str, path: &str, key: &str, body: Option<&Value>) -> (u16, Value) {
     try_request(&hub.addr, method, path, Some(key), body).expect("hub unreachable")
 }

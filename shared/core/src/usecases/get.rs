@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use ma2h_protocol::time::Timestamp;
+use ma2h_protocol::verbatim;
 use serde_json::Value;
 
 use super::lifecycle::load_owned;
@@ -13,8 +14,8 @@ use crate::{Hub, HubError};
 /// What the read produced.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Read {
-    /// 200 with the §8.2 body.
-    Body(Value),
+    /// 200 with the §8.2 body, serialized (`state` exactly as submitted).
+    Body(Vec<u8>),
     /// 304: nothing changed after `since`.
     NotModified,
 }
@@ -54,7 +55,10 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
                 sub.wait(until_expiry.map_or(remaining, |e| e.min(remaining))).await;
             }
             _ if !changed => return Ok(Read::NotModified),
-            _ => return Ok(Read::Body(body(&record))),
+            _ => {
+                let text = record.state_text.as_deref();
+                return Ok(Read::Body(verbatim::to_vec_with_state(&body(&record), text, verbatim::GET_BODY_STATE)));
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ use ma2h_protocol::envelope::{Callback, CallbackMode, CallbackScheme, Envelope};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::signature::{self, SignedContext, SigningKey};
 use ma2h_protocol::time::Timestamp;
+use ma2h_protocol::verbatim;
 
 use crate::ports::{PushOutcome, PushRequest};
 use crate::records::{Lookup, MessageRecord, PushStatus, PushTrack};
@@ -154,7 +155,7 @@ async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Res
         (Some(CallbackScheme::Apikey), Some(t)) => headers.push(("X-API-Key".into(), t)),
         _ => {}
     }
-    let body = serde_json::to_vec(response).map_err(|e| e.to_string())?;
+    let body = verbatim::to_vec_with_state(response, record.state_text.as_deref(), verbatim::RESPONSE_STATE);
     Ok(PushRequest { url, headers, body })
 }
 
