@@ -35,9 +35,10 @@ pub fn build_hub(settings: Settings) -> Result<Hub> {
 }
 
 pub fn build_local(settings: Settings) -> Result<Local> {
-    std::fs::create_dir_all(&settings.data_dir)
-        .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
-    let store = Arc::new(SqliteStore::open(settings.data_dir.join("hub.db")).context("opening the SQLite store")?);
+    private_dir(&settings.data_dir)?;
+    let db = settings.data_dir.join("hub.db");
+    private_file(&db)?;
+    let store = Arc::new(SqliteStore::open(&db).context("opening the SQLite store")?);
     let master_key = load_master_key(&settings)?;
     let keys = load_ed25519(&settings)?;
     let wake = Arc::new(WakeWorker::default());
@@ -110,6 +111,43 @@ fn load_master_key(settings: &Settings) -> Result<MasterKey> {
     write_private(&path, &key.to_base64())?;
     tracing::info!(path = %path.display(), "generated a new master key");
     Ok(key)
+}
+
+/// The data directory, created (and kept) readable by its owner only: it holds the messages,
+/// the keys and the sealed secrets.
+fn private_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).with_context(|| format!("creating data directory {}", dir.display()))?;
+    #[cfg(unix)]
+    restrict(dir, 0o700)?;
+    Ok(())
+}
+
+/// Create `path` empty with mode 0600 if missing, or narrow an existing file to 0600. SQLite
+/// gives the `-wal` and `-shm` files the database file's mode.
+fn private_file(path: &Path) -> Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.append(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    opts.open(path).with_context(|| format!("opening {}", path.display()))?;
+    #[cfg(unix)]
+    for file in [path.to_owned(), path.with_extension("db-wal"), path.with_extension("db-shm")] {
+        if file.exists() {
+            restrict(&file, 0o600)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn restrict(path: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("restricting {} to mode {mode:o}", path.display()))
 }
 
 /// Write a file only its owner can read.

@@ -214,3 +214,15 @@ async fn get_text(t: &TestHub, id: &str) -> String {
     assert_eq!(resp.headers()["content-type"], "application/json");
     String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
 }
+
+#[tokio::test]
+async fn the_priority_badge_has_one_class_attribute_so_its_style_applies() {
+    let t = hub().await;
+    let id = t.submit_ok(with(ask("pb"), "/priority", json!("urgent"))).await;
+    let cookie = t.ui_login(&t.operator).await;
+    for path in ["/inbox".to_owned(), format!("/inbox/{id}")] {
+        let page = t.page(Method::GET, &path, Some(&cookie), None).await;
+        assert!(page.html.contains(r#"class="badge p-urgent""#), "{path}: {}", page.html);
+        assert!(!page.html.contains(r#"class="badge" class="#), "{path}: a duplicate class attribute");
+    }
+}

@@ -141,7 +141,7 @@ fn item(m: &Value, now: time::Timestamp) -> Markup {
     html! {
         a.title href=(format!("/inbox/{id}")) { (m["title"].as_str().unwrap_or("(untitled)")) }
         div.meta {
-            span.badge class=(format!("p-{priority}")) { (priority) }
+            span class=(format!("badge p-{priority}")) { (priority) }
             span { (m["type"].as_str().unwrap_or("")) }
             span { "agent " (m["agent"]["id"].as_str().unwrap_or("")) }
             @if let Some(p) = m["agent"]["project"].as_str() { span { "project " (p) } }

@@ -80,7 +80,7 @@ pub fn render(
         @if let Some(info) = &form.info { p.notice role="status" { (info) } }
         h1 { (rec.title) }
         div.meta {
-            span.badge class=(format!("p-{}", rec.priority.as_str())) { (rec.priority.as_str()) }
+            span class=(format!("badge p-{}", rec.priority.as_str())) { (rec.priority.as_str()) }
             span { (rec.kind.as_str()) }
             span { "status " strong { (rec.status.as_str()) } }
             span { "agent " (rec.agent_id.as_str()) }
