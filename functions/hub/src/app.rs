@@ -19,7 +19,9 @@ use tokio::net::TcpListener;
 pub fn init_tracing(settings: &Settings) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MA2H_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // colour only for a person at a terminal, never into a log file or pipe
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = if settings.log_json { builder.json().try_init() } else { builder.try_init() };
 }
 

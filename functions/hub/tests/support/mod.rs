@@ -82,16 +82,26 @@ pub fn try_request(
     key: Option<&str>,
     body: Option<&Value>,
 ) -> Option<(u16, Value)> {
+    let payload = body.map(|b| serde_json::to_vec(b).unwrap()).unwrap_or_default();
+    exchange(addr, method, path, key, &payload)
+}
+
+/// POST raw bytes (a body `serde_json` could not write, e.g. a number beyond a double).
+pub fn try_request_raw(addr: &str, method: &str, path: &str, key: &str, body: &[u8]) -> (u16, Value) {
+    exchange(addr, method, path, Some(key), body).expect("hub unreachable")
+}
+
+/// Send one HTTP/1.1 request with `payload` as its JSON body; the status and the parsed body.
+fn exchange(addr: &str, method: &str, path: &str, key: Option<&str>, payload: &[u8]) -> Option<(u16, Value)> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let payload = body.map(|b| serde_json::to_vec(b).unwrap()).unwrap_or_default();
     let auth = key.map(|k| format!("Authorization: Bearer {k}\r\n")).unwrap_or_default();
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         payload.len()
     );
     s.write_all(head.as_bytes()).ok()?;
-    s.write_all(&payload).ok()?;
+    s.write_all(payload).ok()?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).ok()?;
     let text = String::from_utf8_lossy(&raw);
@@ -113,23 +123,6 @@ fn dechunk(mut s: &str) -> String {
         s = &rest[n + 2..];
     }
     out
-}
-
-/// POST raw bytes (a body `serde_json` could not write, e.g. a number beyond a double).
-pub fn try_request_raw(addr: &str, method: &str, path: &str, key: &str, body: &[u8]) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
 }
 
 pub fn request(hub: &Hub, method: &str, path: &str, key: &str, body: Option<&Value>) -> (u16, Value) {

@@ -134,6 +134,33 @@ async fn mutated_submits_get_202_or_a_4xx_envelope() {
         *seen.entry(r.status.as_u16()).or_default() += 1;
     }
 
+    // Hostile but well-formed (issue 13): backtracking or oversized patterns, too many
+    // properties, patterned defaults of any length, state a double cannot hold, deep nesting.
+    let input = |schema: Value, default: Value| {
+        let request = json!({ "mode": "input", "schema": schema, "default_on_expire": default,
+            "allowed_resolvers": ["human:alice"] });
+        with(ask("hostile"), "/request", request)
+    };
+    let patterned = |p: &str| json!({ "type": "object", "properties": { "code": { "type": "string", "pattern": p } } });
+    let many: serde_json::Map<String, Value> = (0..200).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
+    let nested = (0..300).fold(json!(1), |v, _| json!([v]));
+    let hostile = [
+        input(patterned("^(?=(a|aa)+$)(a|aa)+b$"), json!({ "code": "a".repeat(30_000) })),
+        input(patterned(&"(a|aa)+".repeat(2_000)), Value::Null),
+        input(patterned("^(a|aa)+$"), json!({ "code": "a".repeat(30_000) })),
+        input(json!({ "type": "object", "properties": many }), Value::Null),
+        with(notify.clone(), "/state", json!({ "deep": nested })),
+    ];
+    let mut bodies: Vec<Vec<u8>> = hostile.iter().map(|v| serde_json::to_vec(v).unwrap()).collect();
+    let mut big_state = serde_json::to_string(&without(notify.clone(), "/state")).unwrap();
+    big_state.insert_str(1, r#""state": {"n": 123456789012345678901234567890123456789},"#);
+    bodies.push(big_state.into_bytes());
+    for (i, body) in bodies.into_iter().enumerate() {
+        let r = post(&t, "/v1/messages", &t.agent, Some("application/json"), body.clone()).await;
+        assert_contract(&format!("hostile case {i}"), StatusCode::ACCEPTED, &body, &r);
+        *seen.entry(r.status.as_u16()).or_default() += 1;
+    }
+
     eprintln!("submit statuses: {seen:?}");
     for status in [202, 400, 403, 422] {
         assert!(seen.contains_key(&status), "the mutator never produced a {status}: {seen:?}");
