@@ -3,7 +3,11 @@ CARGO ?= cargo
 DATA_DIR ?= ./data
 BIND ?= 127.0.0.1:8080
 
-.PHONY: run test build lint lint-infra fmt clean
+.PHONY: help run test check build lint lint-infra fmt clean
+
+## help: list the targets
+help:
+	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed -e 's/^## //' | awk -F': ' '{ printf "  %-11s %s\n", $$1, $$2 }'
 
 ## run: build and start the local Hub on 127.0.0.1:8080 (dev mode, data in ./data)
 run:
@@ -30,6 +34,12 @@ lint-infra:
 	.venv/bin/cfn-lint infra/template.yaml
 	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 .venv/bin/sam validate --lint -t infra/template.yaml
 
+## check: the inner loop — build, unit and Router tests (no moto, browser or template lint), clippy
+check:
+	$(CARGO) test --workspace --lib --bins --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## build: the release binary target/release/ma2h-hub
 build:
 	$(CARGO) build --release -p ma2h-hub
 
@@ -38,11 +48,14 @@ build:
 bench:
 	CARGO=$(CARGO) bash scripts/bench.sh
 
+## lint: clippy on every target, warnings as errors
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+## fmt: format the workspace
 fmt:
 	$(CARGO) fmt --all
 
+## clean: remove build output
 clean:
 	$(CARGO) clean

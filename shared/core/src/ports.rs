@@ -204,7 +204,7 @@ pub trait Subscription: Send {
     async fn wait(self: Box<Self>, timeout: Duration);
 }
 
-/// A clock tests (and the conformance runner's in-process mode) move by hand.
+/// A clock tests move by hand.
 #[derive(Debug)]
 pub struct ManualClock(std::sync::Mutex<Timestamp>);
 

@@ -1,4 +1,4 @@
-//! The one typed settings struct (convention 5): defaults, then `MA2H_*` variables, validated at
+//! The one typed settings struct: defaults, then `MA2H_*` variables, validated at
 //! start-up. Secrets are wrapped so `Debug` never prints them.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Identifiers parsed at the edge (convention 6: types over strings).
+//! Identifiers parsed at the edge: types over strings, so an id is checked once, where it enters.
 //!
 //! Hub-minted ids are `msg_`/`res_` + a ULID: the 48-bit millisecond prefix makes them sortable,
 //! the 80 random bits make them unguessable (§8.7.1 pins the `msg_`/`res_` namespaces for v0.5).
