@@ -6,8 +6,8 @@ use std::io::Read;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use ma2h_core::admin;
 use ma2h_core::settings::Settings;
+use ma2h_core::{Hub, admin};
 use serde_json::{Value, json};
 
 #[derive(Subcommand)]
@@ -130,15 +130,22 @@ pub struct Agent {
     json: bool,
 }
 
-/// Run an admin command against the local SQLite store, or — with `MA2H_STORE=dynamodb` — the
-/// deployed DynamoDB table (`MA2H_TABLE`, AWS credentials and `MA2H_MASTER_KEY` /
-/// `MA2H_ED25519_SEED` from the environment, as the functions see them).
+/// Run an admin command against the local SQLite store in `MA2H_DATA_DIR`. The deployed
+/// DynamoDB table is administered by `ma2h-admin-aws`, the same commands in a binary of its own,
+/// so this one links no AWS code.
 pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
-    let hub = match std::env::var("MA2H_STORE").as_deref() {
-        Ok("dynamodb") => ma2h_aws::build_admin().await.map_err(|e| anyhow::anyhow!(e))?.hub,
-        Ok("sqlite") | Err(_) => crate::app::build_hub(settings)?,
-        Ok(other) => bail!("MA2H_STORE must be `sqlite` or `dynamodb`, got `{other}`"),
-    };
+    match std::env::var("MA2H_STORE").as_deref() {
+        Ok("sqlite") | Err(_) => {}
+        Ok("dynamodb") => bail!("the DynamoDB store is administered with `ma2h-admin-aws` (same commands)"),
+        Ok(other) => bail!("MA2H_STORE must be `sqlite`, got `{other}`"),
+    }
+    execute(&crate::app::build_hub(settings)?, cmd).await
+}
+
+/// Run one admin command against `hub` (any store) and print its result: text, or JSON with
+/// `--json`.
+pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
+    let hub = hub.clone();
     let (value, json): (Value, bool) = match cmd {
         AdminCommand::CreateAgent { agent, common } => {
             let c = admin::create_agent(&hub, &common.account, &agent, common.label).await?;

@@ -28,8 +28,8 @@
 //! Run against (a) the local `ma2h-hub` binary on SQLite and (b) the local app's Router and
 //! sweeper (`ma2h_hub::app`) over the DynamoDB store on moto, on [`DYNAMO_SHARDS`] fresh, uniquely
 //! named tables — skipped with a note when `AWS_ENDPOINT_URL` is unset, a failure if
-//! `MA2H_REQUIRE_AWS_TESTS=1`. (`ma2h-hub serve` itself only opens SQLite; `MA2H_STORE=dynamodb`
-//! selects the store for the admin commands only.)
+//! `MA2H_REQUIRE_AWS_TESTS=1`. (`ma2h-hub serve` itself only opens SQLite; the DynamoDB store is
+//! a dev-dependency here, for this test only.)
 
 mod support;
 

@@ -75,7 +75,7 @@ pub async fn build() -> Result<Deployment, Error> {
     build_with(AwsSettings::from_vars(env)?).await
 }
 
-/// Build for the `ma2h-hub admin` commands run against DynamoDB (`MA2H_STORE=dynamodb`).
+/// Build for the admin commands run against DynamoDB (`ma2h-admin-aws`).
 pub async fn build_admin() -> Result<Deployment, Error> {
     build_with(AwsSettings::for_admin(env)?).await
 }

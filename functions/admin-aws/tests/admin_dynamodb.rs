@@ -1,8 +1,8 @@
-//! The admin commands against the DynamoDB store (`MA2H_STORE=dynamodb`), on moto.
+//! The admin commands against the DynamoDB store (`ma2h-admin-aws`), on moto.
 
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ma2h-hub");
+const BIN: &str = env!("CARGO_BIN_EXE_ma2h-admin-aws");
 
 fn admin(table: &str, args: &[&str]) -> serde_json::Value {
     let mut c = Command::new(BIN);
@@ -13,13 +13,11 @@ fn admin(table: &str, args: &[&str]) -> serde_json::Value {
         }
     }
     let out = c
-        .env("MA2H_STORE", "dynamodb")
         .env("MA2H_TABLE", table)
         .env("MA2H_MODE", "dev")
         .env("MA2H_MASTER_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
         .env("MA2H_ED25519_SEED", "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
         .env("MA2H_LOG", "warn")
-        .arg("admin")
         .args(args)
         .arg("--json")
         .output()
