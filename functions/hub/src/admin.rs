@@ -145,26 +145,25 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
 /// Run one admin command against `hub` (any store) and print its result: text, or JSON with
 /// `--json`.
 pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
-    let hub = hub.clone();
     let (value, json): (Value, bool) = match cmd {
         AdminCommand::CreateAgent { agent, common } => {
-            let c = admin::create_agent(&hub, &common.account, &agent, common.label).await?;
+            let c = admin::create_agent(hub, &common.account, &agent, common.label).await?;
             (serde_json::to_value(c)?, common.json)
         }
         AdminCommand::CreateOperator { human, common } => {
-            let c = admin::create_operator(&hub, &common.account, &human, common.label).await?;
+            let c = admin::create_operator(hub, &common.account, &human, common.label).await?;
             (serde_json::to_value(c)?, common.json)
         }
-        AdminCommand::List { json } => (json!({ "credentials": admin::list(&hub).await? }), json),
+        AdminCommand::List { json } => (json!({ "credentials": admin::list(hub).await? }), json),
         AdminCommand::Revoke { credential_id, json } => {
-            (serde_json::to_value(admin::revoke(&hub, &credential_id).await?)?, json)
+            (serde_json::to_value(admin::revoke(hub, &credential_id).await?)?, json)
         }
         AdminCommand::Rotate { credential_id, overlap_hours, json } => {
             let overlap = chrono::Duration::hours(i64::from(overlap_hours));
-            (serde_json::to_value(admin::rotate(&hub, &credential_id, overlap).await?)?, json)
+            (serde_json::to_value(admin::rotate(hub, &credential_id, overlap).await?)?, json)
         }
         AdminCommand::RotateSigningSecret { target: t } => {
-            let secret = admin::rotate_signing_secret(&hub, &t.account, &t.agent).await?;
+            let secret = admin::rotate_signing_secret(hub, &t.account, &t.agent).await?;
             (json!({ "account": t.account, "agent": t.agent, "signing_secret": secret }), t.json)
         }
         AdminCommand::PutSecret { target: t, name, value, value_stdin } => {
@@ -177,31 +176,31 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
                 }
                 _ => bail!("give the secret with --value or --value-stdin"),
             };
-            admin::put_secret(&hub, &t.account, &t.agent, &name, &value).await?;
+            admin::put_secret(hub, &t.account, &t.agent, &name, &value).await?;
             (json!({ "account": t.account, "agent": t.agent, "secret": name, "stored": true }), t.json)
         }
         AdminCommand::DeleteSecret { target: t, name } => {
-            let deleted = admin::delete_secret(&hub, &t.account, &t.agent, &name).await?;
+            let deleted = admin::delete_secret(hub, &t.account, &t.agent, &name).await?;
             (json!({ "account": t.account, "agent": t.agent, "secret": name, "deleted": deleted }), t.json)
         }
         AdminCommand::ListSecrets { target: t } => (
-            json!({ "account": t.account, "agent": t.agent, "secrets": admin::list_secrets(&hub, &t.account, &t.agent).await? }),
+            json!({ "account": t.account, "agent": t.agent, "secrets": admin::list_secrets(hub, &t.account, &t.agent).await? }),
             t.json,
         ),
         AdminCommand::BindCallback { target: t, host } => {
-            let host = admin::bind_callback(&hub, &t.account, &t.agent, &host).await?;
+            let host = admin::bind_callback(hub, &t.account, &t.agent, &host).await?;
             (json!({ "account": t.account, "agent": t.agent, "host": host, "bound": true }), t.json)
         }
         AdminCommand::UnbindCallback { target: t, host } => {
-            let removed = admin::unbind_callback(&hub, &t.account, &t.agent, &host).await?;
+            let removed = admin::unbind_callback(hub, &t.account, &t.agent, &host).await?;
             (json!({ "account": t.account, "agent": t.agent, "host": host, "removed": removed }), t.json)
         }
         AdminCommand::ListBindings { target: t } => (
-            json!({ "account": t.account, "agent": t.agent, "hosts": admin::list_bindings(&hub, &t.account, &t.agent).await? }),
+            json!({ "account": t.account, "agent": t.agent, "hosts": admin::list_bindings(hub, &t.account, &t.agent).await? }),
             t.json,
         ),
         AdminCommand::SetSigning { target: t, alg } => {
-            admin::set_signing_alg(&hub, &t.account, &t.agent, &alg).await?;
+            admin::set_signing_alg(hub, &t.account, &t.agent, &alg).await?;
             (json!({ "account": t.account, "agent": t.agent, "signing_alg": alg }), t.json)
         }
     };

@@ -17,9 +17,14 @@ pub const GET_BODY_STATE: &[&[&str]] = &[&["state"], &["response", "state"]];
 /// Where `state` sits in a §6 Response.
 pub const RESPONSE_STATE: &[&[&str]] = &[&["state"]];
 
-/// The submitted text of the top-level `state` of `body`, if parsing it into a `Value` lost
+/// The submitted text of the top-level `state` of `body`, if parsing it into `parsed` lost
 /// something (whitespace aside); `None` when the parsed value re-serializes to the same text.
-pub fn lossy_state_text(body: &[u8]) -> Option<String> {
+/// Only a number parsed as a double can lose anything (64-bit integers are exact), so a `state`
+/// without one costs nothing here: the body is not scanned a second time on the submit path.
+pub fn lossy_state_text(body: &[u8], parsed: &Value) -> Option<String> {
+    if !has_double(parsed) {
+        return None;
+    }
     #[derive(serde::Deserialize)]
     struct StateOnly<'a> {
         #[serde(borrow)]
@@ -30,6 +35,15 @@ pub fn lossy_state_text(body: &[u8]) -> Option<String> {
     let parsed: Value = serde_json::from_str(raw).ok()?;
     let compact = strip_whitespace(raw);
     (serde_json::to_string(&parsed).ok()? != compact).then_some(compact)
+}
+
+fn has_double(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(has_double),
+        Value::Object(map) => map.values().any(has_double),
+        _ => false,
+    }
 }
 
 /// JSON text without the insignificant whitespace between tokens.
@@ -113,23 +127,27 @@ mod tests {
     const BIG: &str =
         r#"{"ma2h_version":"0.5","state": {"n": 123456789012345678901234567890, "f": 0.10000000000000000555}}"#;
 
+    fn state_of(body: &str) -> Value {
+        serde_json::from_str::<Value>(body).map(|v| v["state"].clone()).unwrap_or(Value::Null)
+    }
+
     #[test]
     fn a_state_a_double_cannot_hold_is_kept_as_submitted() {
-        let text = lossy_state_text(BIG.as_bytes()).unwrap();
+        let text = lossy_state_text(BIG.as_bytes(), &state_of(BIG)).unwrap();
         assert_eq!(text, r#"{"n":123456789012345678901234567890,"f":0.10000000000000000555}"#);
     }
 
     #[test]
     fn an_ordinary_state_needs_no_copy() {
         for body in [r#"{"state": {"a": [1, 2.5, "x y"], "b": null}}"#, r#"{"title":"no state"}"#, "not json"] {
-            assert_eq!(lossy_state_text(body.as_bytes()), None, "{body}");
+            assert_eq!(lossy_state_text(body.as_bytes(), &state_of(body)), None, "{body}");
         }
     }
 
     #[test]
     fn the_kept_text_is_spliced_at_each_path_and_nowhere_else() {
         let parsed: Value = serde_json::from_str(BIG).unwrap();
-        let text = lossy_state_text(BIG.as_bytes()).unwrap();
+        let text = lossy_state_text(BIG.as_bytes(), &parsed["state"]).unwrap();
         let body = json!({"state": parsed["state"], "id": "msg_1",
             "response": {"state": parsed["state"], "value": {"state": 1}}, "other": [{"state": 2}]});
         let out = String::from_utf8(to_vec_with_state(&body, Some(&text), GET_BODY_STATE)).unwrap();

@@ -15,14 +15,14 @@ use crate::ports::{PushOutcome, PushRequest};
 use crate::records::{Lookup, MessageRecord, PushStatus, PushTrack};
 use crate::{Hub, HubError};
 
+pub use super::push_worker::{Deliverer, HostSlots, WhenBusy, run_worker};
+
 /// Secret names under `hub:` are the Hub's own (the agent's signing secret and settings); a
 /// `secret_ref`/`token_ref` may not name them.
 pub const RESERVED_PREFIX: &str = "hub:";
 /// The per-agent setting choosing how bearer/apikey pushes are signed (`hmac-sha256` default,
 /// or `ed25519` with the Hub's published key).
 pub const SIGNING_ALG_NAME: &str = "hub:signing-alg";
-pub use super::push_worker::{Deliverer, HostSlots, WhenBusy, run_worker};
-
 /// How long a push waits before its next turn when its callback host already has its share of
 /// attempts in flight (not counted as an attempt).
 const HOST_BUSY_DELAY: chrono::Duration = chrono::Duration::seconds(1);

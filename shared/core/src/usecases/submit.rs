@@ -78,7 +78,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         priority: envelope.priority,
         title: envelope.title.clone(),
         envelope: serde_json::Value::Object(envelope.raw.clone()),
-        state_text: ma2h_protocol::verbatim::lossy_state_text(body),
+        state_text: envelope.raw.get("state").and_then(|s| ma2h_protocol::verbatim::lossy_state_text(body, s)),
         created_at: now,
         expires_at: envelope.expires_at.filter(|_| envelope.kind != MessageType::Notify),
         updated_at: now,
