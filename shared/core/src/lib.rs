@@ -9,6 +9,7 @@ pub mod changes;
 pub mod error;
 pub mod hub;
 pub mod keys;
+pub mod listing;
 pub mod ports;
 pub mod records;
 pub mod secrets;

@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::time::Timestamp;
 
+use crate::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
 use crate::records::{
-    Completion, CredentialRecord, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, PushTrack,
-    TerminalWrite,
+    Completion, CredentialRecord, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
 };
 
 // Timestamps: stores keep whole milliseconds; the Hub clock yields millisecond precision so every
@@ -67,9 +67,15 @@ pub trait MessageStore: Send + Sync + 'static {
     /// reads already treat them as absent. Returns how many messages were purged.
     async fn purge(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
 
-    /// The operator listing for one account, at most `query.limit` rows. Open: most urgent
-    /// first, then oldest. Terminal (including delivered notifies): newest `updated_at` first.
-    async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<Vec<MessageRecord>, StoreError>;
+    /// One page of the operator listing for one account: at most `query.limit` summaries that
+    /// pass `query.filter`, strictly after `query.after`, read in order from an index. Open: most
+    /// urgent first, then oldest, then id. Terminal (delivered notifies included): newest
+    /// `updated_at` first, then id descending. `next` is set iff another matching row follows.
+    async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// The account's open messages counted: total, by priority, by type, and those passing
+    /// `filter` — over every open message, never a page of them.
+    async fn open_counts(&self, account: &AccountId, filter: &ListFilter) -> Result<OpenCounts, StoreError>;
 
     /// Claim up to `limit` pending pushes due at `now` (oldest first, from an index on the due
     /// time): each claimed entry's `next_attempt_at` moves to `lease_until` in the same write, so

@@ -173,16 +173,6 @@ impl CredentialRecord {
     }
 }
 
-/// Filter for the operator listing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListQuery {
-    /// `true` → open only; `false` → terminal only (delivered notifies included).
-    pub open: bool,
-    pub kind: Option<MessageType>,
-    pub agent_id: Option<AgentId>,
-    pub limit: usize,
-}
-
 /// Result of [`crate::ports::MessageStore::insert_message`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inserted {

@@ -1,16 +1,42 @@
 //! `GET /v1/operator/messages`: the operator's view of the account (open, or recently
-//! resolved). `/v1/inbox` stays free for the v0.4 agent mailbox (§8.7).
+//! resolved), filtered and paged by the store. `/v1/inbox` stays free for the agent mailbox (§8.7).
 
 use axum::Json;
 use axum::extract::State;
 use ma2h_core::list::{self, ListParams};
+use ma2h_core::listing::ListFilter;
 use ma2h_core::{Hub, HubError};
-use ma2h_protocol::envelope::MessageType;
+use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::AgentId;
 use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::extract::{Caller, Params};
+
+/// The filters shared by the API and the web inbox: `type`, `priority`, `agent`, `project`,
+/// `tag`. An empty value means "any" (what an HTML form sends for an unset field).
+pub(crate) fn filter_from(params: &Params) -> Result<ListFilter, HubError> {
+    let get = |k: &str| params.get(k).map(str::trim).filter(|v| !v.is_empty());
+    let kind = get("type")
+        .map(|t| MessageType::parse(t).ok_or_else(|| HubError::validation("query `type` must be notify, ask or task")))
+        .transpose()?;
+    let priority = get("priority")
+        .map(|p| {
+            Priority::parse(p)
+                .ok_or_else(|| HubError::validation("query `priority` must be urgent, high, normal or low"))
+        })
+        .transpose()?;
+    let agent_id = get("agent")
+        .map(|a| AgentId::parse(a).ok_or_else(|| HubError::validation("query `agent` is not a valid agent id")))
+        .transpose()?;
+    Ok(ListFilter {
+        kind,
+        priority,
+        agent_id,
+        project: get("project").map(Into::into),
+        tag: get("tag").map(Into::into),
+    })
+}
 
 pub async fn list(State(hub): State<Hub>, Caller(who): Caller, params: Params) -> Result<Json<Value>, ApiError> {
     let resolved = match params.get("status").unwrap_or("open") {
@@ -22,15 +48,17 @@ pub async fn list(State(hub): State<Hub>, Caller(who): Caller, params: Params) -
             );
         }
     };
-    let kind = params
-        .get("type")
-        .map(|t| MessageType::parse(t).ok_or_else(|| HubError::validation("query `type` must be notify, ask or task")))
-        .transpose()?;
-    let agent_id = params
-        .get("agent")
-        .map(|a| AgentId::parse(a).ok_or_else(|| HubError::validation("query `agent` is not a valid agent id")))
-        .transpose()?;
-    let limit = params.u32("limit")?.map(|l| l as usize);
-    let query = ListParams { resolved, kind, agent_id, limit };
-    Ok(Json(list::list(&hub, &who, query).await?))
+    let counts = match params.get("counts") {
+        None | Some("false" | "0") => false,
+        Some("true" | "1") => true,
+        Some(_) => return Err(HubError::validation("query `counts` must be true or false").into()),
+    };
+    let query = ListParams {
+        resolved,
+        filter: filter_from(&params)?,
+        cursor: params.get("cursor").map(Into::into),
+        limit: params.u32("limit")?.map(|l| l as usize),
+        counts,
+    };
+    Ok(Json(list::list(&hub, &who, query).await?.to_json()))
 }

@@ -85,3 +85,73 @@ async fn the_capability_document_reflects_the_configuration() {
     assert_eq!(key["public_key"].as_str().unwrap().len(), 43, "32 bytes, base64url");
     assert!(r.body.get("inbound").is_none() && r.body.get("sessions").is_none());
 }
+
+/// Issue 13 item 4: 504 open asks from one agent, then one from another. Nothing hides: the
+/// second agent's ask is one filter away, paging reaches it, and the counts cover all 505.
+#[tokio::test]
+async fn a_flood_from_one_agent_hides_nothing_from_the_listing() {
+    let t = hub_with(Settings { requests_per_minute: 100_000, inbox_depth: 10_000, ..settings() }).await;
+    for i in 0..504 {
+        let env = with(with(ask(&format!("f{i}")), "/priority", json!("normal")), "/tags", json!(["flood"]));
+        t.submit_ok(with(env, "/agent/project", json!("noise"))).await;
+    }
+    t.advance(Duration::seconds(1));
+    let quiet = with(with(ask("q1"), "/agent/id", json!("other")), "/priority", json!("normal"));
+    let r = t.submit(&t.other_agent, with(quiet, "/tags", json!(["db", "ops"]))).await;
+    let quiet_id = r.body["id"].as_str().unwrap().to_owned();
+    let t = &t;
+    let list = |q: &str| {
+        let uri = format!("/v1/operator/messages?{q}");
+        async move { t.call(Method::GET, &uri, Some(&t.operator), None).await }
+    };
+
+    let first = list("limit=500").await;
+    assert_eq!(first.body["count"], 500);
+    assert!(!first.body.to_string().contains(&quiet_id), "the newest is on a later page");
+    let cursor = first.body["next_cursor"].as_str().expect("more follow").to_owned();
+    let second = list(&format!("limit=500&cursor={cursor}")).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.body);
+    assert_eq!(second.body["count"], 5);
+    assert_eq!(second.body["messages"][4]["id"], json!(quiet_id), "oldest first within a priority");
+    assert!(second.body.get("next_cursor").is_none(), "the last page says so");
+
+    for q in ["agent=other", "tag=ops", "priority=normal&agent=other&type=ask", "project=&tag=db"] {
+        let r = list(&format!("{q}&counts=true")).await;
+        assert_eq!(r.status, StatusCode::OK, "{q}: {}", r.body);
+        assert_eq!(r.body["count"], 1, "{q}");
+        assert_eq!(r.body["messages"][0]["id"], json!(quiet_id), "{q}");
+        assert_eq!(r.body["counts"]["open"], 505, "{q}: counts cover every open message");
+        assert_eq!(r.body["counts"]["matching"], 1, "{q}");
+    }
+    let r = list("project=noise&counts=1&limit=1").await;
+    assert_eq!((r.body["count"].as_u64(), r.body["counts"]["matching"].as_u64()), (Some(1), Some(504)));
+    assert_eq!(r.body["counts"]["priority"]["normal"], 505);
+    assert_eq!(r.body["counts"]["type"]["ask"], 505);
+    assert_eq!(r.body["messages"][0]["agent"]["project"], "noise");
+    assert_eq!(r.body["messages"][0]["tags"], json!(["flood"]));
+}
+
+#[tokio::test]
+async fn listing_queries_are_checked_at_the_edge() {
+    let t = hub().await;
+    t.submit_ok(ask("c1")).await;
+    t.submit_ok(ask("c2")).await;
+    let page = t.call(Method::GET, "/v1/operator/messages?limit=1", Some(&t.operator), None).await;
+    let open_cursor = page.body["next_cursor"].as_str().unwrap().to_owned();
+    let long = "x".repeat(257);
+    for q in [
+        "cursor=not-a-cursor".to_owned(),
+        format!("status=resolved&cursor={open_cursor}"),
+        "priority=extreme".into(),
+        "type=memo".into(),
+        "counts=maybe".into(),
+        format!("tag={long}"),
+        "agent=bad%23agent".into(),
+    ] {
+        let r = t.call(Method::GET, &format!("/v1/operator/messages?{q}"), Some(&t.operator), None).await;
+        assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "validation_error"), "{q}: {}", r.body);
+    }
+    let r = t.call(Method::GET, &format!("/v1/operator/messages?cursor={open_cursor}"), Some(&t.operator), None).await;
+    assert_eq!(r.body["count"], 1, "the cursor continues the listing");
+    assert!(r.body.get("counts").is_none(), "counts only when asked");
+}

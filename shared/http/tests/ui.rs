@@ -341,3 +341,41 @@ async fn logout_clears_the_session_cookie() {
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/login"));
     assert!(r.set_cookies().iter().any(|c| c.starts_with("ma2h_inbox=;") && c.contains("Max-Age=0")));
 }
+
+/// Issue 13 item 4 in the web inbox: past a page of open messages, another agent's ask is
+/// counted, found by the agent filter, and reached by the next-page link.
+#[tokio::test]
+async fn the_inbox_counts_filters_and_pages_past_a_flood() {
+    let t = hub_with(ma2h_core::settings::Settings { requests_per_minute: 100_000, inbox_depth: 10_000, ..settings() })
+        .await;
+    let cookie = t.ui_login(&t.operator).await;
+    for i in 0..60 {
+        t.submit_ok(with(
+            with(ask(&format!("p{i}")), "/title", json!(format!("Flood {i}"))),
+            "/priority",
+            json!("normal"),
+        ))
+        .await;
+    }
+    t.advance(chrono::Duration::seconds(1));
+    let quiet = with(with(ask("q"), "/agent/id", json!("other")), "/title", json!("Quiet question"));
+    t.submit(&t.other_agent, with(quiet, "/priority", json!("normal"))).await;
+
+    let first = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    assert!(first.html.contains("61 open") && first.html.contains("61 asks"), "{}", first.html);
+    assert!(!first.html.contains("Quiet question"), "past the first page");
+    assert!(!first.html.contains("First page"), "the first page does not link to itself");
+    let next = |html: &str| {
+        let (before, _) = html.split_once("rel=\"next\"")?;
+        Some(before.rsplit_once("href=\"")?.1.split('"').next()?.replace("&amp;", "&"))
+    };
+    let second = t.page(Method::GET, &next(&first.html).expect("a next-page link"), Some(&cookie), None).await;
+    assert_eq!(second.status, StatusCode::OK);
+    assert!(second.html.contains("Quiet question") && second.html.contains("First page"), "{}", second.html);
+    assert!(next(&second.html).is_none(), "the last page has no next link");
+    let filtered = t.page(Method::GET, "/inbox?agent=other", Some(&cookie), None).await;
+    assert!(filtered.html.contains("Quiet question") && filtered.html.contains("1 matching"), "{}", filtered.html);
+    assert!(!filtered.html.contains("Flood 0"));
+    let bad = t.page(Method::GET, "/inbox?cursor=nope", Some(&cookie), None).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}

@@ -18,18 +18,20 @@
 //! Conventions the checks rely on (see also the port docs in `ma2h_core::ports`):
 //! * timestamps are kept to whole milliseconds (the fixtures only use such instants);
 //! * an idempotency claim is live while `now < expires_at`;
-//! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` order is not checked;
+//! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` follows the listing order (ties by id);
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
 use ma2h_core::ports::{CredentialStore, MessageStore};
 
 pub mod credentials;
 pub mod fixtures;
+pub mod listing;
 pub mod maintenance;
 pub mod messages;
 pub mod push;
 
 pub use credentials::*;
+pub use listing::*;
 pub use maintenance::*;
 pub use messages::*;
 pub use push::*;
@@ -52,7 +54,10 @@ pub const CHECKS: &[&str] = &[
     "due_expiries_returns_due_open_messages_oldest_first",
     "purge_leaves_tombstones_and_drops_expired_state",
     "count_open_counts_only_open_asks_and_tasks_of_the_agent",
-    "list_messages_filters_and_limits",
+    "list_messages_filters_and_returns_summaries",
+    "listings_are_ordered_and_paged_by_keyset",
+    "open_counts_count_every_open_message",
+    "a_flood_from_one_agent_hides_nothing",
     "incr_counter_is_atomic_under_concurrency",
     "incr_counter_restarts_after_expiry",
     "read_counter_sees_live_counts_only",
@@ -88,7 +93,10 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         due_expiries_returns_due_open_messages_oldest_first,
         purge_leaves_tombstones_and_drops_expired_state,
         count_open_counts_only_open_asks_and_tasks_of_the_agent,
-        list_messages_filters_and_limits,
+        list_messages_filters_and_returns_summaries,
+        listings_are_ordered_and_paged_by_keyset,
+        open_counts_count_every_open_message,
+        a_flood_from_one_agent_hides_nothing,
         incr_counter_is_atomic_under_concurrency,
         incr_counter_restarts_after_expiry,
         read_counter_sees_live_counts_only,

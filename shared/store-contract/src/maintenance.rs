@@ -1,13 +1,10 @@
 //! Checks for what the sweeper, the operator listing and the §8.6 limits read: the expiry index,
-//! retention with tombstones, open counts, listing filters and rate counters.
+//! retention with tombstones, open counts and rate counters.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::Duration;
-use ma2h_core::records::{Completion, Inserted, ListQuery, Lookup, MessageRecord};
-use ma2h_protocol::envelope::MessageType;
-use ma2h_protocol::ids::MessageId;
+use ma2h_core::records::{Completion, Inserted, Lookup, MessageRecord};
 use ma2h_protocol::lifecycle::Status;
 
 use crate::Store;
@@ -113,46 +110,6 @@ pub async fn count_open_counts_only_open_asks_and_tasks_of_the_agent<S: Store>(s
     assert_eq!(store.count_open(&acct, &agent("nobody")).await.unwrap(), 0);
     resolve(&store, &task1, Status::Completed, at(11)).await;
     assert_eq!(store.count_open(&acct, &a).await.unwrap(), 2);
-}
-
-fn ids(records: &[MessageRecord]) -> BTreeSet<MessageId> {
-    records.iter().map(|r| r.id.clone()).collect()
-}
-
-fn set(messages: &[&MessageRecord]) -> BTreeSet<MessageId> {
-    messages.iter().map(|m| m.id.clone()).collect()
-}
-
-/// The operator listing: `open` lists status `open` only, otherwise every terminal status
-/// (a delivered notify included); kind and agent filters combine; `limit` caps the rows; other
-/// accounts never appear. Records come back whole.
-pub async fn list_messages_filters_and_limits<S: Store>(store: S) {
-    let (acct, other, a, b) = (account("acme"), account("globex"), agent("a"), agent("b"));
-    let (a_ask, a_task, b_ask) = (ask(&acct, &a, at(1)), task(&acct, &a, at(2)), ask(&acct, &b, at(3)));
-    let (a_done, b_note) = (ask(&acct, &a, at(4)), notify(&acct, &b, at(5)));
-    let foreign = ask(&other, &a, at(6));
-    insert_all(&store, &[&a_ask, &a_task, &b_ask, &a_done, &b_note, &foreign]).await;
-    resolve(&store, &a_done, Status::Answered, at(20)).await;
-
-    let list = |open, kind, agent_id: Option<&ma2h_protocol::ids::AgentId>, limit| {
-        let query = ListQuery { open, kind, agent_id: agent_id.cloned(), limit };
-        let (store, acct) = (&store, acct.clone());
-        async move { store.list_messages(&acct, &query).await.unwrap() }
-    };
-    let open_all = list(true, None, None, 100).await;
-    assert_eq!(ids(&open_all), set(&[&a_ask, &a_task, &b_ask]));
-    assert!(open_all.contains(&a_task), "listed records are complete");
-    assert_eq!(ids(&list(false, None, None, 100).await), set(&[&a_done, &b_note]), "terminal incl. delivered notify");
-    assert_eq!(ids(&list(true, Some(MessageType::Ask), None, 100).await), set(&[&a_ask, &b_ask]));
-    assert_eq!(ids(&list(true, None, Some(&a), 100).await), set(&[&a_ask, &a_task]));
-    assert_eq!(ids(&list(true, Some(MessageType::Task), Some(&b), 100).await), set(&[]));
-    assert_eq!(ids(&list(false, Some(MessageType::Notify), Some(&b), 100).await), set(&[&b_note]));
-    let limited = list(true, None, None, 2).await;
-    assert_eq!(limited.len(), 2, "limit caps the rows");
-    assert!(ids(&limited).is_subset(&set(&[&a_ask, &a_task, &b_ask])));
-    let in_other =
-        store.list_messages(&other, &ListQuery { open: true, limit: 100, ..ListQuery::default() }).await.unwrap();
-    assert_eq!(ids(&in_other), set(&[&foreign]));
 }
 
 /// §8.6: 50 concurrent increments of one counter return exactly 1..=50; other keys are separate.

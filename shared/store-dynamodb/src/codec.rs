@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use ma2h_core::listing::{ListCursor, MessageSummary, project_of, tags_of};
 use ma2h_core::ports::StoreError;
 use ma2h_core::records::{CredentialRecord, IdempotencyRecord, MessageRecord, PrincipalId, PushStatus, PushTrack};
 use ma2h_protocol::envelope::{MessageType, Priority};
@@ -32,7 +33,7 @@ pub(crate) fn open_pk(account: &AccountId, agent: &AgentId) -> String {
 pub(crate) fn agent_pk(account: &AccountId, agent: &AgentId) -> String {
     format!("AGENT#{}#{}", key_part(account.as_str()), key_part(agent.as_str()))
 }
-/// The `list` index partition of one account's open or terminal messages.
+/// The `inbox` index partition of one account's open or terminal messages.
 pub(crate) fn list_pk(account: &AccountId, open: bool) -> String {
     format!("{}#{}", key_part(account.as_str()), if open { "open" } else { "done" })
 }
@@ -94,13 +95,22 @@ fn parsed<T>(item: &Item, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<T, S
     f(get_s(item, k)?).ok_or_else(|| corrupt(&format!("bad `{k}`")))
 }
 
-/// The `list` index sort key: open → most urgent first, then oldest; done → by update time.
-pub(crate) fn list_keys(m: &MessageRecord) -> (String, String) {
-    if m.status == Status::Open {
-        (list_pk(&m.account, true), format!("{}#{:015}#{}", m.priority.rank(), ms(m.created_at), m.id))
-    } else {
-        (list_pk(&m.account, false), format!("{:015}#{}", ms(m.updated_at), m.id))
+/// The `inbox` index sort key of a listing position: open → most urgent first, then oldest, then
+/// id; done → by update time, then id (read descending). Its string order is the listing order.
+pub(crate) fn list_sk(c: &ListCursor) -> String {
+    match c {
+        ListCursor::Open { rank, created_at, id } => format!("{rank}#{:015}#{id}", ms(*created_at)),
+        ListCursor::Done { updated_at, id } => format!("{:015}#{id}", ms(*updated_at)),
     }
+}
+
+pub(crate) fn list_keys(m: &MessageRecord) -> (String, String) {
+    let position = if m.status == Status::Open {
+        ListCursor::Open { rank: m.priority.rank(), created_at: m.created_at, id: m.id.clone() }
+    } else {
+        ListCursor::Done { updated_at: m.updated_at, id: m.id.clone() }
+    };
+    (list_pk(&m.account, m.status == Status::Open), list_sk(&position))
 }
 
 /// The full item for a message, index attributes included.
@@ -146,10 +156,66 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
             put(&k, v);
         }
     }
+    // The listing's summary attributes (projected into the `inbox` index with the fields above).
+    if let Some(p) = project_of(&m.envelope) {
+        put("project", s(p));
+    }
+    let tags = tags_of(&m.envelope);
+    if !tags.is_empty() {
+        // A list, not a set: order and repeats survive, as on SQLite.
+        put("tags", AttributeValue::L(tags.into_iter().map(s).collect()));
+    }
+    let said = |k: &str| m.response.as_ref().and_then(|r| r["response"][k].as_str()).map(str::to_owned);
+    for k in ["actor", "comment"] {
+        if let Some(v) = said(k) {
+            put(k, s(v));
+        }
+    }
     let (lpk, lsk) = list_keys(m);
     put("list_pk", s(lpk));
     put("list_sk", s(lsk));
     item
+}
+
+/// A listing summary from an `inbox` index item.
+pub(crate) fn summary_from(item: &Item) -> Result<MessageSummary, StoreError> {
+    let tags = match item.get("tags") {
+        None => Vec::new(),
+        Some(v) => v
+            .as_l()
+            .map_err(|_| corrupt("bad `tags`"))?
+            .iter()
+            .map(|t| t.as_s().cloned().map_err(|_| corrupt("bad `tags`")))
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(MessageSummary {
+        id: MessageId::from_trusted(get_s(item, "id")?.to_owned()),
+        agent_id: parsed(item, "agent_id", AgentId::parse)?,
+        kind: parsed(item, "kind", MessageType::parse)?,
+        status: parsed(item, "status", Status::parse)?,
+        priority: parsed(item, "priority", Priority::parse)?,
+        title: get_s(item, "title")?.to_owned(),
+        project: opt_s(item, "project"),
+        tags,
+        created_at: time::from_millis(get_n(item, "created_at")?),
+        expires_at: opt_ts(item, "expires_at")?,
+        updated_at: time::from_millis(get_n(item, "updated_at")?),
+        resolution_id: opt_s(item, "resolution_id").map(ResolutionId::from_trusted),
+        actor: opt_s(item, "actor"),
+        comment: opt_s(item, "comment"),
+        push: push_from(item)?,
+    })
+}
+
+fn push_from(item: &Item) -> Result<Option<PushTrack>, StoreError> {
+    let Some(st) = opt_s(item, "push_status") else { return Ok(None) };
+    Ok(Some(PushTrack {
+        status: PushStatus::parse(&st).ok_or_else(|| corrupt("bad push_status"))?,
+        attempts: u32::try_from(opt_n(item, "push_attempts")?.unwrap_or(0)).map_err(|_| corrupt("push_attempts"))?,
+        next_attempt_at: opt_ts(item, "push_next_at")?,
+        last_error: opt_s(item, "push_last_error"),
+        delivered_at: opt_ts(item, "push_delivered_at")?,
+    }))
 }
 
 /// The push columns (and the sparse `push` index keys while pending).
@@ -173,17 +239,7 @@ pub(crate) fn push_attrs(p: &PushTrack) -> Vec<(String, AttributeValue)> {
 }
 
 pub(crate) fn message_from(item: &Item) -> Result<MessageRecord, StoreError> {
-    let push = match opt_s(item, "push_status") {
-        None => None,
-        Some(st) => Some(PushTrack {
-            status: PushStatus::parse(&st).ok_or_else(|| corrupt("bad push_status"))?,
-            attempts: u32::try_from(opt_n(item, "push_attempts")?.unwrap_or(0))
-                .map_err(|_| corrupt("push_attempts"))?,
-            next_attempt_at: opt_ts(item, "push_next_at")?,
-            last_error: opt_s(item, "push_last_error"),
-            delivered_at: opt_ts(item, "push_delivered_at")?,
-        }),
-    };
+    let push = push_from(item)?;
     Ok(MessageRecord {
         id: MessageId::from_trusted(get_s(item, "id")?.to_owned()),
         account: parsed(item, "account", AccountId::parse)?,

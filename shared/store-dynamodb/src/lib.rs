@@ -14,6 +14,7 @@
 
 mod codec;
 mod credentials;
+mod listing;
 mod messages;
 pub mod provision;
 

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, Put, ReturnValue, TransactWriteItem, Update};
+use ma2h_core::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
 use ma2h_core::ports::{MessageStore, StoreError};
 use ma2h_core::records::{
-    Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
+    Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
 };
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::lifecycle::Status;
@@ -280,39 +281,12 @@ impl MessageStore for DynamoStore {
         Ok(purged)
     }
 
-    async fn list_messages(&self, account: &AccountId, q: &ListQuery) -> R<Vec<MessageRecord>> {
-        let pk = list_pk(account, q.open);
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name("list")
-                .key_condition_expression("list_pk = :p")
-                .expression_attribute_values(":p", s(&pk))
-                .scan_index_forward(q.open)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| unavailable("Query", e))?;
-            for item in page.items() {
-                let m = message_from(item)?;
-                let kind_ok = q.kind.is_none_or(|k| k == m.kind);
-                let agent_ok = q.agent_id.as_ref().is_none_or(|a| a == &m.agent_id);
-                if kind_ok && agent_ok {
-                    out.push(m);
-                    if out.len() >= q.limit {
-                        return Ok(out);
-                    }
-                }
-            }
-            match page.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(out),
-            }
-        }
+    async fn list_messages(&self, account: &AccountId, q: &ListQuery) -> R<ListPage> {
+        self.list_page(account, q).await
+    }
+
+    async fn open_counts(&self, account: &AccountId, filter: &ListFilter) -> R<OpenCounts> {
+        self.count_open_listing(account, filter).await
     }
 
     async fn claim_due_pushes(

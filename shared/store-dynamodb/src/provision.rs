@@ -56,6 +56,11 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), String> {
                         .projection_type(ProjectionType::from(
                             g["Projection"]["ProjectionType"].as_str().unwrap_or("ALL"),
                         ))
+                        .set_non_key_attributes(
+                            g["Projection"]["NonKeyAttributes"]
+                                .as_array()
+                                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
+                        )
                         .build(),
                 )
                 .build()

@@ -35,6 +35,7 @@ use rusqlite::{Connection, OpenFlags};
 mod checkpoint;
 mod codec;
 pub mod credentials;
+pub mod listing;
 pub mod messages;
 mod schema;
 pub mod sql;
@@ -42,7 +43,7 @@ mod wal;
 mod writer;
 
 use codec::DbError;
-pub use schema::{SCHEMA_VERSION, StoreSettings};
+pub use schema::{MIGRATIONS, SCHEMA_VERSION, StoreSettings};
 
 /// Reader connections kept for a file database (reads never wait for the writer in WAL mode).
 const READERS: usize = 4;

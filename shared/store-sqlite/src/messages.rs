@@ -18,17 +18,18 @@
 //!   earliest deadline first, across all accounts.
 //! * `purge` — up to `limit` rows with `retain_until <= now` become tombstones in the same
 //!   transaction; expired claims and counters are deleted in batches of at most `limit` each.
-//! * `list_messages` — `open: true` → status `open`, most urgent then oldest first;
-//!   `open: false` → every other status (including a delivered notify, which is terminal on
-//!   acceptance, §7), most recently updated first. Optional kind/agent filters; `limit` rows.
+//! * `list_messages` / `open_counts` — see [`crate::listing`]: `open: true` → status `open`,
+//!   most urgent then oldest first; `open: false` → every other status (including a delivered
+//!   notify, which is terminal on acceptance, §7), most recently updated first.
 //! * `count_open` — `COUNT(*)` of the agent's open asks/tasks from an index.
 //! * `incr_counter` — an upsert `RETURNING value`; an expired row restarts at 1. The port passes
 //!   no `now`, so expiry is judged against the system clock here.
 
 use async_trait::async_trait;
+use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts};
 use ma2h_core::ports::{MessageStore, StoreError};
 use ma2h_core::records::{
-    Completion, IdempotencyRecord, Inserted, ListQuery, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
+    Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
 };
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
@@ -37,7 +38,7 @@ use ma2h_protocol::time::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::codec::{DbError, json_text, json_value, limit, ms, opt_ms, opt_ts, parsed, ts};
-use crate::{SqliteStore, sql};
+use crate::{SqliteStore, listing, sql};
 
 #[async_trait]
 impl MessageStore for SqliteStore {
@@ -101,17 +102,19 @@ impl MessageStore for SqliteStore {
         self.write(move |conn| purge(conn, now, max)).await
     }
 
-    async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<Vec<MessageRecord>, StoreError> {
+    async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<ListPage, StoreError> {
         let (account, query) = (account.clone(), query.clone());
         self.read(move |conn| {
-            let sql = if query.open { sql::LIST_OPEN } else { sql::LIST_TERMINAL };
-            let mut stmt = conn.prepare_cached(sql)?;
-            let kind = query.kind.map(MessageType::as_str);
-            let agent = query.agent_id.as_ref().map(AgentId::as_str);
-            let rows = stmt.query_map(params![account.as_str(), kind, agent, limit(query.limit)], RawMessage::read)?;
-            rows.map(|row| row?.decode()).collect()
+            let (items, more) = listing::page(conn, account.as_str(), &query)?;
+            let next = if more { items.last().map(ListCursor::of) } else { None };
+            Ok(ListPage { items, next })
         })
         .await
+    }
+
+    async fn open_counts(&self, account: &AccountId, filter: &ListFilter) -> Result<OpenCounts, StoreError> {
+        let (account, filter) = (account.clone(), filter.clone());
+        self.read(move |conn| listing::counts(conn, account.as_str(), &filter)).await
     }
 
     async fn claim_due_pushes(
@@ -221,6 +224,8 @@ fn insert_message(
         m.push.as_ref().and_then(|p| p.last_error.clone()),
         m.push.as_ref().and_then(|p| p.delivered_at).map(ms),
         m.state_text,
+        ma2h_core::listing::project_of(&m.envelope),
+        listing::tags_column(&m.envelope),
     ])?;
     if let Some(c) = claim {
         conn.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![

@@ -30,7 +30,8 @@ const STATEMENT_CACHE: usize = 64;
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+/// Public so tests can build a database as an older release left it.
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -139,6 +140,27 @@ CREATE TABLE bindings (
 
 /// Version 3: `state` as submitted, for the rare message whose parsed copy lost precision.
 const V3: &str = "ALTER TABLE messages ADD COLUMN state_text TEXT;";
+
+/// Version 4: the operator listing answered by indexes (filters, counts and keyset pages):
+/// `agent.project` and the tags as columns (backfilled), the priority rank as a generated column,
+/// and the open/terminal listing indexes in the listing's order, with the agent variants.
+const V4: &str = r#"
+ALTER TABLE messages ADD COLUMN project TEXT;
+-- A JSON array of the string tags; NULL when none.
+ALTER TABLE messages ADD COLUMN tags TEXT;
+ALTER TABLE messages ADD COLUMN prank INTEGER GENERATED ALWAYS AS
+    (CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'normal' THEN 2 ELSE 3 END) VIRTUAL;
+UPDATE messages SET
+    project = json_extract(envelope, '$.agent.project'),
+    tags = (SELECT CASE WHEN COUNT(*) = 0 THEN NULL ELSE json_group_array(value) END
+            FROM json_each(messages.envelope, '$.tags') WHERE type = 'text');
+DROP INDEX messages_by_status;
+DROP INDEX messages_recent;
+CREATE INDEX messages_open_list ON messages (account, prank, created_at, id) WHERE status = 'open';
+CREATE INDEX messages_open_agent ON messages (account, agent_id, prank, created_at, id) WHERE status = 'open';
+CREATE INDEX messages_done_list ON messages (account, updated_at, id) WHERE status <> 'open';
+CREATE INDEX messages_done_agent ON messages (account, agent_id, updated_at, id) WHERE status <> 'open';
+"#;
 
 /// What the writer connection actually runs with, read back after configuring it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,10 +10,12 @@ macro_rules! message_columns {
     };
 }
 
+/// The listing's `project` and `tags` columns (`crate::listing`) are written with the row.
 pub const INSERT_MESSAGE: &str = concat!(
     "INSERT INTO messages (",
     message_columns!(),
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+    ", project, tags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+     ?19, ?20, ?21, ?22)"
 );
 
 /// One message, always scoped to its account (another account's id reads as unknown, §9.1).
@@ -48,26 +50,7 @@ pub const DUE_EXPIRIES: &str = "SELECT account, id FROM messages \
 pub const COUNT_OPEN: &str = "SELECT COUNT(*) FROM messages \
      WHERE account = ?1 AND agent_id = ?2 AND status = 'open' AND kind IN ('ask', 'task')";
 
-/// Operator listing, open: most urgent first, then oldest (the order the inbox shows), so the
-/// `LIMIT` keeps the messages that matter most.
-pub const LIST_OPEN: &str = concat!(
-    "SELECT ",
-    message_columns!(),
-    " FROM messages WHERE account = ?1 AND status = 'open' \
-     AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR agent_id = ?3) \
-     ORDER BY CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'normal' THEN 2 ELSE 3 END, \
-     created_at, id LIMIT ?4"
-);
-
-/// Operator listing, terminal (every status but `open`, so delivered notifies are included):
-/// most recently changed first, read in order from `messages_recent`.
-pub const LIST_TERMINAL: &str = concat!(
-    "SELECT ",
-    message_columns!(),
-    " FROM messages WHERE account = ?1 AND status <> 'open' \
-     AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR agent_id = ?3) \
-     ORDER BY updated_at DESC LIMIT ?4"
-);
+// The operator listing's statements are built per filter combination: see `crate::listing`.
 
 /// Messages past retention at `?1` (§8.2), oldest first.
 pub const PURGEABLE: &str = "SELECT id, account, agent_id FROM messages \

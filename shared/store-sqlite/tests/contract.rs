@@ -5,15 +5,16 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::Duration;
+use ma2h_core::listing::{ListCursor, ListFilter, ListQuery};
 use ma2h_core::ports::{CredentialStore, MessageStore, StoreError};
-use ma2h_core::records::{Completion, Inserted, ListQuery, Lookup, MessageRecord, PrincipalId};
+use ma2h_core::records::{Completion, Inserted, Lookup, MessageRecord, PrincipalId};
 use ma2h_protocol::envelope::Priority;
 use ma2h_protocol::lifecycle::Status;
 use ma2h_store_contract::fixtures::{
     account, agent, ask, at, claim, completed, credential, expiring_ask, notify, t0, task, terminal,
 };
 use ma2h_store_contract::run_all;
-use ma2h_store_sqlite::{SCHEMA_VERSION, SqliteStore, sql};
+use ma2h_store_sqlite::{MIGRATIONS, SCHEMA_VERSION, SqliteStore, listing, sql};
 use rusqlite::Connection;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -126,14 +127,90 @@ async fn queries_read_their_indexes_never_scan_messages() {
     let purge = plan(&conn, sql::PURGEABLE, (now, 500));
     assert!(purge.iter().any(|d| d.contains("USING INDEX messages_retain")), "purge plan: {purge:?}");
 
-    let recent = plan(&conn, sql::LIST_TERMINAL, ("acme", None::<String>, None::<String>, 100));
-    assert!(recent.iter().any(|d| d.contains("USING INDEX messages_recent")), "recent listing plan: {recent:?}");
-    assert!(!recent.iter().any(|d| d.contains("TEMP B-TREE")), "recent listing is read in order: {recent:?}");
-
-    let open = plan(&conn, sql::LIST_OPEN, ("acme", None::<String>, None::<String>, 100));
-    for (name, p) in [("count", &count), ("purge", &purge), ("recent", &recent), ("open", &open)] {
+    for (name, p) in [("count", &count), ("purge", &purge)] {
         assert!(!p.iter().any(|d| d.contains("SCAN messages")), "{name} must not scan: {p:?}");
     }
+}
+
+/// Every listing statement reads the index in the listing's order (no sort, no table scan):
+/// the agent variant when filtered by agent, the account one otherwise, with and without a cursor.
+#[tokio::test]
+async fn listing_pages_read_an_index_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.db");
+    let _store = SqliteStore::open(&path).unwrap();
+    let conn = raw(&path);
+    let id = ma2h_store_contract::fixtures::message_id();
+    let bot = Some(agent("bot"));
+    let open_after = ListCursor::Open { rank: 2, created_at: t0(), id: id.clone() };
+    let done_after = ListCursor::Done { updated_at: t0(), id };
+    let filters = [
+        (ListFilter::default(), false),
+        (ListFilter { agent_id: bot.clone(), ..ListFilter::default() }, true),
+        (ListFilter { priority: Some(Priority::High), ..ListFilter::default() }, false),
+        (
+            ListFilter {
+                agent_id: bot,
+                kind: Some(ma2h_protocol::envelope::MessageType::Ask),
+                ..ListFilter::default()
+            },
+            true,
+        ),
+        (ListFilter { project: Some("p".into()), tag: Some("t".into()), ..ListFilter::default() }, false),
+    ];
+    for (filter, by_agent) in filters {
+        for (open, after) in
+            [(true, None), (true, Some(open_after.clone())), (false, None), (false, Some(done_after.clone()))]
+        {
+            let q = ListQuery { open, filter: filter.clone(), after, limit: 50 };
+            let (text, args) = listing::page_sql("acme", &q);
+            let p = plan(&conn, &text, rusqlite::params_from_iter(args));
+            let index = match (open, by_agent) {
+                (true, false) => "messages_open_list",
+                (true, true) => "messages_open_agent",
+                (false, false) => "messages_done_list",
+                (false, true) => "messages_done_agent",
+            };
+            assert!(p.iter().any(|d| d.contains(index)), "{q:?} should read {index}: {p:?}");
+            assert!(!p.iter().any(|d| d.contains("TEMP B-TREE")), "{q:?} is read in order: {p:?}");
+            assert!(!p.iter().any(|d| d.starts_with("SCAN messages")), "{q:?} must not scan: {p:?}");
+        }
+        let (text, args) = listing::counts_sql("acme", &filter);
+        let p = plan(&conn, &text, rusqlite::params_from_iter(args));
+        assert!(p.iter().any(|d| d.contains("messages_open_list")), "counts read the open index: {p:?}");
+    }
+}
+
+/// A database written by the previous release (schema 3) gains the listing columns, backfilled
+/// from each envelope, so its messages list, filter and count like new ones.
+#[tokio::test]
+async fn upgrading_from_schema_3_backfills_project_and_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.db");
+    let (acct, bot) = (account("acme"), agent("bot"));
+    let old = ask(&acct, &bot, t0());
+    {
+        let conn = raw(&path);
+        for (i, m) in MIGRATIONS[..3].iter().enumerate() {
+            conn.execute_batch(m).unwrap();
+            conn.pragma_update(None, "user_version", i as i64 + 1).unwrap();
+        }
+        conn.execute(
+            "INSERT INTO messages (id, account, agent_id, kind, status, priority, title, envelope, created_at, updated_at) \
+             VALUES (?1, 'acme', 'bot', 'ask', 'open', 'high', ?2, ?3, ?4, ?4)",
+            rusqlite::params![old.id.as_str(), old.title, old.envelope.to_string(), t0().timestamp_millis()],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.settings().schema_version, SCHEMA_VERSION);
+    let tag = ListFilter { tag: Some("prod".into()), project: Some("infra".into()), ..ListFilter::default() };
+    let page = store.list_messages(&acct, &ListQuery { open: true, filter: tag.clone(), after: None, limit: 10 }).await;
+    let page = page.unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].tags, vec!["deploy".to_owned(), "prod".to_owned()], "order kept");
+    assert_eq!(page.items[0].project.as_deref(), Some("infra"));
+    assert_eq!(store.open_counts(&acct, &tag).await.unwrap().matching, 1);
 }
 
 #[tokio::test]
@@ -196,35 +273,4 @@ fn a_newer_schema_is_refused() {
     raw(&path).pragma_update(None, "user_version", i64::from(SCHEMA_VERSION) + 1).unwrap();
     let err = SqliteStore::open(&path).unwrap_err();
     assert!(matches!(err, StoreError::Unavailable(ref m) if m.contains("newer")), "{err:?}");
-}
-
-#[tokio::test]
-async fn listings_are_ordered_for_the_inbox() {
-    let store = SqliteStore::open_in_memory().unwrap();
-    let (acct, bot) = (account("acme"), agent("bot"));
-    let mut low_old = ask(&acct, &bot, at(1));
-    low_old.priority = Priority::Low;
-    let mut urgent_new = ask(&acct, &bot, at(3));
-    urgent_new.priority = Priority::Urgent;
-    let mut normal_old = ask(&acct, &bot, at(1));
-    normal_old.priority = Priority::Normal;
-    let mut normal_new = task(&acct, &bot, at(2));
-    normal_new.priority = Priority::Normal;
-    for m in [&low_old, &urgent_new, &normal_new, &normal_old] {
-        store.insert_message(m, None, m.created_at).await.unwrap();
-    }
-    let open = store.list_messages(&acct, &ListQuery { open: true, limit: 3, ..ListQuery::default() }).await.unwrap();
-    let ids: Vec<_> = open.iter().map(|r| r.id.clone()).collect();
-    assert_eq!(
-        ids,
-        vec![urgent_new.id.clone(), normal_old.id.clone(), normal_new.id.clone()],
-        "urgent first, then oldest"
-    );
-
-    store.complete(&acct, &low_old.id, &terminal(Status::Declined, at(10))).await.unwrap();
-    store.complete(&acct, &normal_old.id, &terminal(Status::Answered, at(20))).await.unwrap();
-    let recent =
-        store.list_messages(&acct, &ListQuery { open: false, limit: 10, ..ListQuery::default() }).await.unwrap();
-    let ids: Vec<_> = recent.iter().map(|r| r.id.clone()).collect();
-    assert_eq!(ids, vec![normal_old.id.clone(), low_old.id.clone()], "most recently resolved first");
 }

@@ -191,6 +191,20 @@ pub(crate) fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
         .sum()
 }
 
+/// What the `inbox` index keeps of a message item: the keys and its projected attributes, as
+/// `infra/dynamodb-table.json` declares them.
+pub(crate) fn inbox_entry(item: &HashMap<String, AttributeValue>) -> HashMap<String, AttributeValue> {
+    let def: serde_json::Value = serde_json::from_str(ma2h_store_dynamodb::provision::TABLE_DEFINITION).unwrap();
+    let index = def["GlobalSecondaryIndexes"].as_array().unwrap().iter().find(|g| g["IndexName"] == "inbox").unwrap();
+    let projected = index["Projection"]["NonKeyAttributes"].as_array().unwrap();
+    item.iter()
+        .filter(|(k, _)| {
+            ["pk", "sk", "list_pk", "list_sk"].contains(&k.as_str()) || projected.iter().any(|a| a == k.as_str())
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 pub(crate) async fn raw_item(e: &Env, pk: String, sk: &str) -> HashMap<String, AttributeValue> {
     e.raw
         .get_item()

@@ -78,6 +78,14 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         assert_eq!(long_poll.total("dynamodb"), reads + 1, "{long_poll:?}");
         let long_poll_row = ("get ?wait=2 on an open ask (not in the total)".to_owned(), long_poll);
 
+        // (not part of the total) the operator's inbox page: one `inbox` index page and one pass
+        // over the account's open entries for the counts
+        let (status, list) = call(&e, event("GET", "/v1/operator/messages?counts=true", &e.operator, None)).await;
+        assert_eq!((status, list["counts"]["open"].as_u64()), (StatusCode::OK, Some(1)), "{list}");
+        let listing = e.meter.take();
+        assert_eq!(listing.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 2)]), "listing");
+        let listing_row = ("operator listing with counts, 1 open (not in the total)".to_owned(), listing);
+
         // 2. resolve, by the operator
         let answer = json!({"resolution": "answered", "value": "ship", "comment": "Canary is clean; go."});
         let path = format!("/v1/messages/{id}/resolve");
@@ -100,6 +108,10 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         );
         sizes.push(("message item, resolved (push pending)".into(), item_size(&raw_item(&e, pk.clone(), "MSG").await)));
         sizes.push(("tombstone".into(), item_size(&raw_item(&e, pk.clone(), "TOMB").await)));
+        sizes.push((
+            "`inbox` index entry, resolved (+100 B index overhead)".into(),
+            item_size(&inbox_entry(&raw_item(&e, pk.clone(), "MSG").await)) + 100,
+        ));
         rows.push(("resolve (operator)".into(), resolve));
 
         // 3. push: the event source mapping hands the job to `deliver`
@@ -139,6 +151,7 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         assert_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (15, 3), "one ask, end to end");
         rows.push(("**ask total**".into(), ask_total));
         rows.push(long_poll_row);
+        rows.push(listing_row);
 
         // notify: submit (terminal at once) and one read
         let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("n1")))).await;

@@ -1,13 +1,14 @@
-//! `GET /inbox` (open messages, urgent/high first then oldest, with filters and counts) and
-//! `GET /inbox/history` (resolved messages with outcome, actor, time, comment and the push
-//! delivery state). Both read `ma2h_core::list::list`, which never includes `client_ref` or
-//! `state` (§9.1, §9.3).
+//! `GET /inbox` (open messages, urgent/high first then oldest, with filters, counts and pages)
+//! and `GET /inbox/history` (resolved messages with outcome, actor, time, comment and the push
+//! delivery state). Both read `ma2h_core::list::list`: the store filters, counts and pages, and
+//! hands back summaries without `client_ref` or `state` (§9.1, §9.3).
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use ma2h_core::Hub;
-use ma2h_core::list::{self, ListParams, MAX_LIST};
+use ma2h_core::list::{self, ListParams, Listing};
+use ma2h_core::{Hub, HubError};
+use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::time;
 use maud::{Markup, html};
 use serde_json::Value;
@@ -15,11 +16,14 @@ use serde_json::Value;
 use super::session::Session;
 use super::{human_duration, notice, page, respond};
 use crate::extract::Params;
+use crate::operator::filter_from;
 
 const TYPES: [&str; 3] = ["ask", "task", "notify"];
 const PRIORITIES: [&str; 4] = ["urgent", "high", "normal", "low"];
+/// Messages per inbox page.
+const PAGE: usize = 50;
 
-/// The filters of the inbox form; empty means "any".
+/// The filters of the inbox form as typed; empty means "any".
 #[derive(Debug, Default)]
 struct Filters {
     kind: String,
@@ -41,25 +45,40 @@ impl Filters {
         }
     }
 
-    fn matches(&self, m: &Value) -> bool {
-        let eq = |want: &str, got: Option<&str>| want.is_empty() || got == Some(want);
-        eq(&self.kind, m["type"].as_str())
-            && eq(&self.priority, m["priority"].as_str())
-            && eq(&self.agent, m["agent"]["id"].as_str())
-            && eq(&self.project, m["agent"]["project"].as_str())
-            && (self.tag.is_empty()
-                || m["tags"].as_array().is_some_and(|t| t.iter().any(|x| x.as_str() == Some(self.tag.as_str()))))
+    fn pairs(&self) -> [(&'static str, &str); 5] {
+        [
+            ("type", &self.kind),
+            ("priority", &self.priority),
+            ("agent", &self.agent),
+            ("project", &self.project),
+            ("tag", &self.tag),
+        ]
     }
 
     fn any(&self) -> bool {
-        [&self.kind, &self.priority, &self.agent, &self.project, &self.tag].iter().any(|f| !f.is_empty())
+        self.pairs().iter().any(|(_, v)| !v.is_empty())
+    }
+
+    /// `path?filters&cursor=…` for the next page, keeping the filters.
+    fn next_href(&self, path: &str, cursor: &str) -> String {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in self.pairs().iter().filter(|(_, v)| !v.is_empty()) {
+            q.append_pair(k, v);
+        }
+        q.append_pair("cursor", cursor);
+        format!("{path}?{}", q.finish())
     }
 }
 
-async fn fetch(hub: &Hub, session: &Session, resolved: bool) -> Result<Vec<Value>, Response> {
-    let params = ListParams { resolved, limit: Some(MAX_LIST), ..ListParams::default() };
-    match list::list(hub, &session.principal, params).await {
-        Ok(v) => Ok(v["messages"].as_array().cloned().unwrap_or_default()),
+/// One page from the store, or the page to show instead (400 for a bad filter or cursor).
+async fn fetch(hub: &Hub, session: &Session, params: &Params, resolved: bool) -> Result<Listing, Response> {
+    let bad = |text: &str| notice(StatusCode::BAD_REQUEST, Some(session), "Cannot list that", text);
+    let filter = filter_from(params).map_err(|e| bad(&e.to_string()))?;
+    let cursor = params.get("cursor").map(Into::into);
+    let query = ListParams { resolved, filter, cursor, limit: Some(PAGE), counts: !resolved };
+    match list::list(hub, &session.principal, query).await {
+        Ok(listing) => Ok(listing),
+        Err(e @ HubError::Protocol(_)) => Err(bad(&e.to_string())),
         Err(e) => {
             tracing::error!(error = %e, "inbox listing failed");
             Err(notice(StatusCode::INTERNAL_SERVER_ERROR, Some(session), "Inbox unavailable", "The listing failed."))
@@ -67,23 +86,44 @@ async fn fetch(hub: &Hub, session: &Session, resolved: bool) -> Result<Vec<Value
     }
 }
 
+/// The items of a listing as JSON rows (the API's shape: one renderer for both).
+fn rows(listing: &Listing) -> Vec<Value> {
+    listing.to_json()["messages"].as_array().cloned().unwrap_or_default()
+}
+
+fn pager(filters: &Filters, path: &str, listing: &Listing, paged: bool, next_label: &str) -> Markup {
+    html! {
+        nav.pager aria-label="Pages" {
+            @if paged { a href=(path) { "← First page" } }
+            @if let Some(next) = &listing.page.next {
+                a href=(filters.next_href(path, &next.encode())) rel="next" { (next_label) }
+            }
+        }
+    }
+}
+
 /// `GET /inbox`.
 pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> Response {
-    let all = match fetch(&hub, &session, false).await {
-        Ok(all) => all,
+    let listing = match fetch(&hub, &session, &params, false).await {
+        Ok(l) => l,
         Err(resp) => return resp,
     };
     let filters = Filters::from(&params);
-    let shown: Vec<&Value> = all.iter().filter(|m| filters.matches(m)).collect();
+    let shown = rows(&listing);
+    let paged = params.get("cursor").is_some();
     let now = hub.clock.now();
-    let count = |field: &str, v: &str| all.iter().filter(|m| m[field].as_str() == Some(v)).count();
+    let c = listing.counts.unwrap_or_default();
     let body = html! {
         h1 { "Open messages" }
         p.counts {
-            (all.len()) " open"
-            @for p in ["urgent", "high"] { @let n = count("priority", p); @if n > 0 { " · " (n) " " (p) } }
-            @for t in ["ask", "task"] { " · " (count("type", t)) " " (t) "s" }
-            @if filters.any() { " — showing " (shown.len()) " matching" }
+            (c.total) " open"
+            @for p in [Priority::Urgent, Priority::High] {
+                @let n = c.priority(p); @if n > 0 { " · " (n) " " (p.as_str()) }
+            }
+            @for k in [MessageType::Ask, MessageType::Task] {
+                " · " (c.kind(k)) " " (k.as_str()) "s"
+            }
+            @if filters.any() { " — " (c.matching) " matching" }
         }
         (filter_form(&filters))
         @if shown.is_empty() {
@@ -93,6 +133,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
                 @for m in &shown { li { (item(m, now)) } }
             }
         }
+        (pager(&filters, "/inbox", &listing, paged, "Next page →"))
     };
     respond(StatusCode::OK, page("Inbox", Some(&session), body))
 }
@@ -179,19 +220,21 @@ pub(super) fn delivery(push: &Value) -> String {
 
 /// `GET /inbox/history`.
 pub async fn history(State(hub): State<Hub>, session: Session, params: Params) -> Response {
-    let all = match fetch(&hub, &session, true).await {
-        Ok(all) => all,
+    let listing = match fetch(&hub, &session, &params, true).await {
+        Ok(l) => l,
         Err(resp) => return resp,
     };
     let filters = Filters::from(&params);
-    let shown: Vec<&Value> = all.iter().filter(|m| filters.matches(m)).collect();
+    let shown = rows(&listing);
+    let paged = params.get("cursor").is_some();
     let body = html! {
         h1 { "History" }
-        p.counts { (shown.len()) " resolved or delivered message" @if shown.len() != 1 { "s" } ", newest first" }
-        @if shown.is_empty() { p.notice { "Nothing resolved yet." } }
+        p.counts { "Resolved and delivered messages, newest first" @if filters.any() { ", filtered" } }
+        @if shown.is_empty() { p.notice { @if paged { "No older messages." } @else { "Nothing resolved yet." } } }
         ul.items {
             @for m in &shown { li { (history_item(m)) } }
         }
+        (pager(&filters, "/inbox/history", &listing, paged, "Older →"))
     };
     respond(StatusCode::OK, page("History", Some(&session), body))
 }
