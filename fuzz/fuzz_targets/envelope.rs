@@ -55,10 +55,10 @@ fuzz_target!(|data: &[u8]| {
     if verdict.is_err() {
         return;
     }
-    let was_bare_confirm = env.request.as_ref().is_some_and(|r| r.mode == Mode::Confirm && r.options.is_empty());
+    let was_bare_confirm = env.request().is_some_and(|r| r.mode == Mode::Confirm && r.options.is_empty());
     env.synthesize_confirm_options();
     if was_bare_confirm {
-        let req = env.request.as_ref().expect("an ask keeps its request");
+        let req = env.request().expect("an ask keeps its request");
         assert_eq!(req.options.len(), 2, "confirm synthesizes exactly approve/deny");
         let stored = env.raw.get("request").and_then(|r| r.get("options")).and_then(Value::as_array);
         assert_eq!(stored.map(Vec::len), Some(2), "the stored envelope shows the synthesized options");

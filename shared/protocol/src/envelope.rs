@@ -201,13 +201,32 @@ pub struct AgentDescriptor {
     pub project: Option<String>,
 }
 
+/// The verb and the block only that verb carries (§5), parsed once at the edge: an ask always
+/// has its request and a task its action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verb {
+    Notify,
+    Ask(Request),
+    Task(Action),
+}
+
+impl Verb {
+    pub fn kind(&self) -> MessageType {
+        match self {
+            Self::Notify => MessageType::Notify,
+            Self::Ask(_) => MessageType::Ask,
+            Self::Task(_) => MessageType::Task,
+        }
+    }
+}
+
 /// A schema-valid envelope with its typed fields.
 #[derive(Debug, Clone)]
 pub struct Envelope {
     /// The object as submitted (after `normalize`), returned verbatim by GET.
     pub raw: Map<String, Value>,
     pub version: Version,
-    pub kind: MessageType,
+    pub verb: Verb,
     pub agent: AgentDescriptor,
     pub title: String,
     pub priority: Priority,
@@ -215,8 +234,6 @@ pub struct Envelope {
     pub to: Option<String>,
     pub expires_at: Option<Timestamp>,
     pub idempotency_key: Option<String>,
-    pub request: Option<Request>,
-    pub action: Option<Action>,
     pub sensitive: bool,
 }
 
@@ -283,17 +300,20 @@ impl Envelope {
             time::parse(&created)
                 .ok_or_else(|| ProtocolError::validation("`/created_at`: must be an RFC 3339 date-time"))?;
         }
-        let request = match field("request") {
-            Some(v) if kind == MessageType::Ask => {
-                Some(Request::deserialize(v).map_err(|e| ProtocolError::validation(format!("`/request`: {e}")))?)
-            }
-            _ => None,
+        // §5.2/§5.3: the schema requires the verb's block; a missing one is refused the same way.
+        let block = |name: &str| {
+            field(name).ok_or_else(|| ProtocolError::validation(format!("`/`: missing required field `{name}`")))
         };
-        let action = match field("action") {
-            Some(v) if kind == MessageType::Task => {
-                Some(Action::deserialize(v).map_err(|e| ProtocolError::validation(format!("`/action`: {e}")))?)
-            }
-            _ => None,
+        let verb = match kind {
+            MessageType::Notify => Verb::Notify,
+            MessageType::Ask => Verb::Ask(
+                Request::deserialize(block("request")?)
+                    .map_err(|e| ProtocolError::validation(format!("`/request`: {e}")))?,
+            ),
+            MessageType::Task => Verb::Task(
+                Action::deserialize(block("action")?)
+                    .map_err(|e| ProtocolError::validation(format!("`/action`: {e}")))?,
+            ),
         };
         let tags = field("tags")
             .and_then(Value::as_array)
@@ -301,7 +321,7 @@ impl Envelope {
             .unwrap_or_default();
         Ok(Self {
             version,
-            kind,
+            verb,
             agent,
             title: str_field("title").unwrap_or_default(),
             priority: str_field("priority").and_then(|p| Priority::parse(&p)).unwrap_or_default(),
@@ -309,27 +329,47 @@ impl Envelope {
             to: str_field("to"),
             expires_at,
             idempotency_key: str_field("idempotency_key"),
-            request,
-            action,
             sensitive: field("sensitive").and_then(Value::as_bool).unwrap_or(false),
             raw,
         })
     }
 
+    pub fn kind(&self) -> MessageType {
+        self.verb.kind()
+    }
+
+    /// An ask's request block.
+    pub fn request(&self) -> Option<&Request> {
+        match &self.verb {
+            Verb::Ask(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// A task's action block.
+    pub fn action(&self) -> Option<&Action> {
+        match &self.verb {
+            Verb::Task(a) => Some(a),
+            _ => None,
+        }
+    }
+
     /// The verb's callback, if any.
     pub fn callback(&self) -> Option<&Callback> {
-        self.request
-            .as_ref()
-            .and_then(|r| r.callback.as_ref())
-            .or_else(|| self.action.as_ref().and_then(|a| a.callback.as_ref()))
+        match &self.verb {
+            Verb::Notify => None,
+            Verb::Ask(r) => r.callback.as_ref(),
+            Verb::Task(a) => a.callback.as_ref(),
+        }
     }
 
     /// The verb's `allowed_resolvers`, if listed.
     pub fn allowed_resolvers(&self) -> Option<&[String]> {
-        self.request
-            .as_ref()
-            .and_then(|r| r.allowed_resolvers.as_deref())
-            .or_else(|| self.action.as_ref().and_then(|a| a.allowed_resolvers.as_deref()))
+        match &self.verb {
+            Verb::Notify => None,
+            Verb::Ask(r) => r.allowed_resolvers.as_deref(),
+            Verb::Task(a) => a.allowed_resolvers.as_deref(),
+        }
     }
 
     /// The body's `state` blob, if any (opaque; §9.3 — never inspected).
@@ -340,7 +380,7 @@ impl Envelope {
     /// §5.2: `mode=confirm` without options gets exactly `approve`/`deny` synthesized, in both the
     /// typed view and the stored envelope (so GET shows the options the human was offered).
     pub fn synthesize_confirm_options(&mut self) {
-        let Some(req) = self.request.as_mut() else { return };
+        let Verb::Ask(req) = &mut self.verb else { return };
         if req.mode != Mode::Confirm || !req.options.is_empty() {
             return;
         }

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::ProtocolError;
-use crate::envelope::{ChecklistItem, Envelope, MessageType, Mode};
+use crate::envelope::{Action, ChecklistItem, Envelope, Mode, Request, Verb};
 use crate::lifecycle::Resolution;
 use crate::rules::validate_input;
 use crate::schema::{self, SchemaKind};
@@ -39,26 +39,25 @@ impl ResolveRequest {
         if !matches!(
             self.resolution,
             Resolution::Answered | Resolution::Declined | Resolution::Completed | Resolution::Dismissed
-        ) || !self.resolution.valid_for(env.kind)
+        ) || !self.resolution.valid_for(env.kind())
         {
             return bad(format!(
                 "`/resolution`: `{}` is not a resolver outcome for a {}",
                 self.resolution.as_str(),
-                env.kind.as_str()
+                env.kind().as_str()
             ));
         }
         if self.comment.as_ref().is_some_and(|c| c.len() > MAX_COMMENT_BYTES) {
             return bad(format!("`/comment`: longer than {MAX_COMMENT_BYTES} bytes"));
         }
-        match env.kind {
-            MessageType::Ask => self.check_ask(env),
-            MessageType::Task => self.check_task(env),
-            MessageType::Notify => bad("`/resolution`: a notify is not resolvable".into()),
+        match &env.verb {
+            Verb::Ask(req) => self.check_ask(req),
+            Verb::Task(action) => self.check_task(action),
+            Verb::Notify => bad("`/resolution`: a notify is not resolvable".into()),
         }
     }
 
-    fn check_ask(&self, env: &Envelope) -> Result<(), ProtocolError> {
-        let req = env.request.as_ref().expect("an ask has a request");
+    fn check_ask(&self, req: &Request) -> Result<(), ProtocolError> {
         let bad = |m: String| Err(ProtocolError::invalid_field(m));
         if self.checklist.is_some() {
             return bad("`/checklist`: only task resolutions carry a checklist".into());
@@ -82,7 +81,10 @@ impl ResolveRequest {
                 }
             }
             Mode::Input => {
-                let schema = req.schema.as_ref().expect("input asks carry a schema");
+                // An input ask without a schema is refused at submit (`rules`); never stored.
+                let Some(schema) = &req.schema else {
+                    return bad("`/request/schema`: required for mode input".into());
+                };
                 if let Err(e) = validate_input(schema, value) {
                     return bad(format!("`/value`: {e}"));
                 }
@@ -91,8 +93,7 @@ impl ResolveRequest {
         Ok(())
     }
 
-    fn check_task(&self, env: &Envelope) -> Result<(), ProtocolError> {
-        let action = env.action.as_ref().expect("a task has an action");
+    fn check_task(&self, action: &Action) -> Result<(), ProtocolError> {
         if let Some(items) = &self.checklist {
             let same_items = items.len() == action.checklist.len()
                 && items.iter().zip(&action.checklist).all(|(a, b)| a.text == b.text);

@@ -62,7 +62,7 @@ pub fn check_submit(env: &Envelope, now: Timestamp, limits: &SizeLimits) -> Resu
         return Err(ProtocolError::invalid_field("`/expires_at`: must be in the future"));
     }
     check_sizes(env, limits)?;
-    if let Some(req) = &env.request {
+    if let Some(req) = env.request() {
         check_request(req)?;
     }
     Ok(())
@@ -127,15 +127,14 @@ fn check_request(req: &Request) -> Result<(), ProtocolError> {
                 }
             }
         }
-        Mode::Input => {
-            let schema = req
-                .schema
-                .as_ref()
-                .ok_or_else(|| ProtocolError::invalid_field("`/request/schema`: required for mode input"))?;
-            check_flat_schema(schema)?;
-        }
+        Mode::Input => check_flat_schema(input_schema(req)?)?,
     }
     check_default_on_expire(req)
+}
+
+/// §5.2: mode `input` carries a flat `schema`.
+fn input_schema(req: &Request) -> Result<&Value, ProtocolError> {
+    req.schema.as_ref().ok_or_else(|| ProtocolError::invalid_field("`/request/schema`: required for mode input"))
 }
 
 /// §7: `default_on_expire` is a member of `options[].value` (select/confirm), an object valid
@@ -161,12 +160,9 @@ fn check_default_on_expire(req: &Request) -> Result<(), ProtocolError> {
                 Err(ProtocolError::invalid_field(format!("{field}: must be one of the options' values")))
             }
         }
-        Mode::Input => {
-            let schema = req.schema.as_ref().expect("input schema checked before");
-            validate_input(schema, default).map_err(|e| {
-                ProtocolError::invalid_field(format!("{field}: does not validate against /request/schema: {e}"))
-            })
-        }
+        Mode::Input => validate_input(input_schema(req)?, default).map_err(|e| {
+            ProtocolError::invalid_field(format!("{field}: does not validate against /request/schema: {e}"))
+        }),
     }
 }
 

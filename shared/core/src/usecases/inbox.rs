@@ -3,7 +3,7 @@
 //! `allowed_resolvers` (fail-closed default) combined with the request's `permissions` (§5.2).
 //! Agents, other accounts and malformed ids all get the unknown-id 404 (§9.1).
 
-use ma2h_protocol::envelope::{Envelope, MessageType};
+use ma2h_protocol::envelope::{Envelope, MessageType, Verb};
 use ma2h_protocol::ids::MessageId;
 
 use super::lifecycle::settle;
@@ -80,14 +80,14 @@ pub fn allowed(record: &MessageRecord, envelope: &Envelope, principal: &Principa
             ));
         }
     }
-    let affordances = match (&envelope.request, record.kind) {
-        (Some(req), MessageType::Ask) => Affordances {
+    let affordances = match &envelope.verb {
+        Verb::Ask(req) => Affordances {
             answer: req.permissions.allow_respond,
             decline: req.permissions.allow_ignore,
             ..Affordances::default()
         },
-        (_, MessageType::Task) => Affordances { complete: true, dismiss: true, ..Affordances::default() },
-        _ => return Allowed::Closed,
+        Verb::Task(_) => Affordances { complete: true, dismiss: true, ..Affordances::default() },
+        Verb::Notify => return Allowed::Closed,
     };
     if affordances == Affordances::default() {
         return Allowed::Denied("The request's permissions allow neither an answer nor a decline.".into());

@@ -69,7 +69,7 @@ pub(crate) async fn settle(hub: &Hub, record: MessageRecord) -> Result<MessageRe
         return Ok(record);
     }
     let envelope = record.envelope()?;
-    let terminal = Terminal::expiry(envelope.request.as_ref(), now, hub.new_resolution_id());
+    let terminal = Terminal::expiry(envelope.request(), now, hub.new_resolution_id());
     match apply_terminal(hub, &record, &envelope, terminal).await? {
         Completion::Applied(rec) | Completion::AlreadyTerminal(rec) => Ok(rec),
         Completion::Missing => Err(HubError::NotFound),

@@ -211,7 +211,7 @@ pub fn callback_host(url: &str) -> Option<String> {
 /// secrets registered for this agent — never the Hub's environment or another agent's.
 pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelope) -> Result<(), HubError> {
     let Some(callback) = envelope.callback().filter(|c| c.mode == CallbackMode::Push) else { return Ok(()) };
-    let field = if envelope.request.is_some() { "/request/callback" } else { "/action/callback" };
+    let field = if envelope.request().is_some() { "/request/callback" } else { "/action/callback" };
     let bad = |m: String| Err(HubError::invalid_field(format!("`{field}{m}")));
     let raw = callback.url.as_deref().unwrap_or_default();
     let Ok(url) = url::Url::parse(raw) else { return bad("/url`: not a valid URL".into()) };

@@ -51,7 +51,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     // §8.1 replays need no separate read: the insert below claims the key atomically and hands
     // back the existing claim. Only a submit that would be refused for inbox depth first checks
     // for a claim, because a replay is answered even when the inbox is full.
-    if envelope.kind != MessageType::Notify && hub.settings.inbox_depth > 0 {
+    if envelope.kind() != MessageType::Notify && hub.settings.inbox_depth > 0 {
         let open = hub.messages.count_open(&principal.account, agent_id).await?;
         if open >= u64::from(hub.settings.inbox_depth) {
             if let Some(key) = &envelope.idempotency_key
@@ -68,19 +68,19 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
 
     envelope.synthesize_confirm_options();
     let id = hub.new_message_id();
-    let status = lifecycle::initial_status(envelope.kind);
+    let status = lifecycle::initial_status(envelope.kind());
     let record = MessageRecord {
         id: id.clone(),
         account: principal.account.clone(),
         agent_id: agent_id.clone(),
-        kind: envelope.kind,
+        kind: envelope.kind(),
         status,
         priority: envelope.priority,
         title: envelope.title.clone(),
         envelope: serde_json::Value::Object(envelope.raw.clone()),
         state_text: envelope.raw.get("state").and_then(|s| ma2h_protocol::verbatim::lossy_state_text(body, s)),
         created_at: now,
-        expires_at: envelope.expires_at.filter(|_| envelope.kind != MessageType::Notify),
+        expires_at: envelope.expires_at.filter(|_| envelope.kind() != MessageType::Notify),
         updated_at: now,
         response: None,
         resolution_id: None,
@@ -98,7 +98,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     });
     match hub.messages.insert_message(&record, claim.as_ref(), now).await? {
         Inserted::New => {
-            tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind.as_str(), "message accepted");
+            tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");
             Ok(ack(hub, &record))
         }
         // The key is claimed: an earlier submit (or a concurrent one that won the race).

@@ -34,7 +34,7 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
         form method="post" action=(format!("/inbox/{id}/resolve")) novalidate {
             input type="hidden" name="csrf" value=(csrf);
             @if let Some(e) = &state.error { p.notice.error role="alert" #form-error { (e) } }
-            @if let (Some(req), true) = (&env.request, aff.answer) {
+            @if let (Some(req), true) = (env.request(), aff.answer) {
                 @match req.mode {
                     Mode::Select => {
                         fieldset {
@@ -56,7 +56,7 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
                     Mode::Confirm => {}
                 }
             }
-            @if let Some(action) = &env.action {
+            @if let Some(action) = env.action() {
                 fieldset {
                     legend { "Checklist" }
                     @for (i, item) in action.checklist.iter().enumerate() {
@@ -71,7 +71,7 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
             label for="comment" { "Comment " span.hint { "(optional, sent to the agent)" } }
             textarea #comment name="comment" { (state.values.get("comment").map(String::as_str).unwrap_or("")) }
             div.actions {
-                @if let (Some(req), true) = (&env.request, aff.answer) {
+                @if let (Some(req), true) = (env.request(), aff.answer) {
                     @if req.mode == Mode::Confirm {
                         @for o in &req.options {
                             button type="submit" name="act" value=(format!("answer:{}", o.value)) { (o.label) }
@@ -234,7 +234,7 @@ fn build_request(
     let mut out = Map::new();
     out.insert("resolution".into(), json!(resolution));
     if resolution == "answered" {
-        let req = view.envelope.request.as_ref()?;
+        let req = view.envelope.request()?;
         let value = match (req.mode, chosen) {
             (_, Some(v)) => json!(v),
             (Mode::Input, None) => input_value(req.schema.as_ref()?, pairs, errors),
@@ -251,7 +251,7 @@ fn build_request(
     if let Some(c) = form_get(pairs, "comment").map(str::trim).filter(|c| !c.is_empty()) {
         out.insert("comment".into(), json!(c));
     }
-    if let Some(action) = &view.envelope.action {
+    if let Some(action) = view.envelope.action() {
         let items: Vec<Value> = (0..action.checklist.len())
             .map(|i| {
                 let done = form_get(pairs, &format!("check.{i}")).is_some();

@@ -98,7 +98,7 @@ pub fn render(
             @if let Some(b) = env.raw.get("body").and_then(Value::as_str) {
                 section.body aria-label="Message body" { (PreEscaped(render_markdown(b))) }
             }
-            @if let Some(action) = &env.action {
+            @if let Some(action) = env.action() {
                 h2 { "Instructions" }
                 div.body { (PreEscaped(render_markdown(&action.instructions))) }
                 @if let Some(v) = &action.verification {
@@ -225,8 +225,7 @@ fn scalar(v: &Value) -> String {
 /// Names of input-schema properties marked `x-ma2h-sensitive: true` (§9.6).
 pub fn sensitive_fields(view: &InboxMessage) -> Vec<String> {
     view.envelope
-        .request
-        .as_ref()
+        .request()
         .and_then(|r| r.schema.as_ref())
         .and_then(|s| s["properties"].as_object())
         .map(|props| {
