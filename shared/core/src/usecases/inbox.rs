@@ -3,10 +3,11 @@
 //! `allowed_resolvers` (fail-closed default) combined with the request's `permissions` (§5.2).
 //! Agents, other accounts and malformed ids all get the unknown-id 404 (§9.1).
 
-use ma2h_protocol::envelope::{Envelope, MessageType, Verb};
+use ma2h_protocol::envelope::{Envelope, Verb};
 use ma2h_protocol::ids::MessageId;
 
 use super::lifecycle::settle;
+use super::resolvers::Decision;
 use crate::auth::Principal;
 use crate::records::{Lookup, MessageRecord, PrincipalId};
 use crate::{Hub, HubError};
@@ -59,21 +60,22 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
     Ok(InboxMessage { record, envelope, allowed })
 }
 
-/// The §9.1 + §5.2 decision, mirroring what `resolve` will enforce.
+/// The §9.1 decision `resolve` enforces ([`Decision`]), combined with the §5.2 permissions.
 pub fn allowed(record: &MessageRecord, envelope: &Envelope, principal: &Principal) -> Allowed {
-    if record.kind == MessageType::Notify || !record.status.is_open() {
+    if !record.status.is_open() {
         return Allowed::Closed;
     }
-    let actor = principal.actor();
-    match envelope.allowed_resolvers() {
-        Some(list) if list.iter().any(|entry| actor.matches_entry(entry)) => {}
-        Some(list) => {
+    match Decision::of(record, envelope, principal) {
+        Decision::Allowed => {}
+        Decision::NotResolvable => return Allowed::Closed,
+        Decision::NotListed { listed } => {
             return Allowed::Denied(format!(
-                "{actor} is not listed in this message's allowed_resolvers ({}).",
-                list.join(", ")
+                "{} is not listed in this message's allowed_resolvers ({}).",
+                principal.actor(),
+                listed.join(", ")
             ));
         }
-        None => {
+        Decision::SubmitterOnly => {
             return Allowed::Denied(format!(
                 "This message lists no allowed_resolvers, so only its submitting agent ({}) may resolve it (§9.1 fail-closed default).",
                 record.agent_id

@@ -10,5 +10,6 @@ pub mod list;
 pub mod push;
 mod push_worker;
 pub mod resolve;
+mod resolvers;
 pub mod submit;
 pub mod sweep;

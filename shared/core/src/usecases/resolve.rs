@@ -7,6 +7,7 @@ use ma2h_protocol::response::Terminal;
 use serde::Serialize;
 
 use super::lifecycle::{already_terminal, apply_terminal, settle};
+use super::resolvers::{Decision, is_submitter};
 use crate::auth::Principal;
 use crate::records::{Completion, Lookup, MessageRecord, PrincipalId};
 use crate::{Hub, HubError};
@@ -69,35 +70,27 @@ async fn load_for_resolver(hub: &Hub, principal: &Principal, id: &str) -> Result
     }
 }
 
-/// §9.1 resolver authorization. `allowed_resolvers` absent ⇒ fail-closed: only the submitting
-/// agent's own identity. An agent that may not resolve — and did not submit — gets the unknown-id
-/// 404 (no existence oracle); the account's operator and the submitter get a 403 that says why.
+/// §9.1 resolver authorization ([`Decision`]). An agent that may not resolve — and did not
+/// submit — gets the unknown-id 404 (no existence oracle); the account's operator and the
+/// submitter get a 403 that says why.
 fn authorize(
     record: &MessageRecord,
     envelope: &Envelope,
     principal: &Principal,
     actor: &Actor,
 ) -> Result<(), HubError> {
-    if record.kind == ma2h_protocol::envelope::MessageType::Notify {
-        return match &principal.id {
-            PrincipalId::Agent(a) if a != &record.agent_id => Err(HubError::NotFound),
-            _ => Err(HubError::invalid_field("`/resolution`: a notify is not resolvable")),
-        };
-    }
-    let allowed = match envelope.allowed_resolvers() {
-        Some(list) => list.iter().any(|entry| actor.matches_entry(entry)),
-        None => matches!(&principal.id, PrincipalId::Agent(a) if a == &record.agent_id),
-    };
-    if allowed {
+    let decision = Decision::of(record, envelope, principal);
+    if decision == Decision::Allowed {
         return Ok(());
     }
-    match &principal.id {
-        PrincipalId::Agent(a) if a != &record.agent_id => Err(HubError::NotFound),
-        _ => Err(HubError::NotAuthorized(match envelope.allowed_resolvers() {
-            Some(_) => format!("{actor} is not listed in allowed_resolvers"),
-            None => format!(
-                "{actor} may not resolve this message: without allowed_resolvers only its submitting agent may (§9.1)"
-            ),
-        })),
+    if matches!(principal.id, PrincipalId::Agent(_)) && !is_submitter(record, principal) {
+        return Err(HubError::NotFound);
     }
+    Err(match decision {
+        Decision::NotResolvable => HubError::invalid_field("`/resolution`: a notify is not resolvable"),
+        Decision::NotListed { .. } => HubError::NotAuthorized(format!("{actor} is not listed in allowed_resolvers")),
+        _ => HubError::NotAuthorized(format!(
+            "{actor} may not resolve this message: without allowed_resolvers only its submitting agent may (§9.1)"
+        )),
+    })
 }
