@@ -10,7 +10,20 @@ use ma2h_hub::admin::{self, AdminCommand};
 #[command(name = "ma2h-admin-aws", version, about = "MA2H Hub admin commands against DynamoDB")]
 struct Cli {
     #[command(subcommand)]
-    command: AdminCommand,
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    #[command(flatten)]
+    Admin(AdminCommand),
+    /// Give messages stored before the `inbox` index their listing attributes (project, tags,
+    /// actor, comment); run once after upgrading a table (docs/dynamodb.md). Idempotent.
+    BackfillListing {
+        /// Print `{"updated": n}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[tokio::main]
@@ -18,5 +31,15 @@ async fn main() -> Result<()> {
     let cli = Cli::parse();
     ma2h_aws::init_tracing();
     let deployment = ma2h_aws::build_admin().await.map_err(|e| anyhow::anyhow!(e))?;
-    admin::execute(&deployment.hub, cli.command).await
+    match cli.command {
+        Command::Admin(c) => admin::execute(&deployment.hub, c).await,
+        Command::BackfillListing { json } => {
+            let n = deployment.store.backfill_listing().await?;
+            match json {
+                true => println!("{}", serde_json::json!({ "updated": n })),
+                false => println!("updated {n} message item(s)"),
+            }
+            Ok(())
+        }
+    }
 }

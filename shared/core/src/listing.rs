@@ -163,7 +163,8 @@ impl From<&MessageRecord> for MessageSummary {
     }
 }
 
-/// One page of the listing. `next` is set only when at least one more matching row follows.
+/// One page of the listing. `next` is set when more matching rows may follow (see
+/// [`crate::ports::MessageStore::list_messages`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ListPage {
     pub items: Vec<MessageSummary>,

@@ -70,7 +70,9 @@ pub trait MessageStore: Send + Sync + 'static {
     /// One page of the operator listing for one account: at most `query.limit` summaries that
     /// pass `query.filter`, strictly after `query.after`, read in order from an index. Open: most
     /// urgent first, then oldest, then id. Terminal (delivered notifies included): newest
-    /// `updated_at` first, then id descending. `next` is set iff another matching row follows.
+    /// `updated_at` first, then id descending. `next` is set when another matching row may
+    /// follow: always when one does; a store that bounds the work of one page may also end a page
+    /// early — shorter than `limit`, even empty — with `next` where it stopped.
     async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<ListPage, StoreError>;
 
     /// The account's open messages counted: total, by priority, by type, and those passing

@@ -104,6 +104,20 @@ pub(crate) fn list_sk(c: &ListCursor) -> String {
     }
 }
 
+/// The listing position a sort key encodes (the inverse of [`list_sk`]).
+pub(crate) fn cursor_from_sk(open: bool, sk: &str) -> Option<ListCursor> {
+    let millis = |v: &str| v.parse::<i64>().ok().map(time::from_millis);
+    let id = |v: &str| Some(MessageId::from_trusted(v.to_owned()));
+    if open {
+        let mut parts = sk.splitn(3, '#');
+        let rank = parts.next()?.parse().ok()?;
+        Some(ListCursor::Open { rank, created_at: millis(parts.next()?)?, id: id(parts.next()?)? })
+    } else {
+        let (ms, rest) = sk.split_once('#')?;
+        Some(ListCursor::Done { updated_at: millis(ms)?, id: id(rest)? })
+    }
+}
+
 pub(crate) fn list_keys(m: &MessageRecord) -> (String, String) {
     let position = if m.status == Status::Open {
         ListCursor::Open { rank: m.priority.rank(), created_at: m.created_at, id: m.id.clone() }

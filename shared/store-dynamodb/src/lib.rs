@@ -26,11 +26,19 @@ use ma2h_core::ports::StoreError;
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// Index entries one listing page may read (`listing::MAX_SCANNED_PER_PAGE`).
+    max_scanned: i32,
 }
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self { client, table: table.into() }
+        Self { client, table: table.into(), max_scanned: listing::MAX_SCANNED_PER_PAGE }
+    }
+
+    /// Lower the entries one listing page may read (tests reach the limit with few messages).
+    pub fn with_max_scanned(mut self, n: i32) -> Self {
+        self.max_scanned = n.max(1);
+        self
     }
 
     pub fn table(&self) -> &str {

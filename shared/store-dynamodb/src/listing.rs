@@ -11,12 +11,16 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
 use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, MessageSummary, OpenCounts};
 use ma2h_core::ports::StoreError;
 use ma2h_protocol::ids::AccountId;
 
-use crate::codec::{list_pk, list_sk, s, summary_from};
+use crate::codec::{
+    MSG_SK, cursor_from_sk, key, list_pk, list_sk, message_from, message_item, msg_pk, s, summary_from,
+};
 use crate::{DynamoStore, unavailable};
 
 /// The index the listing reads.
@@ -25,6 +29,8 @@ pub(crate) const INDEX: &str = "inbox";
 /// One Query's key condition, filter and their names/values.
 #[derive(Default)]
 struct Expr {
+    /// The filter itself, for the legacy index (applied here, not by DynamoDB).
+    filter_of: ListFilter,
     key: String,
     filter: Vec<&'static str>,
     names: HashMap<String, String>,
@@ -94,56 +100,181 @@ fn page_expr(account: &AccountId, q: &ListQuery) -> Option<Expr> {
         (_, _, None) => {}
     }
     e.filters(&q.filter, q.open);
+    e.filter_of = q.filter.clone();
     Some(e)
 }
 
+/// The index a deployment made before the `inbox` index still has (projection `ALL`, same keys):
+/// read while `inbox` does not exist yet or is still being built (docs/dynamodb.md, upgrading).
+const LEGACY_INDEX: &str = "list";
+
+/// At most this many index entries are read for one page: past it the page ends early (shorter
+/// than asked) with `next` at the last entry read, so a selective filter over a flooded account
+/// never turns one request into a read of the whole partition.
+pub(crate) const MAX_SCANNED_PER_PAGE: i32 = 2_000;
+
+/// A Query refused because the index is absent or not yet active (an upgrade in progress).
+fn index_unavailable<E: ProvideErrorMetadata>(e: &SdkError<E>) -> bool {
+    e.as_service_error().is_some_and(|s| {
+        // DynamoDB: ValidationException ("does not have the specified index", "backfilling global
+        // secondary index"); moto: ResourceNotFoundException ("Invalid index").
+        matches!(s.code(), Some("ValidationException" | "ResourceNotFoundException"))
+            && s.message().is_some_and(|m| m.to_ascii_lowercase().contains("index"))
+    })
+}
+
+/// One read of a listing range: what passed, and where reading stopped early (if it did).
+struct Range {
+    items: Vec<MessageSummary>,
+    cut_at: Option<ListCursor>,
+}
+
 impl DynamoStore {
-    /// Read summaries in index order until `want` pass, or the range ends.
-    async fn read_range(&self, e: Expr, forward: bool, want: usize) -> Result<Vec<MessageSummary>, StoreError> {
+    /// Read summaries in index order until `want` pass, the range ends, or
+    /// [`MAX_SCANNED_PER_PAGE`] entries were read.
+    async fn read_range(&self, e: &Expr, forward: bool, want: usize) -> Result<Range, StoreError> {
+        match self.read_index(e, forward, want, false).await {
+            Err(err) if index_unavailable(&err) => {
+                tracing::warn!("the `inbox` index is not available yet: listing from the legacy `list` index");
+                self.read_index(e, forward, want, true).await.map_err(|e| unavailable("Query", e))?
+            }
+            other => other.map_err(|e| unavailable("Query", e))?,
+        }
+    }
+
+    /// `legacy`: read `list` (whole items, possibly without the summary attributes) and apply the
+    /// filter here instead of in a `FilterExpression`.
+    async fn read_index(
+        &self,
+        e: &Expr,
+        forward: bool,
+        want: usize,
+        legacy: bool,
+    ) -> Result<Result<Range, StoreError>, SdkError<QueryError>> {
         let mut out = Vec::new();
-        let mut start = None;
-        let filter = (!e.filter.is_empty()).then(|| e.filter.join(" AND "));
+        let (mut start, mut scanned) = (None, 0);
+        let filter = (!e.filter.is_empty() && !legacy).then(|| e.filter.join(" AND "));
+        let names = (!e.names.is_empty() && !legacy).then(|| e.names.clone());
+        let values: HashMap<_, _> = match legacy {
+            // only the key condition's values: unused values are refused
+            true => e
+                .values
+                .iter()
+                .filter(|(k, _)| e.key.contains(k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            false => e.values.clone(),
+        };
         loop {
             // Without a filter every entry read is kept: read no more than the page needs.
             let need = i32::try_from(want - out.len()).unwrap_or(i32::MAX);
-            let page_limit = if filter.is_some() { need.clamp(200, 1000) } else { need.min(1000) };
+            let page_limit = if e.filter.is_empty() { need.min(1000) } else { need.clamp(200, 1000) }
+                .min((self.max_scanned - scanned).max(1));
             let page = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(INDEX)
+                .index_name(if legacy { LEGACY_INDEX } else { INDEX })
                 .key_condition_expression(&e.key)
                 .set_filter_expression(filter.clone())
-                .set_expression_attribute_names((!e.names.is_empty()).then(|| e.names.clone()))
-                .set_expression_attribute_values(Some(e.values.clone()))
+                .set_expression_attribute_names(names.clone())
+                .set_expression_attribute_values(Some(values.clone()))
                 .scan_index_forward(forward)
                 .limit(page_limit)
                 .set_exclusive_start_key(start)
                 .send()
-                .await
-                .map_err(|e| unavailable("Query", e))?;
+                .await?;
+            scanned += page.scanned_count();
             for item in page.items() {
-                out.push(summary_from(item)?);
+                let summary = match legacy {
+                    false => summary_from(item),
+                    true => message_from(item).map(|m| MessageSummary::from(&m)),
+                };
+                let summary = match summary {
+                    Ok(s) => s,
+                    Err(err) => return Ok(Err(err)),
+                };
+                if legacy && !e.filter_of.matches(&summary) {
+                    continue;
+                }
+                out.push(summary);
                 if out.len() >= want {
-                    return Ok(out);
+                    return Ok(Ok(Range { items: out, cut_at: None }));
                 }
             }
-            match page.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(out),
+            let Some(last) = page.last_evaluated_key else { return Ok(Ok(Range { items: out, cut_at: None })) };
+            if scanned >= self.max_scanned {
+                let cut_at = last.get("list_sk").and_then(|v| v.as_s().ok()).and_then(|sk| cursor_from_sk(forward, sk));
+                return Ok(Ok(Range { items: out, cut_at }));
             }
+            start = Some(last);
         }
     }
 
     pub(crate) async fn list_page(&self, account: &AccountId, q: &ListQuery) -> Result<ListPage, StoreError> {
         let Some(expr) = page_expr(account, q) else { return Ok(ListPage::default()) };
-        let mut items = self.read_range(expr, q.open, q.limit.saturating_add(1)).await?;
+        let Range { mut items, cut_at } = self.read_range(&expr, q.open, q.limit.saturating_add(1)).await?;
         let more = items.len() > q.limit;
         items.truncate(q.limit);
-        let next = if more { items.last().map(ListCursor::of) } else { None };
+        let next = if more { items.last().map(ListCursor::of) } else { cut_at };
         Ok(ListPage { items, next })
     }
 
+    /// Give message items written before the `inbox` index existed the listing's summary
+    /// attributes (project, tags, actor, comment), so the index's filters see them: a scan of the
+    /// table, one conditional update per item that lacks one. Idempotent; returns how many items
+    /// it updated. (`ma2h-admin-aws backfill-listing`.)
+    pub async fn backfill_listing(&self) -> Result<usize, StoreError> {
+        let (mut start, mut updated) = (None, 0);
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :msg")
+                .expression_attribute_values(":msg", s(MSG_SK))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| unavailable("Scan", e))?;
+            for item in page.items() {
+                let m = message_from(item)?;
+                let fresh = message_item(&m);
+                let missing: Vec<(&str, &AttributeValue)> = ["project", "tags", "actor", "comment"]
+                    .into_iter()
+                    .filter_map(|k| fresh.get(k).filter(|v| item.get(k) != Some(*v)).map(|v| (k, v)))
+                    .collect();
+                if missing.is_empty() {
+                    continue;
+                }
+                let set: Vec<String> = (0..missing.len()).map(|i| format!("#a{i} = :v{i}")).collect();
+                let mut update = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key(msg_pk(&m.account, &m.id), MSG_SK)))
+                    .update_expression(format!("SET {}", set.join(", ")))
+                    .condition_expression("attribute_exists(pk)");
+                for (i, (k, v)) in missing.iter().enumerate() {
+                    update = update
+                        .expression_attribute_names(format!("#a{i}"), *k)
+                        .expression_attribute_values(format!(":v{i}"), (*v).clone());
+                }
+                match update.send().await {
+                    Ok(_) => updated += 1,
+                    // purged meanwhile
+                    Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
+                    Err(e) => return Err(unavailable("UpdateItem", e)),
+                }
+            }
+            match page.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => return Ok(updated),
+            }
+        }
+    }
+
+    /// One pass over the account's open entries (every one of them: counts are never sampled).
     pub(crate) async fn count_open_listing(
         &self,
         account: &AccountId,
@@ -151,21 +282,28 @@ impl DynamoStore {
     ) -> Result<OpenCounts, StoreError> {
         let mut counts = OpenCounts::default();
         let mut start = None;
+        let mut legacy = false;
         loop {
-            let page = self
+            let res = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(INDEX)
+                .index_name(if legacy { LEGACY_INDEX } else { INDEX })
                 .key_condition_expression("list_pk = :p")
                 .expression_attribute_values(":p", s(list_pk(account, true)))
                 .select(Select::AllProjectedAttributes)
-                .set_exclusive_start_key(start)
+                .set_exclusive_start_key(start.clone())
                 .send()
-                .await
-                .map_err(|e| unavailable("Query", e))?;
+                .await;
+            let page = match res {
+                Err(e) if !legacy && index_unavailable(&e) => {
+                    legacy = true;
+                    continue;
+                }
+                other => other.map_err(|e| unavailable("Query", e))?,
+            };
             for item in page.items() {
-                let m = summary_from(item)?;
+                let m = if legacy { MessageSummary::from(&message_from(item)?) } else { summary_from(item)? };
                 counts.add(m.priority, m.kind, f.matches(&m), 1);
             }
             match page.last_evaluated_key {
@@ -197,6 +335,18 @@ mod tests {
             .chain(index["Projection"]["NonKeyAttributes"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
             .collect();
         item.iter().filter(|(k, _)| keep.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    #[test]
+    fn a_sort_key_reads_back_as_the_position_it_encodes() {
+        let id = ma2h_store_contract::fixtures::message_id();
+        for c in [
+            ListCursor::Open { rank: 3, created_at: at(7), id: id.clone() },
+            ListCursor::Done { updated_at: at(9), id: id.clone() },
+        ] {
+            assert_eq!(crate::codec::cursor_from_sk(c.is_open(), &list_sk(&c)), Some(c));
+        }
+        assert_eq!(crate::codec::cursor_from_sk(true, "x#1#msg_1"), None);
     }
 
     #[test]

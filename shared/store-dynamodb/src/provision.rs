@@ -3,8 +3,9 @@
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType,
+    TimeToLiveSpecification,
 };
 use serde_json::Value;
 
@@ -28,22 +29,52 @@ fn keys(v: &Value) -> Result<Vec<KeySchemaElement>, String> {
 }
 
 /// Create `table` from the shared definition (under another name if given) and enable its TTL.
-/// An existing table is left alone.
+/// An existing table gains the indexes it lacks (one at a time, each waited for until active);
+/// nothing else about it changes. (A table CloudFormation manages is upgraded by deploying the
+/// template instead: docs/dynamodb.md.)
 pub async fn create_table(client: &Client, table: &str) -> Result<(), String> {
     let def: Value = serde_json::from_str(TABLE_DEFINITION).map_err(|e| e.to_string())?;
-    let attrs = def["AttributeDefinitions"]
-        .as_array()
-        .ok_or("AttributeDefinitions")?
-        .iter()
-        .map(|a| {
-            AttributeDefinition::builder()
-                .attribute_name(a["AttributeName"].as_str().unwrap_or_default())
-                .attribute_type(ScalarAttributeType::from(a["AttributeType"].as_str().unwrap_or_default()))
+    create_table_from(client, table, &def).await
+}
+
+/// [`create_table`] from a given definition (tests create an older release's table with it).
+pub async fn create_table_from(client: &Client, table: &str, def: &Value) -> Result<(), String> {
+    let attrs = attribute_definitions(def)?;
+    let gsis = indexes(def)?;
+    let res = client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .set_attribute_definitions(Some(attrs))
+        .set_key_schema(Some(keys(&def["KeySchema"])?))
+        .set_global_secondary_indexes(Some(gsis))
+        .send()
+        .await;
+    match res {
+        Ok(_) => {}
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => {
+            return add_missing_indexes(client, table, def).await;
+        }
+        Err(e) => return Err(format!("CreateTable: {e:?}")),
+    }
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(TTL_ATTRIBUTE)
                 .build()
-                .map_err(|e| e.to_string())
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let gsis = def["GlobalSecondaryIndexes"]
+                .map_err(|e| e.to_string())?,
+        )
+        .send()
+        .await
+        .map_err(|e| format!("UpdateTimeToLive: {e:?}"))?;
+    Ok(())
+}
+
+fn indexes(def: &Value) -> Result<Vec<GlobalSecondaryIndex>, String> {
+    def["GlobalSecondaryIndexes"]
         .as_array()
         .ok_or("GlobalSecondaryIndexes")?
         .iter()
@@ -66,33 +97,67 @@ pub async fn create_table(client: &Client, table: &str) -> Result<(), String> {
                 .build()
                 .map_err(|e| e.to_string())
         })
-        .collect::<Result<Vec<_>, String>>()?;
-    let res = client
-        .create_table()
-        .table_name(table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .set_attribute_definitions(Some(attrs))
-        .set_key_schema(Some(keys(&def["KeySchema"])?))
-        .set_global_secondary_indexes(Some(gsis))
-        .send()
-        .await;
-    match res {
-        Ok(_) => {}
-        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => return Ok(()),
-        Err(e) => return Err(format!("CreateTable: {e:?}")),
-    }
-    client
-        .update_time_to_live()
-        .table_name(table)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .enabled(true)
-                .attribute_name(TTL_ATTRIBUTE)
+        .collect()
+}
+
+fn attribute_definitions(def: &Value) -> Result<Vec<AttributeDefinition>, String> {
+    def["AttributeDefinitions"]
+        .as_array()
+        .ok_or("AttributeDefinitions")?
+        .iter()
+        .map(|a| {
+            AttributeDefinition::builder()
+                .attribute_name(a["AttributeName"].as_str().unwrap_or_default())
+                .attribute_type(ScalarAttributeType::from(a["AttributeType"].as_str().unwrap_or_default()))
                 .build()
-                .map_err(|e| e.to_string())?,
-        )
-        .send()
-        .await
-        .map_err(|e| format!("UpdateTimeToLive: {e:?}"))?;
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// Add each index of `def` the existing `table` lacks, waiting for it to become active (DynamoDB
+/// builds one index at a time).
+async fn add_missing_indexes(client: &Client, table: &str, def: &Value) -> Result<(), String> {
+    let attrs = attribute_definitions(def)?;
+    for gsi in indexes(def)? {
+        let name = gsi.index_name().to_owned();
+        if index_status(client, table, &name).await?.is_some() {
+            continue;
+        }
+        client
+            .update_table()
+            .table_name(table)
+            .set_attribute_definitions(Some(attrs.clone()))
+            .global_secondary_index_updates(
+                GlobalSecondaryIndexUpdate::builder()
+                    .create(
+                        CreateGlobalSecondaryIndexAction::builder()
+                            .index_name(&name)
+                            .set_key_schema(Some(gsi.key_schema().to_vec()))
+                            .set_projection(gsi.projection().cloned())
+                            .build()
+                            .map_err(|e| e.to_string())?,
+                    )
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| format!("UpdateTable (create index {name}): {e:?}"))?;
+        tracing::info!(table, index = %name, "creating a missing index");
+        for _ in 0..600 {
+            if index_status(client, table, &name).await?.as_deref() == Some("ACTIVE") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        }
+    }
     Ok(())
+}
+
+/// The status of index `name` of `table`, `None` if it has no such index.
+async fn index_status(client: &Client, table: &str, name: &str) -> Result<Option<String>, String> {
+    let t = client.describe_table().table_name(table).send().await.map_err(|e| format!("DescribeTable: {e:?}"))?;
+    Ok(t.table()
+        .and_then(|t| t.global_secondary_indexes().iter().find(|g| g.index_name() == Some(name)))
+        .map(|g| g.index_status().map_or("ACTIVE".to_owned(), |s| s.as_str().to_owned())))
 }

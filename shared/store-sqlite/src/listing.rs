@@ -87,7 +87,8 @@ pub fn counts_sql(account: &str, filter: &ListFilter) -> (String, Vec<Sql>) {
 
 pub(crate) fn page(conn: &Connection, account: &str, q: &ListQuery) -> Result<(Vec<MessageSummary>, bool), DbError> {
     let (sql, args) = page_sql(account, q);
-    let mut stmt = conn.prepare_cached(&sql)?;
+    // Not cached: the text varies with the filters and would evict the hot statements.
+    let mut stmt = conn.prepare(&sql)?;
     let mut items = stmt
         .query_map(params_from_iter(args), RawSummary::read)?
         .map(|r| r?.decode())
@@ -99,7 +100,7 @@ pub(crate) fn page(conn: &Connection, account: &str, q: &ListQuery) -> Result<(V
 
 pub(crate) fn counts(conn: &Connection, account: &str, filter: &ListFilter) -> Result<OpenCounts, DbError> {
     let (sql, args) = counts_sql(account, filter);
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = conn.prepare(&sql)?;
     let mut rows = stmt.query(params_from_iter(args))?;
     let mut out = OpenCounts::default();
     while let Some(r) = rows.next()? {

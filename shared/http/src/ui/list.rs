@@ -59,14 +59,19 @@ impl Filters {
         self.pairs().iter().any(|(_, v)| !v.is_empty())
     }
 
-    /// `path?filters&cursor=…` for the next page, keeping the filters.
-    fn next_href(&self, path: &str, cursor: &str) -> String {
+    /// `path?filters[&cursor=…]`: a page of the same filtered listing.
+    fn href(&self, path: &str, cursor: Option<&str>) -> String {
         let mut q = url::form_urlencoded::Serializer::new(String::new());
         for (k, v) in self.pairs().iter().filter(|(_, v)| !v.is_empty()) {
             q.append_pair(k, v);
         }
-        q.append_pair("cursor", cursor);
-        format!("{path}?{}", q.finish())
+        if let Some(c) = cursor {
+            q.append_pair("cursor", c);
+        }
+        match q.finish() {
+            q if q.is_empty() => path.to_owned(),
+            q => format!("{path}?{q}"),
+        }
     }
 }
 
@@ -94,9 +99,9 @@ fn rows(listing: &Listing) -> Vec<Value> {
 fn pager(filters: &Filters, path: &str, listing: &Listing, paged: bool, next_label: &str) -> Markup {
     html! {
         nav.pager aria-label="Pages" {
-            @if paged { a href=(path) { "← First page" } }
+            @if paged { a href=(filters.href(path, None)) { "← First page" } }
             @if let Some(next) = &listing.page.next {
-                a href=(filters.next_href(path, &next.encode())) rel="next" { (next_label) }
+                a href=(filters.href(path, Some(&next.encode()))) rel="next" { (next_label) }
             }
         }
     }

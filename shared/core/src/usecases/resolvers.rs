@@ -1,0 +1,40 @@
+//! §9.1 resolver authorization: the one decision both the resolve use case (which enforces it)
+//! and the web inbox (which shows the buttons or the reason) read. Sessions will extend it here.
+
+use ma2h_protocol::envelope::{Envelope, MessageType};
+
+use crate::auth::Principal;
+use crate::records::{MessageRecord, PrincipalId};
+
+/// May this principal resolve this message?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Listed in `allowed_resolvers`, or the submitter under the fail-closed default.
+    Allowed,
+    /// A notify: nothing to resolve.
+    NotResolvable,
+    /// `allowed_resolvers` does not list the principal.
+    NotListed { listed: Vec<String> },
+    /// No `allowed_resolvers`: only the submitting agent may (§9.1 fail-closed default).
+    SubmitterOnly,
+}
+
+impl Decision {
+    pub(crate) fn of(record: &MessageRecord, envelope: &Envelope, principal: &Principal) -> Self {
+        if record.kind == MessageType::Notify {
+            return Self::NotResolvable;
+        }
+        let actor = principal.actor();
+        match envelope.allowed_resolvers() {
+            Some(list) if list.iter().any(|entry| actor.matches_entry(entry)) => Self::Allowed,
+            Some(list) => Self::NotListed { listed: list.to_vec() },
+            None if is_submitter(record, principal) => Self::Allowed,
+            None => Self::SubmitterOnly,
+        }
+    }
+}
+
+/// Is the principal the agent that submitted the message?
+pub(crate) fn is_submitter(record: &MessageRecord, principal: &Principal) -> bool {
+    matches!(&principal.id, PrincipalId::Agent(a) if a == &record.agent_id)
+}
