@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use base64::Engine;
 use ma2h_core::changes::InProcessChanges;
 use ma2h_core::keys::HubKeys;
-use ma2h_core::ports::{OsRandom, PushSender, Random, SystemClock, WakeWorker};
+use ma2h_core::ports::{OsRandom, PushSender, Random, WakeWorker};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::{Mode, Settings};
 use ma2h_core::{Hub, push, sweep};
@@ -44,17 +44,7 @@ pub fn build_local(settings: Settings) -> Result<Local> {
     let master_key = load_master_key(&settings)?;
     let keys = load_ed25519(&settings)?;
     let wake = Arc::new(WakeWorker::default());
-    let hub = Hub {
-        messages: store.clone(),
-        credentials: store,
-        clock: Arc::new(SystemClock),
-        random: Arc::new(OsRandom),
-        changes: Arc::new(InProcessChanges::new()),
-        settings: Arc::new(settings),
-        master_key,
-        push_queue: wake.clone(),
-        keys: Arc::new(keys),
-    };
+    let hub = Hub::new(store, settings, master_key, keys, Arc::new(InProcessChanges::new()), wake.clone());
     Ok(Local { hub, wake })
 }
 
@@ -77,20 +67,7 @@ fn load_ed25519(settings: &Settings) -> Result<HubKeys> {
             }
         }
     };
-    let seed: [u8; 32] = b64
-        .decode(seed_text.trim())
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .context("the Ed25519 seed must be 32 bytes of base64")?;
-    let previous = settings
-        .ed25519_previous
-        .iter()
-        .map(|p| {
-            HubKeys::parse_public(p)
-                .with_context(|| format!("MA2H_ED25519_PREVIOUS: `{p}` is not a base64url public key"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(HubKeys::from_seed(&seed, previous))
+    HubKeys::from_config(&seed_text, &settings.ed25519_previous).context("loading the Hub's Ed25519 keys")
 }
 
 /// The push sender with the §9.4 egress policy for this mode.

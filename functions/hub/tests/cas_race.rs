@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use ma2h_core::changes::InProcessChanges;
 use ma2h_core::keys::HubKeys;
-use ma2h_core::ports::{OsRandom, SystemClock, WakeWorker};
+use ma2h_core::ports::WakeWorker;
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::Settings;
 use serde_json::{Value, json};
@@ -437,17 +437,14 @@ fn dynamo_targets(shards: usize) -> Vec<Target> {
                     ("MA2H_SWEEP_INTERVAL_MS", "10000"),
                 ];
                 let settings = Settings::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
-                let hub = ma2h_core::Hub {
-                    messages: store.clone(),
-                    credentials: store,
-                    clock: Arc::new(SystemClock),
-                    random: Arc::new(OsRandom),
-                    changes: Arc::new(InProcessChanges::new()),
-                    settings: Arc::new(settings),
-                    master_key: MasterKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap(),
-                    push_queue: Arc::new(WakeWorker::default()),
-                    keys: Arc::new(HubKeys::from_seed(&[7; 32], Vec::new())),
-                };
+                let hub = ma2h_core::Hub::new(
+                    store,
+                    settings,
+                    MasterKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap(),
+                    HubKeys::from_seed(&[7; 32], Vec::new()),
+                    Arc::new(InProcessChanges::new()),
+                    Arc::new(WakeWorker::default()),
+                );
                 let agent = ma2h_core::admin::create_agent(&hub, "acme", "bot", None).await.unwrap();
                 let operator = ma2h_core::admin::create_operator(&hub, "acme", "alice", None).await.unwrap();
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

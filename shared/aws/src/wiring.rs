@@ -3,11 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use ma2h_core::Hub;
 use ma2h_core::changes::PollingChanges;
 use ma2h_core::keys::HubKeys;
-use ma2h_core::ports::{OsRandom, SystemClock};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::Settings;
 use ma2h_queue_sqs::SqsPushQueue;
@@ -100,27 +98,9 @@ pub fn assemble(
     let master = settings.master_key.as_ref().ok_or("MA2H_MASTER_KEY is required on AWS")?;
     let master_key = MasterKey::from_base64(&master.0).map_err(|e| format!("MA2H_MASTER_KEY: {e}"))?;
     let seed_text = settings.ed25519_seed.as_ref().ok_or("MA2H_ED25519_SEED is required on AWS")?;
-    let seed: [u8; 32] = base64::engine::general_purpose::STANDARD
-        .decode(seed_text.0.trim())
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or("MA2H_ED25519_SEED must be 32 bytes of base64")?;
-    let previous = settings
-        .ed25519_previous
-        .iter()
-        .map(|p| HubKeys::parse_public(p).ok_or_else(|| format!("MA2H_ED25519_PREVIOUS: `{p}` is not a public key")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let hub = Hub {
-        messages: Arc::new(store.clone()),
-        credentials: Arc::new(store.clone()),
-        clock: Arc::new(SystemClock),
-        random: Arc::new(OsRandom),
-        // Writers may be other Lambda instances: a long-poll re-reads the store on an interval.
-        changes: Arc::new(PollingChanges { interval: aws.long_poll_interval }),
-        settings: Arc::new(settings),
-        master_key,
-        push_queue: Arc::new(queue.clone()),
-        keys: Arc::new(HubKeys::from_seed(&seed, previous)),
-    };
+    let keys = HubKeys::from_config(&seed_text.0, &settings.ed25519_previous).map_err(|e| e.to_string())?;
+    // Writers may be other Lambda instances: a long-poll re-reads the store on an interval.
+    let changes = Arc::new(PollingChanges { interval: aws.long_poll_interval });
+    let hub = Hub::new(Arc::new(store.clone()), settings, master_key, keys, changes, Arc::new(queue.clone()));
     Ok(Deployment { hub, store, queue })
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ma2h_protocol::ids::{MessageId, ResolutionId};
 
 use crate::keys::HubKeys;
-use crate::ports::{ChangeFeed, Clock, CredentialStore, MessageStore, PushQueue, Random};
+use crate::ports::{ChangeFeed, Clock, CredentialStore, MessageStore, OsRandom, PushQueue, Random, SystemClock};
 use crate::secrets::MasterKey;
 use crate::settings::Settings;
 
@@ -26,6 +26,37 @@ pub struct Hub {
 }
 
 impl Hub {
+    /// The one constructor every binary and test uses: one store serving both store ports, the
+    /// system clock and OS randomness ([`Self::with_clock`] swaps the clock for tests).
+    pub fn new<S>(
+        store: Arc<S>,
+        settings: Settings,
+        master_key: MasterKey,
+        keys: HubKeys,
+        changes: Arc<dyn ChangeFeed>,
+        push_queue: Arc<dyn PushQueue>,
+    ) -> Self
+    where
+        S: MessageStore + CredentialStore + 'static,
+    {
+        Self {
+            messages: store.clone(),
+            credentials: store,
+            clock: Arc::new(SystemClock),
+            random: Arc::new(OsRandom),
+            changes,
+            settings: Arc::new(settings),
+            master_key,
+            push_queue,
+            keys: Arc::new(keys),
+        }
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
     fn random_u80(&self) -> u128 {
         let mut b = [0u8; 10];
         self.random.fill(&mut b);

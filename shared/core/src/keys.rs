@@ -26,7 +26,30 @@ pub fn kid(public: &[u8; 32]) -> String {
     hex::encode(&Sha256::digest(public)[..8])
 }
 
+/// Key material that does not parse.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum KeyError {
+    #[error("the Ed25519 seed must be 32 bytes of base64")]
+    BadSeed,
+    #[error("MA2H_ED25519_PREVIOUS: `{0}` is not a base64url Ed25519 public key")]
+    BadPrevious(String),
+}
+
 impl HubKeys {
+    /// The keys as configured: the current seed (standard base64 of 32 bytes) and the previous
+    /// public keys (base64url) still published for verification. The one decoder the local
+    /// binary (seed file or `MA2H_ED25519_SEED`) and the AWS wiring share.
+    pub fn from_config(seed_b64: &str, previous: &[String]) -> Result<Self, KeyError> {
+        use base64::engine::general_purpose::STANDARD;
+        let seed: [u8; 32] =
+            STANDARD.decode(seed_b64.trim()).ok().and_then(|v| v.try_into().ok()).ok_or(KeyError::BadSeed)?;
+        let previous = previous
+            .iter()
+            .map(|p| Self::parse_public(p).ok_or_else(|| KeyError::BadPrevious(p.clone())))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::from_seed(&seed, previous))
+    }
+
     pub fn from_seed(seed: &[u8; 32], previous: Vec<[u8; 32]>) -> Self {
         let current = SigningKey::ed25519_from_seed(seed);
         let current_kid = kid(&Self::public_of(&current));
@@ -66,6 +89,18 @@ impl HubKeys {
 mod tests {
     use super::*;
     use ma2h_protocol::signature::{self, SignedContext};
+
+    #[test]
+    fn configured_keys_decode_once_for_every_binary() {
+        let seed = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+        let previous = HubKeys::from_seed(&[9u8; 32], vec![]).published()[0]["public_key"].as_str().unwrap().to_owned();
+        let keys = HubKeys::from_config(&format!(" {seed}\n"), std::slice::from_ref(&previous)).unwrap();
+        assert_eq!(keys.current_kid, HubKeys::from_seed(&[7u8; 32], vec![]).current_kid);
+        assert_eq!(keys.published()[1]["public_key"], previous.as_str());
+        assert_eq!(HubKeys::from_config("c2hvcnQ=", &[]).unwrap_err(), KeyError::BadSeed);
+        let bad = vec!["not-a-key".to_owned()];
+        assert_eq!(HubKeys::from_config(&seed, &bad).unwrap_err(), KeyError::BadPrevious("not-a-key".into()));
+    }
 
     fn ctx() -> SignedContext {
         SignedContext {

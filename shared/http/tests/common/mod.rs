@@ -48,17 +48,15 @@ pub async fn hub() -> TestHub {
 pub async fn hub_with(settings: Settings) -> TestHub {
     let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
     let clock = Arc::new(ManualClock::new(start()));
-    let hub = Hub {
-        messages: store.clone(),
-        credentials: store,
-        clock: clock.clone(),
-        random: Arc::new(OsRandom),
-        changes: Arc::new(InProcessChanges::new()),
-        settings: Arc::new(settings),
-        master_key: MasterKey::generate(&OsRandom),
-        push_queue: Arc::new(WakeWorker::default()),
-        keys: Arc::new(HubKeys::from_seed(&[7u8; 32], vec![])),
-    };
+    let hub = Hub::new(
+        store,
+        settings,
+        MasterKey::generate(&OsRandom),
+        HubKeys::from_seed(&[7u8; 32], vec![]),
+        Arc::new(InProcessChanges::new()),
+        Arc::new(WakeWorker::default()),
+    )
+    .with_clock(clock.clone());
     let agent = admin::create_agent(&hub, "acme", "bot", None).await.unwrap().api_key;
     let other_agent = admin::create_agent(&hub, "acme", "other", None).await.unwrap().api_key;
     let operator = admin::create_operator(&hub, "acme", "alice", None).await.unwrap().api_key;
