@@ -18,10 +18,16 @@ run:
 AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
 	AWS_REGION=us-east-1 MA2H_REQUIRE_AWS_TESTS=1
 
-## test: start moto, run every test in the workspace, stop moto; then clippy, fmt and template lint
+# The Router suite (shared/http/tests): `make test` runs it on each store (MA2H_TEST_STORE).
+ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui
+
+## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; then clippy, fmt and template lint
 test:
 	bash scripts/moto.sh start
-	$(AWS_TEST_ENV) $(CARGO) test --workspace --locked; status=$$?; bash scripts/moto.sh stop; exit $$status
+	$(AWS_TEST_ENV) bash -c '$(CARGO) test --workspace --locked && \
+		for store in sqlite-file dynamodb; do echo "Router suite on $$store"; \
+		MA2H_TEST_STORE=$$store $(CARGO) test --locked -p ma2h-http $(ROUTER_SUITE) || exit 1; done'; \
+		status=$$?; bash scripts/moto.sh stop; exit $$status
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all -- --check
 	bash scripts/ui-test.sh
@@ -36,7 +42,7 @@ lint-infra:
 
 ## check: the inner loop — build, unit and Router tests (no moto, browser or template lint), clippy
 check:
-	$(CARGO) test --workspace --lib --bins --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui
+	$(CARGO) test --workspace --lib --bins $(ROUTER_SUITE)
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## build: the release binary target/release/ma2h-hub

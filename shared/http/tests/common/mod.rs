@@ -1,5 +1,8 @@
-//! Router test harness: a Hub over a fresh in-memory SQLite store with a hand-moved clock,
-//! driven with `oneshot` (no socket).
+//! Router test harness: a Hub over a fresh store with a hand-moved clock, driven with `oneshot`
+//! (no socket). The store is chosen by `MA2H_TEST_STORE`, so the same suite runs on every backend
+//! (`make test` runs it on all three): `sqlite` (in memory, the default), `sqlite-file` (a file in
+//! a temporary directory) or `dynamodb` (a fresh table on the moto server at `AWS_ENDPOINT_URL`).
+//! A behaviour that differs between them is a bug.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -20,6 +23,8 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 pub struct TestHub {
+    /// Keeps an on-disk store's directory alive.
+    _dir: Option<tempfile::TempDir>,
     pub hub: Hub,
     pub app: Router,
     pub clock: Arc<ManualClock>,
@@ -46,23 +51,50 @@ pub async fn hub() -> TestHub {
 }
 
 pub async fn hub_with(settings: Settings) -> TestHub {
-    let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
     let clock = Arc::new(ManualClock::new(start()));
-    let hub = Hub::new(
-        store,
-        settings,
-        MasterKey::generate(&OsRandom),
-        HubKeys::from_seed(&[7u8; 32], vec![]),
-        Arc::new(InProcessChanges::new()),
-        Arc::new(WakeWorker::default()),
-    )
-    .with_clock(clock.clone());
+    let (hub, dir) = over_test_store(settings).await;
+    let hub = hub.with_clock(clock.clone());
     let agent = admin::create_agent(&hub, "acme", "bot", None).await.unwrap().api_key;
     let other_agent = admin::create_agent(&hub, "acme", "other", None).await.unwrap().api_key;
     let operator = admin::create_operator(&hub, "acme", "alice", None).await.unwrap().api_key;
     let foreign_agent = admin::create_agent(&hub, "globex", "bot", None).await.unwrap().api_key;
     let app = ma2h_http::router(hub.clone());
-    TestHub { hub, app, clock, agent, other_agent, operator, foreign_agent }
+    TestHub { _dir: dir, hub, app, clock, agent, other_agent, operator, foreign_agent }
+}
+
+fn assemble<S: ma2h_core::ports::MessageStore + ma2h_core::ports::CredentialStore + 'static>(
+    store: S,
+    settings: Settings,
+) -> Hub {
+    let keys = HubKeys::from_seed(&[7u8; 32], vec![]);
+    let changes = Arc::new(InProcessChanges::new());
+    Hub::new(Arc::new(store), settings, MasterKey::generate(&OsRandom), keys, changes, Arc::new(WakeWorker::default()))
+}
+
+/// A Hub over a fresh store of the backend `MA2H_TEST_STORE` names.
+async fn over_test_store(settings: Settings) -> (Hub, Option<tempfile::TempDir>) {
+    match std::env::var("MA2H_TEST_STORE").as_deref() {
+        Err(_) | Ok("sqlite") => (assemble(SqliteStore::open_in_memory().expect("in-memory store"), settings), None),
+        Ok("sqlite-file") => {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SqliteStore::open(dir.path().join("hub.db")).expect("store file");
+            (assemble(store, settings), Some(dir))
+        }
+        Ok("dynamodb") => {
+            assert!(
+                std::env::var("AWS_ENDPOINT_URL").is_ok(),
+                "MA2H_TEST_STORE=dynamodb needs moto at AWS_ENDPOINT_URL"
+            );
+            let client = aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await);
+            static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+            let table = format!("router-{nanos}-{n}");
+            ma2h_store_dynamodb::provision::create_table(&client, &table).await.unwrap();
+            (assemble(ma2h_store_dynamodb::DynamoStore::new(client, table), settings), None)
+        }
+        Ok(other) => panic!("MA2H_TEST_STORE must be sqlite, sqlite-file or dynamodb, not {other:?}"),
+    }
 }
 
 pub struct Reply {
