@@ -15,8 +15,8 @@ fn admin(table: &str, args: &[&str]) -> serde_json::Value {
     let out = c
         .env("MA2H_TABLE", table)
         .env("MA2H_MODE", "dev")
-        .env("MA2H_MASTER_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
-        .env("MA2H_ED25519_SEED", "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
+        .env("MA2H_MASTER_KEY", ma2h_test_support::MASTER_KEY_B64)
+        .env("MA2H_ED25519_SEED", ma2h_test_support::ED25519_SEED_B64)
         .env("MA2H_LOG", "warn")
         .args(args)
         .arg("--json")
@@ -28,15 +28,8 @@ fn admin(table: &str, args: &[&str]) -> serde_json::Value {
 
 #[tokio::test]
 async fn admin_commands_work_against_dynamodb() {
-    if std::env::var("AWS_ENDPOINT_URL").is_err() {
-        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "AWS_ENDPOINT_URL unset: start moto");
-        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
-        return;
-    }
-    let config = aws_config::load_from_env().await;
-    let client = aws_sdk_dynamodb::Client::new(&config);
-    let table =
-        format!("admin-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos());
+    let Some(client) = ma2h_test_support::dynamodb().await else { return };
+    let table = ma2h_test_support::unique("admin");
     ma2h_store_dynamodb::provision::create_table(&client, &table).await.unwrap();
 
     let agent = admin(&table, &["create-agent", "--account", "acme", "--agent", "bot"]);

@@ -402,9 +402,7 @@ fn racing_resolves_cancels_and_expiry_commit_exactly_one_terminal_on_the_local_s
 
 #[test]
 fn racing_resolves_cancels_and_expiry_commit_exactly_one_terminal_on_dynamodb() {
-    if std::env::var("AWS_ENDPOINT_URL").is_err() {
-        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "AWS_ENDPOINT_URL unset: start moto");
-        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
+    if !ma2h_test_support::moto_available() {
         return;
     }
     race("dynamodb", &dynamo_targets(DYNAMO_SHARDS), 8);
@@ -424,9 +422,8 @@ fn dynamo_targets(shards: usize) -> Vec<Target> {
         rt.block_on(async move {
             let config = aws_config::load_from_env().await;
             let client = aws_sdk_dynamodb::Client::new(&config);
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
             for shard in 0..shards {
-                let table = format!("cas-race-{nanos}-{shard}");
+                let table = ma2h_test_support::unique(&format!("cas-race-{shard}"));
                 ma2h_store_dynamodb::provision::create_table(&client, &table).await.unwrap();
                 let store = Arc::new(ma2h_store_dynamodb::DynamoStore::new(client.clone(), &table));
                 let vars = [
@@ -440,7 +437,7 @@ fn dynamo_targets(shards: usize) -> Vec<Target> {
                 let hub = ma2h_core::Hub::new(
                     store,
                     settings,
-                    MasterKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap(),
+                    MasterKey::from_base64(ma2h_test_support::MASTER_KEY_B64).unwrap(),
                     HubKeys::from_seed(&[7; 32], Vec::new()),
                     Arc::new(InProcessChanges::new()),
                     Arc::new(WakeWorker::default()),

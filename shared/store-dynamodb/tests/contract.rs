@@ -8,23 +8,7 @@ use std::sync::Mutex;
 
 use ma2h_store_dynamodb::{DynamoStore, provision};
 
-async fn client() -> Option<aws_sdk_dynamodb::Client> {
-    if std::env::var("AWS_ENDPOINT_URL").is_err() {
-        assert!(
-            std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"),
-            "MA2H_REQUIRE_AWS_TESTS=1 but AWS_ENDPOINT_URL is unset: start moto (make test does)"
-        );
-        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
-        return None;
-    }
-    let config = aws_config::load_from_env().await;
-    Some(aws_sdk_dynamodb::Client::new(&config))
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{nanos}")
-}
+use ma2h_test_support::{dynamodb as client, unique};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_store_contract_holds_on_dynamodb() {

@@ -10,19 +10,7 @@ use ma2h_store_contract::fixtures::{account, agent, ask, at, terminal};
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
 
-async fn client() -> Option<aws_sdk_dynamodb::Client> {
-    if std::env::var("AWS_ENDPOINT_URL").is_err() {
-        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "MA2H_REQUIRE_AWS_TESTS=1: start moto");
-        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
-        return None;
-    }
-    Some(aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await))
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{nanos}")
-}
+use ma2h_test_support::{dynamodb as client, unique};
 
 fn by_agent(name: &str) -> ListFilter {
     ListFilter { agent_id: Some(agent(name)), ..ListFilter::default() }

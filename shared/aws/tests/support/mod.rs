@@ -10,22 +10,7 @@ use ma2h_core::settings::{Mode, Secret, Settings};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-/// The SDK configuration for moto (`AWS_ENDPOINT_URL`); without it `None` — a loud skip, or a
-/// failure under `MA2H_REQUIRE_AWS_TESTS=1` (what `make test` sets).
-pub async fn moto_config() -> Option<aws_config::SdkConfig> {
-    if std::env::var("AWS_ENDPOINT_URL").is_err() {
-        assert!(std::env::var("MA2H_REQUIRE_AWS_TESTS").as_deref() != Ok("1"), "AWS_ENDPOINT_URL unset: start moto");
-        eprintln!("SKIPPED: AWS_ENDPOINT_URL is unset (run `make test` to start moto)");
-        return None;
-    }
-    Some(aws_config::load_from_env().await)
-}
-
-/// A table or queue name unique to this run.
-pub fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{nanos}")
-}
+pub use ma2h_test_support::{moto_config, unique};
 
 /// Dev mode with fixed test keys and loopback egress; everything else the production defaults
 /// (600 requests/min, inbox depth 1000, …).
@@ -33,8 +18,8 @@ pub fn test_settings() -> Settings {
     Settings {
         mode: Mode::Dev,
         public_url: "https://api.test".into(),
-        master_key: Some(Secret("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into())),
-        ed25519_seed: Some(Secret("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=".into())),
+        master_key: Some(Secret(ma2h_test_support::MASTER_KEY_B64.into())),
+        ed25519_seed: Some(Secret(ma2h_test_support::ED25519_SEED_B64.into())),
         dev_egress_allow: vec!["127.0.0.0/8".into()],
         ..Settings::default()
     }

@@ -85,11 +85,8 @@ async fn over_test_store(settings: Settings) -> (Hub, Option<tempfile::TempDir>)
                 std::env::var("AWS_ENDPOINT_URL").is_ok(),
                 "MA2H_TEST_STORE=dynamodb needs moto at AWS_ENDPOINT_URL"
             );
-            let client = aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await);
-            static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-            let table = format!("router-{nanos}-{n}");
+            let client = ma2h_test_support::dynamodb().await.expect("moto");
+            let table = ma2h_test_support::unique("router");
             ma2h_store_dynamodb::provision::create_table(&client, &table).await.unwrap();
             (assemble(ma2h_store_dynamodb::DynamoStore::new(client, table), settings), None)
         }
