@@ -104,6 +104,7 @@ pub async fn serve(
 
 /// The configured cap, lowered to fit under the soft `RLIMIT_NOFILE` (after raising the soft
 /// limit to the hard one, which an unprivileged process may do).
+#[allow(unsafe_code)] // libc's rlimit calls; see SAFETY below
 fn effective_max_connections(configured: usize) -> usize {
     #[cfg(unix)]
     {

@@ -129,7 +129,10 @@ fn shutdown_answers_parked_long_polls_at_once() {
     std::thread::sleep(Duration::from_millis(500));
     let start = Instant::now();
     // SAFETY: signalling our own child process.
-    unsafe { libc::kill(hub.child.id() as i32, libc::SIGTERM) };
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(hub.child.id() as i32, libc::SIGTERM)
+    };
     let polled = poll.join().unwrap();
     assert_eq!(polled.map(|(s, b)| (s, b["status"].clone())), Some((200, "open".into())));
     let exit = hub.child.wait().unwrap();
