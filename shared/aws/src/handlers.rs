@@ -13,13 +13,6 @@ use ma2h_queue_sqs::PushJob;
 
 use crate::{Deployment, Error};
 
-/// SQS caps a visibility timeout at 12 hours.
-const MAX_VISIBILITY_SECS: i64 = 43_200;
-/// A pending push not attempted this long after it was due lost its queue message: re-enqueue.
-const STALE_AFTER: chrono::Duration = chrono::Duration::seconds(60);
-/// How long a re-enqueued push is leased before the sweeper may send it again.
-const REENQUEUE_LEASE: chrono::Duration = chrono::Duration::minutes(5);
-
 /// The §9.4-guarded sender for this deployment, with its per-host cap. Built once per container:
 /// a batch's attempts to one host wait for that host's slots; other hosts' proceed.
 pub fn deliverer(dep: &Deployment) -> Result<Arc<push::Deliverer>, Error> {
@@ -49,12 +42,8 @@ pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: 
         match deliverer.attempt(&dep.hub, &account, &id).await {
             Ok(Some(track)) if track.status == PushStatus::Pending => {
                 // the backoff the use case recorded becomes the message's invisibility
-                let delay = track
-                    .next_attempt_at
-                    .map(|t| (t - dep.hub.clock.now()).num_seconds().clamp(0, MAX_VISIBILITY_SECS))
-                    .unwrap_or(0);
                 if let Some(handle) = &record.receipt_handle {
-                    dep.queue.delay(handle, i32::try_from(delay).unwrap_or(0)).await;
+                    dep.queue.hide_until(handle, track.next_attempt_at, dep.hub.clock.now()).await;
                 }
                 Some(failure(&message_id))
             }
@@ -82,15 +71,7 @@ pub struct SweepOutcome {
 /// re-enqueue push obligations whose queue message was lost between commit and enqueue.
 pub async fn sweep(dep: &Deployment) -> Result<SweepOutcome, Error> {
     let SweepReport { expired, purged } = sweep::sweep_once(&dep.hub).await?;
-    let now = dep.hub.clock.now();
-    let stale = dep.hub.messages.claim_due_pushes(now - STALE_AFTER, now + REENQUEUE_LEASE, 100).await?;
-    let mut requeued = 0;
-    for (account, id) in stale {
-        match dep.queue.send(&account, &id).await {
-            Ok(()) => requeued += 1,
-            Err(e) => tracing::warn!(message_id = %id, error = %e, "re-enqueue failed; next sweep retries"),
-        }
-    }
+    let requeued = sweep::requeue_lost_pushes(&dep.hub).await?;
     let outcome = SweepOutcome { expired, purged, requeued };
     tracing::info!(expired, purged, requeued, "sweep");
     Ok(outcome)

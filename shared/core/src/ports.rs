@@ -141,8 +141,13 @@ pub trait CredentialStore: Send + Sync + 'static {
 /// worker / sweeper finds it by its due time.
 #[async_trait]
 pub trait PushQueue: Send + Sync + 'static {
-    async fn enqueue(&self, account: &AccountId, id: &MessageId);
+    async fn enqueue(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError>;
 }
+
+/// An announcement the queue did not take (the obligation stays in the store).
+#[derive(Debug, thiserror::Error)]
+#[error("push queue unavailable: {0}")]
+pub struct QueueError(pub String);
 
 /// The local [`PushQueue`]: wakes the in-process delivery worker.
 #[derive(Debug, Default)]
@@ -150,8 +155,9 @@ pub struct WakeWorker(pub tokio::sync::Notify);
 
 #[async_trait]
 impl PushQueue for WakeWorker {
-    async fn enqueue(&self, _account: &AccountId, _id: &MessageId) {
+    async fn enqueue(&self, _account: &AccountId, _id: &MessageId) -> Result<(), QueueError> {
         self.0.notify_one();
+        Ok(())
     }
 }
 

@@ -7,9 +7,13 @@
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
-use ma2h_core::ports::PushQueue;
+use ma2h_core::ports::{PushQueue, QueueError};
 use ma2h_protocol::ids::{AccountId, MessageId};
+use ma2h_protocol::time::Timestamp;
 use serde::{Deserialize, Serialize};
+
+/// SQS caps a visibility timeout at 12 hours.
+const MAX_VISIBILITY_SECS: i64 = 43_200;
 
 /// The queue message body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,8 +48,14 @@ impl SqsPushQueue {
         &self.queue_url
     }
 
-    /// Keep a received job invisible for `seconds` more (the push's retry backoff). A failure is
-    /// logged: the job then reappears after the queue's own visibility timeout instead.
+    /// Keep a received job invisible until `at` (the push's next attempt; at once when `None`),
+    /// within SQS's 12-hour visibility cap. A failure is logged: the job then reappears after the
+    /// queue's own visibility timeout instead.
+    pub async fn hide_until(&self, receipt_handle: &str, at: Option<Timestamp>, now: Timestamp) {
+        self.delay(receipt_handle, visibility_secs(at, now)).await;
+    }
+
+    /// Keep a received job invisible for `seconds` more. See [`Self::hide_until`].
     pub async fn delay(&self, receipt_handle: &str, seconds: i32) {
         let res = self
             .client
@@ -75,19 +85,32 @@ impl SqsPushQueue {
     }
 }
 
+/// Seconds from `now` to `at`, within SQS's visibility range (0 when due or unset).
+fn visibility_secs(at: Option<Timestamp>, now: Timestamp) -> i32 {
+    let seconds = at.map_or(0, |t| (t - now).num_seconds().clamp(0, MAX_VISIBILITY_SECS));
+    i32::try_from(seconds).unwrap_or(0)
+}
+
 #[async_trait]
 impl PushQueue for SqsPushQueue {
-    async fn enqueue(&self, account: &AccountId, id: &MessageId) {
-        if let Err(e) = self.send(account, id).await {
-            // Not lost: the sweeper re-enqueues pending pushes whose due time has passed.
-            tracing::warn!(message_id = %id, error = %e, "push enqueue failed; the sweeper will retry");
-        }
+    async fn enqueue(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {
+        self.send(account, id).await.map_err(QueueError)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retry_hides_the_job_until_its_next_attempt_within_the_sqs_cap() {
+        let now = ma2h_protocol::time::from_millis(1_000_000);
+        let later = |s: i64| Some(now + chrono::Duration::seconds(s));
+        assert_eq!(visibility_secs(later(30), now), 30);
+        assert_eq!(visibility_secs(later(-5), now), 0, "overdue: at once");
+        assert_eq!(visibility_secs(None, now), 0);
+        assert_eq!(visibility_secs(later(86_400), now), 43_200, "12 hours at most");
+    }
 
     #[test]
     fn job_bodies_round_trip_and_garbage_is_rejected() {

@@ -22,30 +22,24 @@ impl DynamoStore {
     /// Sort keys under an agent's partition with `prefix`, prefix stripped.
     async fn agent_names(&self, account: &AccountId, agent: &AgentId, prefix: &str) -> R<Vec<String>> {
         let mut names = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :pre)")
-                .expression_attribute_values(":pk", s(agent_pk(account, agent)))
-                .expression_attribute_values(":pre", s(prefix))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| unavailable("Query", e))?;
-            for item in page.items() {
-                if let Some(n) = get_s(item, "sk")?.strip_prefix(prefix) {
-                    names.push(n.to_owned());
-                }
-            }
-            match page.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(names),
+        let mut items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :pre)")
+            .expression_attribute_values(":pk", s(agent_pk(account, agent)))
+            .expression_attribute_values(":pre", s(prefix))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = items.next().await {
+            let item = item.map_err(|e| unavailable("Query", e))?;
+            if let Some(n) = get_s(&item, "sk")?.strip_prefix(prefix) {
+                names.push(n.to_owned());
             }
         }
+        Ok(names)
     }
 
     async fn delete_agent_item(&self, account: &AccountId, agent: &AgentId, sk: String) -> R<bool> {
@@ -116,26 +110,18 @@ impl CredentialStore for DynamoStore {
     /// An admin listing: a Scan filtered to credential items (never on a request path).
     async fn list_credentials(&self) -> R<Vec<CredentialRecord>> {
         let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("sk = :k")
-                .expression_attribute_values(":k", s("KEY"))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| unavailable("Scan", e))?;
-            for item in page.items() {
-                out.push(credential_from(item)?);
-            }
-            match page.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => break,
-            }
+        let mut items = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("sk = :k")
+            .expression_attribute_values(":k", s("KEY"))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = items.next().await {
+            out.push(credential_from(&item.map_err(|e| unavailable("Scan", e))?)?);
         }
         out.sort_by_key(|c| c.created_at);
         Ok(out)

@@ -165,6 +165,8 @@ impl DynamoStore {
                 .collect(),
             false => e.values.clone(),
         };
+        // Paged by hand, not with the SDK paginator: each request's size follows what the page
+        // still needs and what is left of the scan budget.
         loop {
             // Without a filter every entry read is kept: read no more than the page needs.
             let need = i32::try_from(want - out.len()).unwrap_or(i32::MAX);
@@ -225,53 +227,48 @@ impl DynamoStore {
     /// table, one conditional update per item that lacks one. Idempotent; returns how many items
     /// it updated. (`ma2h-admin-aws backfill-listing`.)
     pub async fn backfill_listing(&self) -> Result<usize, StoreError> {
-        let (mut start, mut updated) = (None, 0);
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("sk = :msg")
-                .expression_attribute_values(":msg", s(MSG_SK))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| unavailable("Scan", e))?;
-            for item in page.items() {
-                let m = message_from(item)?;
-                let fresh = message_item(&m);
-                let missing: Vec<(&str, &AttributeValue)> = ["project", "tags", "actor", "comment"]
-                    .into_iter()
-                    .filter_map(|k| fresh.get(k).filter(|v| item.get(k) != Some(*v)).map(|v| (k, v)))
-                    .collect();
-                if missing.is_empty() {
-                    continue;
-                }
-                let set: Vec<String> = (0..missing.len()).map(|i| format!("#a{i} = :v{i}")).collect();
-                let mut update = self
-                    .client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(key(msg_pk(&m.account, &m.id), MSG_SK)))
-                    .update_expression(format!("SET {}", set.join(", ")))
-                    .condition_expression("attribute_exists(pk)");
-                for (i, (k, v)) in missing.iter().enumerate() {
-                    update = update
-                        .expression_attribute_names(format!("#a{i}"), *k)
-                        .expression_attribute_values(format!(":v{i}"), (*v).clone());
-                }
-                match update.send().await {
-                    Ok(_) => updated += 1,
-                    // purged meanwhile
-                    Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
-                    Err(e) => return Err(unavailable("UpdateItem", e)),
-                }
+        let mut updated = 0;
+        let mut items = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("sk = :msg")
+            .expression_attribute_values(":msg", s(MSG_SK))
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = items.next().await {
+            let item = item.map_err(|e| unavailable("Scan", e))?;
+            let m = message_from(&item)?;
+            let fresh = message_item(&m);
+            let missing: Vec<(&str, &AttributeValue)> = ["project", "tags", "actor", "comment"]
+                .into_iter()
+                .filter_map(|k| fresh.get(k).filter(|v| item.get(k) != Some(*v)).map(|v| (k, v)))
+                .collect();
+            if missing.is_empty() {
+                continue;
             }
-            match page.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(updated),
+            let set: Vec<String> = (0..missing.len()).map(|i| format!("#a{i} = :v{i}")).collect();
+            let mut update = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(msg_pk(&m.account, &m.id), MSG_SK)))
+                .update_expression(format!("SET {}", set.join(", ")))
+                .condition_expression("attribute_exists(pk)");
+            for (i, (k, v)) in missing.iter().enumerate() {
+                update = update
+                    .expression_attribute_names(format!("#a{i}"), *k)
+                    .expression_attribute_values(format!(":v{i}"), (*v).clone());
+            }
+            match update.send().await {
+                Ok(_) => updated += 1,
+                // purged meanwhile
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
             }
         }
+        Ok(updated)
     }
 
     /// One pass over the account's open entries (every one of them: counts are never sampled).
@@ -281,10 +278,9 @@ impl DynamoStore {
         f: &ListFilter,
     ) -> Result<OpenCounts, StoreError> {
         let mut counts = OpenCounts::default();
-        let mut start = None;
         let mut legacy = false;
-        loop {
-            let res = self
+        'index: loop {
+            let mut items = self
                 .client
                 .query()
                 .table_name(&self.table)
@@ -292,24 +288,21 @@ impl DynamoStore {
                 .key_condition_expression("list_pk = :p")
                 .expression_attribute_values(":p", s(list_pk(account, true)))
                 .select(Select::AllProjectedAttributes)
-                .set_exclusive_start_key(start.clone())
-                .send()
-                .await;
-            let page = match res {
-                Err(e) if !legacy && index_unavailable(&e) => {
-                    legacy = true;
-                    continue;
-                }
-                other => other.map_err(|e| unavailable("Query", e))?,
-            };
-            for item in page.items() {
-                let m = if legacy { MessageSummary::from(&message_from(item)?) } else { summary_from(item)? };
+                .into_paginator()
+                .items()
+                .send();
+            while let Some(item) = items.next().await {
+                let item = match item {
+                    Err(e) if !legacy && counts == OpenCounts::default() && index_unavailable(&e) => {
+                        legacy = true;
+                        continue 'index;
+                    }
+                    other => other.map_err(|e| unavailable("Query", e))?,
+                };
+                let m = if legacy { MessageSummary::from(&message_from(&item)?) } else { summary_from(&item)? };
                 counts.add(m.priority, m.kind, f.matches(&m), 1);
             }
-            match page.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => return Ok(counts),
-            }
+            return Ok(counts);
         }
     }
 }

@@ -46,8 +46,11 @@ pub(crate) async fn apply_terminal(
     };
     if let Completion::Applied(rec) = &outcome {
         hub.changes.publish(&rec.id);
-        if write.push {
-            hub.push_queue.enqueue(&rec.account, &rec.id).await;
+        if write.push
+            && let Err(e) = hub.push_queue.enqueue(&rec.account, &rec.id).await
+        {
+            // Not lost: the obligation is committed; the worker / sweeper finds it when due.
+            tracing::warn!(message_id = %rec.id, error = %e, "push enqueue failed; the sweeper will retry");
         }
         tracing::info!(
             message_id = %rec.id,

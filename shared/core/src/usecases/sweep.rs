@@ -31,3 +31,27 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
     Ok(report)
 }
+
+/// A pending push not attempted this long after it was due lost its queue announcement (it is
+/// sent after the commit, §3.1, and a crash or queue error can drop it).
+pub const STALE_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+/// How long a re-announced push is leased before a sweep may announce it again.
+pub const REQUEUE_LEASE: chrono::Duration = chrono::Duration::minutes(5);
+/// Re-announcements per sweep (the next sweep continues).
+pub const REQUEUE_BATCH: usize = 100;
+
+/// For a Hub whose deliveries are driven by an external queue (SQS on AWS): claim pending pushes
+/// overdue by [`STALE_AFTER`] (leasing them for [`REQUEUE_LEASE`]) and announce them again.
+/// Returns how many the queue took; the rest are retried by a later sweep once the lease ends.
+pub async fn requeue_lost_pushes(hub: &Hub) -> Result<usize, HubError> {
+    let now = hub.clock.now();
+    let stale = hub.messages.claim_due_pushes(now - STALE_AFTER, now + REQUEUE_LEASE, REQUEUE_BATCH).await?;
+    let mut requeued = 0;
+    for (account, id) in stale {
+        match hub.push_queue.enqueue(&account, &id).await {
+            Ok(()) => requeued += 1,
+            Err(e) => tracing::warn!(message_id = %id, error = %e, "re-enqueue failed; a later sweep retries"),
+        }
+    }
+    Ok(requeued)
+}
