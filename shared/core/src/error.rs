@@ -50,9 +50,9 @@ pub enum HubError {
 
 impl HubError {
     pub fn validation(msg: impl Into<String>) -> Self {
-        Self::Protocol(ProtocolError::Validation(msg.into()))
+        Self::Protocol(ProtocolError::validation(msg))
     }
     pub fn invalid_field(msg: impl Into<String>) -> Self {
-        Self::Protocol(ProtocolError::InvalidField(msg.into()))
+        Self::Protocol(ProtocolError::invalid_field(msg))
     }
 }

@@ -27,11 +27,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let e = self.0;
         let (status, code) = match &e {
-            HubError::Protocol(ProtocolError::Validation(_)) => (StatusCode::BAD_REQUEST, "validation_error"),
+            HubError::Protocol(ProtocolError::Validation { .. }) => (StatusCode::BAD_REQUEST, "validation_error"),
             HubError::Protocol(ProtocolError::VersionNotSupported(_)) => {
                 (StatusCode::BAD_REQUEST, "version_not_supported")
             }
-            HubError::Protocol(ProtocolError::InvalidField(_)) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+            HubError::Protocol(ProtocolError::InvalidField { .. }) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field")
+            }
             HubError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             HubError::AgentIdMismatch { .. } => (StatusCode::FORBIDDEN, "agent_id_mismatch"),
             HubError::NotAuthorized(_) => (StatusCode::FORBIDDEN, "not_authorized"),
@@ -48,6 +50,12 @@ impl IntoResponse for ApiError {
             }
         };
         let mut body = json!({ "error": { "code": code, "message": e.to_string() } });
+        if let HubError::Protocol(p) = &e
+            && !p.fields().is_empty()
+        {
+            // Additive to the §8.5 envelope: every offending field as a JSON pointer.
+            body["error"]["fields"] = json!(p.fields());
+        }
         if let HubError::AlreadyTerminal { id, status, resolution } = &e {
             // §8.4/§8.8: the 409 carries the existing outcome so the caller reads the real result.
             body["id"] = Value::String(id.to_string());

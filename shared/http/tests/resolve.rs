@@ -198,3 +198,34 @@ async fn concurrent_terminals_produce_exactly_one_winner_and_one_resolution_id()
         assert!(winners.contains(&stored), "trial {trial}: the stored resolution came from a successful call");
     }
 }
+
+/// Issue 12 item 3: a 422 names every offending field as a JSON pointer, beside the message.
+#[tokio::test]
+async fn an_invalid_answer_names_every_offending_field() {
+    let t = hub().await;
+    let env = with(
+        with(
+            ask("f1"),
+            "/request",
+            json!({"mode": "input", "allowed_resolvers": ["human:alice"],
+            "schema": {"type":"object","properties":{
+                "replicas":{"type":"integer","minimum":1},
+                "region":{"type":"string","maxLength":3}}}}),
+        ),
+        "/title",
+        json!("Scale?"),
+    );
+    let id = t.submit_ok(env).await;
+    let r = t
+        .resolve(&t.operator, &id, json!({"resolution": "answered", "value": {"replicas": 0, "region": "eu-west"}}))
+        .await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"), "{}", r.body);
+    let mut pointers: Vec<&str> =
+        r.body["error"]["fields"].as_array().unwrap().iter().map(|f| f["pointer"].as_str().unwrap()).collect();
+    pointers.sort_unstable();
+    assert_eq!(pointers, ["/value/region", "/value/replicas"], "{}", r.body);
+    assert!(r.message().starts_with("`/value/"), "{}", r.body);
+    // a schema violation lists its fields the same way
+    let r = t.submit(&t.agent, with(ask("f2"), "/priority", json!("extreme"))).await;
+    assert_eq!(r.body["error"]["fields"][0]["pointer"], "/priority", "{}", r.body);
+}

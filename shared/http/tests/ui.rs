@@ -379,3 +379,24 @@ async fn the_inbox_counts_filters_and_pages_past_a_flood() {
     let bad = t.page(Method::GET, "/inbox?cursor=nope", Some(&cookie), None).await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
 }
+
+/// Issue 12 item 3: every invalid answer field is marked at once, from the structured errors.
+#[tokio::test]
+async fn every_invalid_input_field_is_marked_at_once() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let env = with(
+        input_ask("i2"),
+        "/request/schema",
+        json!({"type":"object","properties":{
+            "replicas":{"type":"integer","minimum":1},
+            "region":{"type":"string","maxLength":3}}}),
+    );
+    let id = t.submit_ok(env).await;
+    let csrf = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await.csrf();
+    let form = [("csrf", csrf.as_str()), ("field.replicas", "0"), ("field.region", "eu-west"), ("act", "answered")];
+    let r = t.page(Method::POST, &format!("/inbox/{id}/resolve"), Some(&cookie), Some(&form)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.html.matches(r#"aria-invalid="true""#).count(), 2, "{}", r.html);
+    assert!(r.html.contains("minimum") && r.html.contains("longer than 3"), "{}", r.html);
+}

@@ -85,8 +85,8 @@ impl ResolveRequest {
                 let Some(schema) = &req.schema else {
                     return bad("`/request/schema`: required for mode input".into());
                 };
-                if let Err(e) = validate_input(schema, value) {
-                    return bad(format!("`/value`: {e}"));
+                if let Err(errors) = validate_input(schema, value) {
+                    return Err(ProtocolError::invalid_at(errors.into_iter().map(|e| e.within("/value")).collect()));
                 }
             }
         }

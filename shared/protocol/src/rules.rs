@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::ProtocolError;
 use crate::envelope::{CallbackMode, Envelope, Mode, Request};
+use crate::error::FieldError;
 use crate::time::Timestamp;
 
 /// The advertised size caps (§8.0, §8.6).
@@ -160,8 +161,12 @@ fn check_default_on_expire(req: &Request) -> Result<(), ProtocolError> {
                 Err(ProtocolError::invalid_field(format!("{field}: must be one of the options' values")))
             }
         }
-        Mode::Input => validate_input(input_schema(req)?, default).map_err(|e| {
-            ProtocolError::invalid_field(format!("{field}: does not validate against /request/schema: {e}"))
+        Mode::Input => validate_input(input_schema(req)?, default).map_err(|errors| {
+            let fields: Vec<FieldError> = errors.into_iter().map(|e| e.within("/request/default_on_expire")).collect();
+            ProtocolError::InvalidField {
+                message: format!("{field}: does not validate against /request/schema: {}", fields[0]),
+                fields,
+            }
         }),
     }
 }
@@ -282,29 +287,39 @@ fn is_scalar(v: &Value) -> bool {
     matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
 }
 
-/// Validate an input object against an already-checked flat schema; the error text names the
-/// first offending property.
-pub fn validate_input(schema: &Value, value: &Value) -> Result<(), String> {
-    let Some(fields) = value.as_object() else { return Err("must be an object".into()) };
-    // Bounded work per answer: a pattern only ever sees a string of bounded length.
+/// Validate an input object against an already-checked flat schema. Every offending property is
+/// reported (pointers relative to the object: `/name`, or `/` for the object itself), so a form
+/// can mark them all at once.
+pub fn validate_input(schema: &Value, value: &Value) -> Result<(), Vec<FieldError>> {
+    let Some(fields) = value.as_object() else { return Err(vec![FieldError::new("/", "must be an object")]) };
+    // Bounded work per answer: a pattern only ever sees a string of bounded length — an
+    // over-long one is refused before any pattern runs.
     let props = schema.get("properties").and_then(Value::as_object);
-    for (name, v) in fields {
-        let patterned = props.and_then(|p| p.get(name)).is_some_and(|p| p.get("pattern").is_some());
-        if patterned && v.as_str().is_some_and(|s| s.chars().count() > MAX_PATTERN_SUBJECT_CHARS) {
-            return Err(format!(
-                "`/{name}`: longer than {MAX_PATTERN_SUBJECT_CHARS} characters (the limit for a value checked against a pattern)"
-            ));
-        }
+    let too_long: Vec<FieldError> = fields
+        .iter()
+        .filter(|(name, v)| {
+            let patterned = props.and_then(|p| p.get(*name)).is_some_and(|p| p.get("pattern").is_some());
+            patterned && v.as_str().is_some_and(|s| s.chars().count() > MAX_PATTERN_SUBJECT_CHARS)
+        })
+        .map(|(name, _)| {
+            FieldError::new(
+                format!("/{}", escape_token(name)),
+                format!("longer than {MAX_PATTERN_SUBJECT_CHARS} characters (the limit for a value checked against a pattern)"),
+            )
+        })
+        .collect();
+    if !too_long.is_empty() {
+        return Err(too_long);
     }
-    let validator = input_validator(schema)?;
-    match validator.iter_errors(value).next() {
-        None => Ok(()),
-        Some(e) => {
-            let path = e.instance_path().to_string();
-            let path = if path.is_empty() { "/".to_owned() } else { path };
-            Err(format!("`{path}`: {e}"))
-        }
-    }
+    let validator = input_validator(schema).map_err(|e| vec![FieldError::new("/", e)])?;
+    let errors: Vec<FieldError> =
+        validator.iter_errors(value).map(|e| FieldError::new(e.instance_path().to_string(), e.to_string())).collect();
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+/// RFC 6901: a property name as one pointer token.
+fn escape_token(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]
@@ -329,7 +344,7 @@ mod tests {
             json!({"type":"string"}),
             json!({"type":"object","properties":{}}),
         ] {
-            assert!(matches!(check_flat_schema(&s), Err(ProtocolError::InvalidField(_))), "{s}");
+            assert!(matches!(check_flat_schema(&s), Err(ProtocolError::InvalidField { .. })), "{s}");
         }
     }
 
@@ -339,7 +354,10 @@ mod tests {
         assert!(check_flat_schema(&with("^[A-Z]{3}-[0-9]+$")).is_ok());
         for bad in ["^(?=a)a+$", "(a)\\1", "^(?!x).*$", &"a".repeat(MAX_PATTERN_BYTES + 1), "(a{1000}){1000}"] {
             let err = check_flat_schema(&with(bad)).unwrap_err();
-            assert!(matches!(&err, ProtocolError::InvalidField(m) if m.contains("property `code`")), "{bad}: {err}");
+            assert!(
+                matches!(&err, ProtocolError::InvalidField { message, .. } if message.contains("property `code`")),
+                "{bad}: {err}"
+            );
         }
         let many: serde_json::Map<String, Value> =
             (0..=MAX_SCHEMA_PROPERTIES).map(|i| (format!("p{i}"), json!({"type":"string"}))).collect();
@@ -351,7 +369,8 @@ mod tests {
         let s = json!({"type":"object","properties":{"code":{"type":"string","pattern":"^(a|aa)+$"}}});
         let long = "a".repeat(MAX_PATTERN_SUBJECT_CHARS + 1);
         let err = validate_input(&s, &json!({ "code": long })).unwrap_err();
-        assert!(err.contains("/code") && err.contains("pattern"), "{err}");
+        assert_eq!(err[0].pointer, "/code");
+        assert!(err[0].message.contains("pattern"), "{err:?}");
         assert!(validate_input(&s, &json!({ "code": "a".repeat(MAX_PATTERN_SUBJECT_CHARS) })).is_ok());
     }
 
@@ -360,8 +379,13 @@ mod tests {
         let s = json!({"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]});
         assert!(validate_input(&s, &json!({"n": 3})).is_ok());
         let err = validate_input(&s, &json!({"n": 0})).unwrap_err();
-        assert!(err.contains("/n"), "{err}");
+        assert_eq!(err[0].pointer, "/n", "{err:?}");
         assert!(validate_input(&s, &json!({})).is_err());
         assert!(validate_input(&s, &json!("3")).is_err());
+        let two = json!({"type":"object","properties":{"n":{"type":"integer","minimum":1},"s":{"type":"string","maxLength":2}}});
+        let err = validate_input(&two, &json!({"n": 0, "s": "long"})).unwrap_err();
+        let mut pointers: Vec<&str> = err.iter().map(|e| e.pointer.as_str()).collect();
+        pointers.sort_unstable();
+        assert_eq!(pointers, ["/n", "/s"], "every invalid field at once");
     }
 }

@@ -20,6 +20,7 @@ use jsonschema::{Draft, Retrieve, Uri, ValidationError, Validator};
 use serde_json::Value;
 
 use crate::ProtocolError;
+use crate::error::FieldError;
 
 /// Namespace of our schema `$id`s; every embedded document is `BASE` + its file name.
 pub const SCHEMA_BASE: &str = "https://ma2h-hub.dev/schema/v0.5/";
@@ -140,18 +141,20 @@ impl Retrieve for EmbeddedOnly {
 /// the offending field (the most specific one when several rules fail).
 pub fn validate(kind: SchemaKind, value: &Value) -> Result<(), ProtocolError> {
     let validator = &VALIDATORS[kind.index()];
-    let mut best: Option<Finding> = None;
-    for error in validator.iter_errors(value) {
-        for finding in findings(&error) {
-            if best.as_ref().is_none_or(|b| finding.rank > b.rank) {
-                best = Some(finding);
-            }
+    let mut all: Vec<Finding> = validator.iter_errors(value).flat_map(|e| findings(&e)).collect();
+    if all.is_empty() {
+        return Ok(());
+    }
+    // Most specific first (stable: the validator's order breaks ties); one entry per field.
+    all.sort_by_key(|f| std::cmp::Reverse(f.rank));
+    let message = all[0].message.clone();
+    let mut fields: Vec<FieldError> = Vec::new();
+    for f in all {
+        if !fields.iter().any(|seen| seen.pointer == f.field.pointer) {
+            fields.push(f.field);
         }
     }
-    match best {
-        None => Ok(()),
-        Some(f) => Err(ProtocolError::Validation(f.message)),
-    }
+    Err(ProtocolError::Validation { message, fields })
 }
 
 /// `true` when `value` validates against the schema for `kind`.
@@ -165,6 +168,7 @@ struct Finding {
     /// (on a tie, the field the sender actually wrote is the better lead).
     rank: (usize, bool),
     message: String,
+    field: FieldError,
 }
 
 /// Flatten an error into candidate findings; `oneOf`/`anyOf` failures are replaced by the errors
@@ -201,13 +205,13 @@ fn describe(error: &ValidationError<'_>) -> Finding {
     };
     let missing = matches!(error.kind(), ValidationErrorKind::Required { .. });
     let rank = (pointer.matches('/').count() + usize::from(missing), !missing);
-    let shown = if pointer.is_empty() { "/" } else { pointer.as_str() };
-    let mut message = format!("`{shown}`: {problem}");
+    let mut problem = problem;
     if let Some(rule) = rule_note(error) {
-        message.push_str(" — ");
-        message.push_str(&rule);
+        problem.push_str(" — ");
+        problem.push_str(&rule);
     }
-    Finding { rank, message }
+    let field = FieldError::new(pointer, problem);
+    Finding { rank, message: field.to_string(), field }
 }
 
 /// Human wording for the value-level keywords. Instance values are never echoed (they may be

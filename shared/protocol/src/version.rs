@@ -65,7 +65,7 @@ mod tests {
     #[test]
     fn non_canonical_minor_is_a_validation_error() {
         for bad in ["0.03", "0.", "0.x", "0.3.1", "abc", ""] {
-            assert!(matches!(Version::parse(bad), Err(ProtocolError::Validation(_))), "{bad}");
+            assert!(matches!(Version::parse(bad), Err(ProtocolError::Validation { .. })), "{bad}");
         }
     }
 

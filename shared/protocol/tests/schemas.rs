@@ -17,7 +17,7 @@ fn pass(kind: SchemaKind, doc: &Value) {
 /// Assert a rejection whose message contains every `needle`; returns the message.
 fn fail(kind: SchemaKind, doc: &Value, needles: &[&str]) -> String {
     match validate(kind, doc) {
-        Err(ProtocolError::Validation(msg)) => {
+        Err(ProtocolError::Validation { message: msg, .. }) => {
             for needle in needles {
                 assert!(msg.contains(needle), "message {msg:?} should contain {needle:?}");
             }

@@ -190,13 +190,18 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
     let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
     match resolve::resolve(&hub, &session.principal, &id, &bytes).await {
         Ok(_) => Redirect::to(&format!("/inbox/{id}?done=1")).into_response(),
-        Err(HubError::Protocol(ProtocolError::InvalidField(m) | ProtocolError::Validation(m))) => {
-            if let Some((field, text)) = field_error(&m) {
-                state.field_errors.insert(field, text);
-                state.error = Some("Please correct the fields marked below.".to_owned());
-            } else {
-                state.error = Some(m);
+        Err(HubError::Protocol(e @ (ProtocolError::InvalidField { .. } | ProtocolError::Validation { .. }))) => {
+            // Every answer field the rules named is marked at once; anything else is the banner.
+            for f in e.fields() {
+                if let Some(name) = answer_field(&f.pointer) {
+                    state.field_errors.insert(name, f.message.clone());
+                }
             }
+            state.error = Some(if state.field_errors.is_empty() {
+                e.to_string()
+            } else {
+                "Please correct the fields marked below.".to_owned()
+            });
             message::render(&hub, &session, &view, false, &state, StatusCode::UNPROCESSABLE_ENTITY)
         }
         Err(HubError::AlreadyTerminal { .. }) => {
@@ -311,11 +316,10 @@ fn input_value(schema: &Value, pairs: &[(String, String)], errors: &mut HashMap<
     Value::Object(obj)
 }
 
-/// `"`/value`: `/n`: 0 is less than the minimum of 1"` → `("n", "0 is less than the minimum of 1")`.
-fn field_error(message: &str) -> Option<(String, String)> {
-    let rest = message.strip_prefix("`/value`: `/")?;
-    let (field, text) = rest.split_once("`: ")?;
-    (!field.is_empty() && !field.contains('/')).then(|| (field.to_owned(), text.to_owned()))
+/// The input-form field a pointer names: `/value/n` → `n` (an RFC 6901 token, unescaped).
+fn answer_field(pointer: &str) -> Option<String> {
+    let token = pointer.strip_prefix("/value/")?;
+    (!token.is_empty() && !token.contains('/')).then(|| token.replace("~1", "/").replace("~0", "~"))
 }
 
 #[cfg(test)]
@@ -323,12 +327,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn schema_errors_are_attributed_to_their_field() {
-        assert_eq!(
-            field_error("`/value`: `/n`: 0 is less than the minimum of 1"),
-            Some(("n".to_owned(), "0 is less than the minimum of 1".to_owned()))
-        );
-        assert_eq!(field_error("`/value`: must be an object"), None);
+    fn answer_errors_are_attributed_to_their_field() {
+        assert_eq!(answer_field("/value/n"), Some("n".to_owned()));
+        assert_eq!(answer_field("/value/a~1b"), Some("a/b".to_owned()));
+        assert_eq!(answer_field("/value"), None);
+        assert_eq!(answer_field("/comment"), None);
     }
 
     #[test]
