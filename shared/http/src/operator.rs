@@ -3,12 +3,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use ma2h_core::list::{self, ListParams};
-use ma2h_core::listing::ListFilter;
+use ma2h_core::list::{self, ListParams, Listing};
+use ma2h_core::listing::{ListFilter, MessageSummary};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::AgentId;
-use serde_json::Value;
+use ma2h_protocol::time;
+use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::extract::{Caller, Params};
@@ -60,5 +61,58 @@ pub async fn list(State(hub): State<Hub>, Caller(who): Caller, params: Params) -
         limit: params.u32("limit")?.map(|l| l as usize),
         counts,
     };
-    Ok(Json(list::list(&hub, &who, query).await?.to_json()))
+    Ok(Json(listing_json(&list::list(&hub, &who, query).await?)))
+}
+
+/// The body of `GET /v1/operator/messages`: `{count, messages, next_cursor?, counts?}`.
+pub(crate) fn listing_json(listing: &Listing) -> Value {
+    let items: Vec<Value> = listing.page.items.iter().map(summary_json).collect();
+    let mut out = json!({ "count": items.len(), "messages": items });
+    if let Some(next) = &listing.page.next {
+        out["next_cursor"] = Value::String(next.encode());
+    }
+    if let Some(c) = &listing.counts {
+        let priorities = [Priority::Urgent, Priority::High, Priority::Normal, Priority::Low];
+        let kinds = [MessageType::Notify, MessageType::Ask, MessageType::Task];
+        out["counts"] = json!({
+            "open": c.total,
+            "matching": c.matching,
+            "priority": Value::Object(priorities.iter().map(|p| (p.as_str().to_owned(), json!(c.priority(*p)))).collect()),
+            "type": Value::Object(kinds.iter().map(|k| (k.as_str().to_owned(), json!(c.kind(*k)))).collect()),
+        });
+    }
+    out
+}
+
+/// One listing row. Summaries hold no `state`, `client_ref` or envelope (§9.1, §9.3).
+fn summary_json(s: &MessageSummary) -> Value {
+    let mut out = json!({
+        "id": s.id.as_str(),
+        "type": s.kind.as_str(),
+        "status": s.status.as_str(),
+        "title": s.title,
+        "priority": s.priority.as_str(),
+        "agent": { "id": s.agent_id.as_str(), "project": s.project },
+        "tags": s.tags,
+        "created_at": time::format(s.created_at),
+        "expires_at": s.expires_at.map(time::format),
+    });
+    if let Some(p) = &s.push {
+        out["push"] = json!({
+            "status": p.status.as_str(),
+            "attempts": p.attempts,
+            "last_error": p.last_error,
+            "next_attempt_at": p.next_attempt_at.map(time::format),
+            "delivered_at": p.delivered_at.map(time::format),
+        });
+    }
+    if let Some(rid) = &s.resolution_id {
+        // §6: the resolution is the terminal status the Response records.
+        out["resolution"] = Value::String(s.status.as_str().to_owned());
+        out["resolution_id"] = Value::String(rid.as_str().to_owned());
+        out["actor"] = json!(s.actor);
+        out["comment"] = json!(s.comment);
+        out["resolved_at"] = Value::String(time::format(s.updated_at));
+    }
+    out
 }

@@ -179,7 +179,7 @@ async fn concurrent_terminals_produce_exactly_one_winner_and_one_resolution_id()
                 if i % 4 == 1 {
                     ma2h_core::cancel::cancel(&hub, &who, &id)
                         .await
-                        .map(|v| v["response"]["resolution_id"].as_str().unwrap().to_owned())
+                        .map(|c| c.response.unwrap()["resolution_id"].as_str().unwrap().to_owned())
                 } else {
                     ma2h_core::resolve::resolve(&hub, &who, &id, br#"{"resolution":"declined"}"#)
                         .await

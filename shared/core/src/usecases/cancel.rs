@@ -3,7 +3,8 @@
 use ma2h_protocol::envelope::MessageType;
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::response::Terminal;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::lifecycle::{already_terminal, apply_terminal, load_owned};
 use crate::auth::Principal;
@@ -11,7 +12,15 @@ use crate::records::{Completion, MessageRecord, PrincipalId};
 use crate::{Hub, HubError};
 
 /// 200 `{id, status: "cancelled", response}` — the same body for a repeat cancel.
-pub async fn cancel(hub: &Hub, principal: &Principal, id: &str) -> Result<Value, HubError> {
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cancelled {
+    pub id: String,
+    pub status: &'static str,
+    /// The stored §6 Response.
+    pub response: Option<Value>,
+}
+
+pub async fn cancel(hub: &Hub, principal: &Principal, id: &str) -> Result<Cancelled, HubError> {
     // §9.1: only the submitting principal may cancel; anyone else sees the unknown-id 404.
     let PrincipalId::Agent(agent) = &principal.id else {
         return Err(HubError::NotFound);
@@ -40,6 +49,6 @@ pub async fn cancel(hub: &Hub, principal: &Principal, id: &str) -> Result<Value,
     }
 }
 
-fn cancelled_body(rec: &MessageRecord) -> Value {
-    json!({ "id": rec.id.as_str(), "status": "cancelled", "response": rec.response })
+fn cancelled_body(rec: &MessageRecord) -> Cancelled {
+    Cancelled { id: rec.id.to_string(), status: Status::Cancelled.as_str(), response: rec.response.clone() }
 }

@@ -93,7 +93,7 @@ async fn fetch(hub: &Hub, session: &Session, params: &Params, resolved: bool) ->
 
 /// The items of a listing as JSON rows (the API's shape: one renderer for both).
 fn rows(listing: &Listing) -> Vec<Value> {
-    listing.to_json()["messages"].as_array().cloned().unwrap_or_default()
+    crate::operator::listing_json(listing)["messages"].as_array().cloned().unwrap_or_default()
 }
 
 fn pager(filters: &Filters, path: &str, listing: &Listing, paged: bool, next_label: &str) -> Markup {
