@@ -8,7 +8,7 @@
 pub mod handlers;
 mod wiring;
 
-pub use wiring::{AwsSettings, Deployment, assemble, build, build_admin, init_tracing};
+pub use wiring::{AwsSettings, ConfigError, Deployment, assemble, build, build_admin, init_tracing};
 
 /// The boxed error type Lambda runtimes accept.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;

@@ -5,13 +5,24 @@ use std::time::Duration;
 
 use ma2h_core::Hub;
 use ma2h_core::changes::PollingChanges;
-use ma2h_core::keys::HubKeys;
+use ma2h_core::keys::{HubKeys, KeyError};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::Settings;
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::DynamoStore;
 
 use crate::Error;
+
+/// A deployment that cannot start: what is missing or wrong in its configuration.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("{0} is required on AWS")]
+    Missing(&'static str),
+    #[error("{var} {reason}")]
+    Invalid { var: &'static str, reason: String },
+    #[error(transparent)]
+    Keys(#[from] KeyError),
+}
 
 /// The AWS-only settings, from `MA2H_*` variables (the SAM template sets them).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,23 +37,25 @@ pub struct AwsSettings {
 
 impl AwsSettings {
     /// For the admin commands, which never enqueue: the queue URL may be absent.
-    pub fn for_admin(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub fn for_admin(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Self::from_vars(|k| get(k).or_else(|| (k == "MA2H_PUSH_QUEUE_URL").then(String::new)))
     }
 
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let interval = match get("MA2H_LONG_POLL_INTERVAL_MS") {
-            Some(v) => {
-                v.parse::<u64>().map_err(|_| format!("MA2H_LONG_POLL_INTERVAL_MS must be an integer, got `{v}`"))?
-            }
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        const INTERVAL: &str = "MA2H_LONG_POLL_INTERVAL_MS";
+        let interval = match get(INTERVAL) {
+            Some(v) => v.parse::<u64>().map_err(|_| ConfigError::Invalid {
+                var: INTERVAL,
+                reason: format!("must be an integer, got `{v}`"),
+            })?,
             None => 500,
         };
         if interval == 0 {
-            return Err("MA2H_LONG_POLL_INTERVAL_MS must be at least 1".into());
+            return Err(ConfigError::Invalid { var: INTERVAL, reason: "must be at least 1".into() });
         }
         Ok(Self {
             table: get("MA2H_TABLE").unwrap_or_else(|| "ma2h".into()),
-            push_queue_url: get("MA2H_PUSH_QUEUE_URL").ok_or("MA2H_PUSH_QUEUE_URL is required")?,
+            push_queue_url: get("MA2H_PUSH_QUEUE_URL").ok_or(ConfigError::Missing("MA2H_PUSH_QUEUE_URL"))?,
             long_poll_interval: Duration::from_millis(interval),
         })
     }
@@ -92,13 +105,14 @@ pub fn assemble(
     aws: &AwsSettings,
     store: DynamoStore,
     queue: SqsPushQueue,
-) -> Result<Deployment, String> {
+) -> Result<Deployment, ConfigError> {
     // Lambda has no data directory: both keys must come from configuration (SSM / Secrets
     // Manager via the template's parameters).
-    let master = settings.master_key.as_ref().ok_or("MA2H_MASTER_KEY is required on AWS")?;
-    let master_key = MasterKey::from_base64(&master.0).map_err(|e| format!("MA2H_MASTER_KEY: {e}"))?;
-    let seed_text = settings.ed25519_seed.as_ref().ok_or("MA2H_ED25519_SEED is required on AWS")?;
-    let keys = HubKeys::from_config(&seed_text.0, &settings.ed25519_previous).map_err(|e| e.to_string())?;
+    let master = settings.master_key.as_ref().ok_or(ConfigError::Missing("MA2H_MASTER_KEY"))?;
+    let master_key = MasterKey::from_base64(&master.0)
+        .map_err(|e| ConfigError::Invalid { var: "MA2H_MASTER_KEY", reason: e.to_string() })?;
+    let seed_text = settings.ed25519_seed.as_ref().ok_or(ConfigError::Missing("MA2H_ED25519_SEED"))?;
+    let keys = HubKeys::from_config(&seed_text.0, &settings.ed25519_previous)?;
     // Writers may be other Lambda instances: a long-poll re-reads the store on an interval.
     let changes = Arc::new(PollingChanges { interval: aws.long_poll_interval });
     let hub = Hub::new(Arc::new(store.clone()), settings, master_key, keys, changes, Arc::new(queue.clone()));

@@ -70,10 +70,10 @@ impl SqsPushQueue {
         }
     }
 
-    /// Send one job; `Err` carries the SDK error text.
-    pub async fn send(&self, account: &AccountId, id: &MessageId) -> Result<(), String> {
+    /// Send one job.
+    pub async fn send(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {
         let body = serde_json::to_string(&PushJob { account: account.to_string(), id: id.to_string() })
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| QueueError(e.to_string()))?;
         self.client
             .send_message()
             .queue_url(&self.queue_url)
@@ -81,7 +81,7 @@ impl SqsPushQueue {
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| format!("{e:?}"))
+            .map_err(|e| QueueError(format!("{e:?}")))
     }
 }
 
@@ -94,7 +94,7 @@ fn visibility_secs(at: Option<Timestamp>, now: Timestamp) -> i32 {
 #[async_trait]
 impl PushQueue for SqsPushQueue {
     async fn enqueue(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {
-        self.send(account, id).await.map_err(QueueError)
+        self.send(account, id).await
     }
 }
 
