@@ -91,3 +91,42 @@ pub(crate) fn parsed<T>(value: &str, what: &str, parse: impl FnOnce(&str) -> Opt
 pub(crate) fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+/// The five push columns of a row (`push_status`, `push_attempts`, `push_next_at`,
+/// `push_last_error`, `push_delivered_at`, in that order), as stored.
+pub(crate) struct RawPush {
+    status: Option<String>,
+    attempts: i64,
+    next_at: Option<i64>,
+    last_error: Option<String>,
+    delivered_at: Option<i64>,
+}
+
+impl RawPush {
+    /// Read the five columns starting at index `first`.
+    pub(crate) fn read(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            status: r.get(first)?,
+            attempts: r.get(first + 1)?,
+            next_at: r.get(first + 2)?,
+            last_error: r.get(first + 3)?,
+            delivered_at: r.get(first + 4)?,
+        })
+    }
+
+    /// The push track, `None` when the message owes no push; `what` names a column in errors.
+    pub(crate) fn decode(
+        self,
+        what: impl Fn(&str) -> String,
+    ) -> Result<Option<ma2h_core::records::PushTrack>, DbError> {
+        use ma2h_core::records::{PushStatus, PushTrack};
+        let Some(status) = self.status else { return Ok(None) };
+        Ok(Some(PushTrack {
+            status: parsed(&status, &what("push_status"), PushStatus::parse)?,
+            attempts: u32::try_from(self.attempts).map_err(|_| DbError::Corrupt(what("push_attempts")))?,
+            next_attempt_at: opt_ts(self.next_at, &what("push_next_at"))?,
+            last_error: self.last_error,
+            delivered_at: opt_ts(self.delivered_at, &what("push_delivered_at"))?,
+        }))
+    }
+}

@@ -6,14 +6,13 @@
 //! Public so tests (and operators) can check the plans: [`page_sql`], [`counts_sql`].
 
 use ma2h_core::listing::{ListCursor, ListFilter, ListQuery, MessageSummary, OpenCounts};
-use ma2h_core::records::{PushStatus, PushTrack};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, Row, params_from_iter};
 
-use crate::codec::{DbError, limit, ms, opt_ts, parsed, ts};
+use crate::codec::{DbError, RawPush, limit, ms, opt_ts, parsed, ts};
 
 const SUMMARY_COLUMNS: &str = "id, agent_id, kind, status, priority, title, project, tags, created_at, expires_at, \
      updated_at, resolution_id, json_extract(response, '$.response.actor'), \
@@ -133,11 +132,7 @@ struct RawSummary {
     resolution_id: Option<String>,
     actor: Option<String>,
     comment: Option<String>,
-    push_status: Option<String>,
-    push_attempts: i64,
-    push_next_at: Option<i64>,
-    push_last_error: Option<String>,
-    push_delivered_at: Option<i64>,
+    push: RawPush,
 }
 
 impl RawSummary {
@@ -157,11 +152,7 @@ impl RawSummary {
             resolution_id: r.get(11)?,
             actor: r.get(12)?,
             comment: r.get(13)?,
-            push_status: r.get(14)?,
-            push_attempts: r.get(15)?,
-            push_next_at: r.get(16)?,
-            push_last_error: r.get(17)?,
-            push_delivered_at: r.get(18)?,
+            push: RawPush::read(r, 14)?,
         })
     }
 
@@ -184,16 +175,7 @@ impl RawSummary {
             resolution_id: self.resolution_id.map(ResolutionId::from_trusted),
             actor: self.actor,
             comment: self.comment,
-            push: match &self.push_status {
-                None => None,
-                Some(s) => Some(PushTrack {
-                    status: parsed(s, &what("push_status"), PushStatus::parse)?,
-                    attempts: u32::try_from(self.push_attempts).map_err(|_| DbError::Corrupt(what("push_attempts")))?,
-                    next_attempt_at: opt_ts(self.push_next_at, &what("push_next_at"))?,
-                    last_error: self.push_last_error,
-                    delivered_at: opt_ts(self.push_delivered_at, &what("push_delivered_at"))?,
-                }),
-            },
+            push: self.push.decode(what)?,
             title: self.title,
             id: MessageId::from_trusted(self.id),
         })

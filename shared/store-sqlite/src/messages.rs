@@ -28,16 +28,14 @@
 use async_trait::async_trait;
 use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts};
 use ma2h_core::ports::{MessageStore, StoreError};
-use ma2h_core::records::{
-    Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
-};
+use ma2h_core::records::{Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::time::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::codec::{DbError, json_text, json_value, limit, ms, opt_ms, opt_ts, parsed, ts};
+use crate::codec::{DbError, RawPush, json_text, json_value, limit, ms, opt_ms, opt_ts, parsed, ts};
 use crate::{SqliteStore, listing, sql};
 
 #[async_trait]
@@ -359,11 +357,7 @@ struct RawMessage {
     response: Option<String>,
     resolution_id: Option<String>,
     retain_until: Option<i64>,
-    push_status: Option<String>,
-    push_attempts: i64,
-    push_next_at: Option<i64>,
-    push_last_error: Option<String>,
-    push_delivered_at: Option<i64>,
+    push: RawPush,
     state_text: Option<String>,
 }
 
@@ -385,11 +379,7 @@ impl RawMessage {
             response: r.get(11)?,
             resolution_id: r.get(12)?,
             retain_until: r.get(13)?,
-            push_status: r.get(14)?,
-            push_attempts: r.get(15)?,
-            push_next_at: r.get(16)?,
-            push_last_error: r.get(17)?,
-            push_delivered_at: r.get(18)?,
+            push: RawPush::read(r, 14)?,
             state_text: r.get(19)?,
         })
     }
@@ -410,16 +400,7 @@ impl RawMessage {
             response: self.response.as_deref().map(|r| json_value(r, &what("response"))).transpose()?,
             resolution_id: self.resolution_id.clone().map(ResolutionId::from_trusted),
             retain_until: opt_ts(self.retain_until, &what("retain_until"))?,
-            push: match &self.push_status {
-                None => None,
-                Some(s) => Some(PushTrack {
-                    status: parsed(s, &what("push_status"), PushStatus::parse)?,
-                    attempts: u32::try_from(self.push_attempts).map_err(|_| DbError::Corrupt(what("push_attempts")))?,
-                    next_attempt_at: opt_ts(self.push_next_at, &what("push_next_at"))?,
-                    last_error: self.push_last_error.clone(),
-                    delivered_at: opt_ts(self.push_delivered_at, &what("push_delivered_at"))?,
-                }),
-            },
+            push: self.push.decode(what)?,
             title: self.title,
             id: MessageId::from_trusted(self.id),
         })
