@@ -19,6 +19,7 @@ AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS
 	AWS_REGION=us-east-1 MA2H_REQUIRE_AWS_TESTS=1
 
 # The Router suite (shared/http/tests): `make test` runs it on each store (MA2H_TEST_STORE).
+# Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
 ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui
 
 ## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; then clippy, fmt and template lint
@@ -26,7 +27,7 @@ test:
 	bash scripts/moto.sh start
 	$(AWS_TEST_ENV) bash -c '$(CARGO) test --workspace --locked && \
 		for store in sqlite-file dynamodb; do echo "Router suite on $$store"; \
-		MA2H_TEST_STORE=$$store $(CARGO) test --locked -p ma2h-http $(ROUTER_SUITE) || exit 1; done'; \
+		MA2H_TEST_STORE=$$store $(CARGO) test --locked --workspace $(ROUTER_SUITE) || exit 1; done'; \
 		status=$$?; bash scripts/moto.sh stop; exit $$status
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all -- --check

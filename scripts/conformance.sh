@@ -13,7 +13,8 @@ cd "$ROOT"
 # shellcheck source=lib/hub.sh
 . scripts/lib/hub.sh
 
-"$CARGO" build --quiet -p ma2h-hub -p ma2h-conformance
+# --workspace: the same feature set as `cargo test --workspace`, so nothing is rebuilt
+"$CARGO" build --quiet --workspace --bin ma2h-hub --bin ma2h-conformance
 TARGET=$("$CARGO" metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 HUB="$TARGET/debug/ma2h-hub"
 RUNNER="$TARGET/debug/ma2h-conformance"

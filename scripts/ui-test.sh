@@ -15,7 +15,8 @@ if [ ! -x "$CHROMIUM" ]; then
   exit 1
 fi
 
-cargo build --locked -p ma2h-hub
+# --workspace: the same feature set as `cargo test --workspace`, so nothing is rebuilt
+cargo build --locked --workspace --bin ma2h-hub
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
 BIN="$TARGET_DIR/debug/ma2h-hub"
 

@@ -17,12 +17,8 @@ use ma2h_store_sqlite::SqliteStore;
 use tokio::net::TcpListener;
 
 pub fn init_tracing(settings: &Settings) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MA2H_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // colour only for a person at a terminal, never into a log file or pipe
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    let _ = if settings.log_json { builder.json().try_init() } else { builder.try_init() };
+    use ma2h_core::telemetry::{LogFormat, init};
+    init(if settings.log_json { LogFormat::Json } else { LogFormat::Text });
 }
 
 /// The local Hub and the wake-up its delivery worker waits on.
@@ -72,7 +68,7 @@ fn load_ed25519(settings: &Settings) -> Result<HubKeys> {
 
 /// The push sender with the §9.4 egress policy for this mode.
 pub fn push_sender(settings: &Settings) -> Result<Arc<dyn PushSender>> {
-    let policy = EgressPolicy::from_settings(settings).map_err(anyhow::Error::msg)?;
+    let policy = EgressPolicy::from_settings(settings)?;
     Ok(Arc::new(HttpPushSender::new(policy)?))
 }
 

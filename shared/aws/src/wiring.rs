@@ -71,9 +71,7 @@ pub struct Deployment {
 
 /// Log JSON lines to stdout (CloudWatch); `MA2H_LOG` filters.
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MA2H_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().json().with_env_filter(filter).without_time().try_init();
+    ma2h_core::telemetry::init(ma2h_core::telemetry::LogFormat::Lambda);
 }
 
 fn env(k: &str) -> Option<String> {

@@ -14,6 +14,7 @@ pub mod ports;
 pub mod records;
 pub mod secrets;
 pub mod settings;
+pub mod telemetry;
 mod usecases;
 
 pub use error::HubError;

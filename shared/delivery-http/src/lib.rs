@@ -107,32 +107,52 @@ impl EgressPolicy {
 /// (`http://0x7f.1/` has host `127.0.0.1`). This does **not** vet the destination address: that
 /// needs DNS and happens at delivery time. Error messages never echo the URL (it may carry
 /// secrets in its query).
-pub fn check_callback_url(url: &str, mode: EgressMode) -> Result<Url, String> {
-    let parsed = Url::parse(url).map_err(|e| format!("invalid callback url: {e}"))?;
+pub fn check_callback_url(url: &str, mode: EgressMode) -> Result<Url, CallbackUrlError> {
+    let parsed = Url::parse(url).map_err(CallbackUrlError::Invalid)?;
     match (parsed.scheme(), mode) {
         ("https", _) | ("http", EgressMode::Dev) => {}
-        ("http", EgressMode::Production) => return Err("callback url must use https".to_owned()),
-        (other, _) => return Err(format!("unsupported callback url scheme {other:?}")),
+        ("http", EgressMode::Production) => return Err(CallbackUrlError::NotHttps),
+        (other, _) => return Err(CallbackUrlError::Scheme(other.to_owned())),
     }
     if parsed.host().is_none() {
-        return Err("callback url has no host".to_owned());
+        return Err(CallbackUrlError::NoHost);
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err("callback url must not carry credentials".to_owned());
+        return Err(CallbackUrlError::Credentials);
     }
     Ok(parsed)
 }
 
+/// Why a callback URL's shape is refused. The texts never echo the URL (§9.6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallbackUrlError {
+    #[error("invalid callback url: {0}")]
+    Invalid(url::ParseError),
+    #[error("callback url must use https")]
+    NotHttps,
+    #[error("unsupported callback url scheme {0:?}")]
+    Scheme(String),
+    #[error("callback url has no host")]
+    NoHost,
+    #[error("callback url must not carry credentials")]
+    Credentials,
+}
+
+/// A `MA2H_DEV_EGRESS_ALLOW` entry that is not a network.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MA2H_DEV_EGRESS_ALLOW: `{0}` is not a CIDR network")]
+pub struct EgressConfigError(pub String);
+
 impl EgressPolicy {
     /// The policy for a Hub configured by `settings`: dev mode honours `MA2H_DEV_EGRESS_ALLOW`,
     /// production ignores it; timeouts come from the push settings.
-    pub fn from_settings(settings: &ma2h_core::settings::Settings) -> Result<Self, String> {
+    pub fn from_settings(settings: &ma2h_core::settings::Settings) -> Result<Self, EgressConfigError> {
         let mut policy = match settings.mode {
             ma2h_core::settings::Mode::Dev => Self::dev(
                 settings
                     .dev_egress_allow
                     .iter()
-                    .map(|n| n.parse().map_err(|_| format!("MA2H_DEV_EGRESS_ALLOW: `{n}` is not a CIDR network")))
+                    .map(|n| n.parse().map_err(|_| EgressConfigError(n.clone())))
                     .collect::<Result<Vec<_>, _>>()?,
             ),
             ma2h_core::settings::Mode::Production => Self::production(),
@@ -164,13 +184,14 @@ mod tests {
         assert!(check_callback_url("https://agent.example/cb", Production).is_ok());
         assert!(check_callback_url("http://agent.example/cb", Dev).is_ok());
         assert_eq!(
-            check_callback_url("http://agent.example/cb", Production).unwrap_err(),
+            check_callback_url("http://agent.example/cb", Production).unwrap_err().to_string(),
             "callback url must use https"
         );
-        assert!(check_callback_url("ftp://agent.example/cb", Dev).unwrap_err().contains("scheme"));
-        assert!(check_callback_url("file:///etc/passwd", Dev).unwrap_err().contains("scheme"));
-        assert!(check_callback_url("https://user:pw@agent.example/", Production).unwrap_err().contains("credentials"));
-        assert!(check_callback_url("https://user@agent.example/", Production).unwrap_err().contains("credentials"));
+        let err = |u: &str, mode| check_callback_url(u, mode).unwrap_err();
+        assert_eq!(err("ftp://agent.example/cb", Dev), CallbackUrlError::Scheme("ftp".into()));
+        assert_eq!(err("file:///etc/passwd", Dev), CallbackUrlError::Scheme("file".into()));
+        assert_eq!(err("https://user:pw@agent.example/", Production), CallbackUrlError::Credentials);
+        assert_eq!(err("https://user@agent.example/", Production), CallbackUrlError::Credentials);
         assert!(check_callback_url("not a url", Production).is_err());
         assert!(check_callback_url("https://", Production).is_err());
     }

@@ -142,7 +142,7 @@ impl PushSender for HttpPushSender {
         // §9.4 at delivery time: the shape is re-checked on every attempt, not only at submit.
         let (host, outcome) = match check_callback_url(&request.url, self.policy.mode) {
             Ok(url) => (url.host_str().map(str::to_owned), self.deliver(&url, request).await),
-            Err(reason) => (None, PushOutcome::Refused { reason }),
+            Err(e) => (None, PushOutcome::Refused { reason: e.to_string() }),
         };
         log(host.as_deref(), &outcome);
         outcome

@@ -149,7 +149,7 @@ async fn the_same_receiver_is_refused_in_production() {
 #[tokio::test]
 async fn production_requires_https() {
     assert_eq!(
-        check_callback_url("http://agent.example/ma2h/resolve", EgressMode::Production).unwrap_err(),
+        check_callback_url("http://agent.example/ma2h/resolve", EgressMode::Production).unwrap_err().to_string(),
         "callback url must use https"
     );
     assert!(check_callback_url("https://agent.example/ma2h/resolve", EgressMode::Production).is_ok());
