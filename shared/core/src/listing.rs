@@ -37,10 +37,6 @@ impl ListFilter {
             && self.project.as_ref().is_none_or(|p| s.project.as_ref() == Some(p))
             && self.tag.as_ref().is_none_or(|t| s.tags.contains(t))
     }
-
-    pub fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
 }
 
 /// One page request of the operator listing.
