@@ -61,6 +61,9 @@ pub struct Hub {
 
 impl Hub {
     pub fn new(base: &str) -> anyhow::Result<Self> {
+        // One TLS stack: rustls on `ring`, installed as the process default unless the binary
+        // already chose one (an Err here only means it did).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
         Ok(Self {
             http,

@@ -101,6 +101,9 @@ struct Reply {
 
 impl Client {
     pub fn new(hub_url: &str, api_key: &str) -> Result<Self, ClientError> {
+        // One TLS stack: rustls on `ring`, installed as the process default unless the binary
+        // already chose one (an Err here only means it did).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()

@@ -48,6 +48,9 @@ impl HttpPushSender {
             tracing::warn!("egress policy: dev_allow is ignored in production mode (§9.4 fails closed)");
         }
         let pins = PinTable::default();
+        // One TLS stack: rustls on `ring`, installed as the process default unless the binary
+        // already chose one (an Err here only means it did).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             // A proxy would resolve and connect on its own, bypassing the vetting below.
             .no_proxy()
