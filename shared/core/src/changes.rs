@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use ma2h_protocol::ids::MessageId;
 use tokio::sync::watch;
 
+use crate::mailbox::Mailbox;
 use crate::ports::{ChangeFeed, Subscription};
 
 /// Wakes waiters in this process. Each watched id has one `watch` channel; publishing fires and
@@ -52,22 +53,41 @@ impl Subscription for WatchSubscription {
     }
 }
 
-impl ChangeFeed for InProcessChanges {
-    fn subscribe(&self, id: &MessageId) -> Box<dyn Subscription> {
+impl InProcessChanges {
+    /// One channel per key: message ids (`msg_…`) and mailbox keys (`mbx:…`) never meet.
+    fn subscribe_key(&self, key: &str) -> Box<dyn Subscription> {
         let mut map = self.channels.lock().expect("change map poisoned");
         if map.len() > 1024 {
             // Drop channels whose waiters all timed out.
             map.retain(|_, tx| tx.receiver_count() > 0);
         }
-        let tx = map.entry(id.to_string()).or_insert_with(|| watch::channel(()).0);
+        let tx = map.entry(key.to_owned()).or_insert_with(|| watch::channel(()).0);
         Box::new(WatchSubscription { change: tx.subscribe(), closing: self.closing.subscribe() })
     }
 
-    fn publish(&self, id: &MessageId) {
-        let tx = self.channels.lock().expect("change map poisoned").remove(id.as_str());
+    fn publish_key(&self, key: &str) {
+        let tx = self.channels.lock().expect("change map poisoned").remove(key);
         if let Some(tx) = tx {
             tx.send_replace(());
         }
+    }
+}
+
+impl ChangeFeed for InProcessChanges {
+    fn subscribe(&self, id: &MessageId) -> Box<dyn Subscription> {
+        self.subscribe_key(id.as_str())
+    }
+
+    fn publish(&self, id: &MessageId) {
+        self.publish_key(id.as_str());
+    }
+
+    fn subscribe_mailbox(&self, mailbox: &Mailbox) -> Box<dyn Subscription> {
+        self.subscribe_key(&mailbox.key())
+    }
+
+    fn publish_mailbox(&self, mailbox: &Mailbox) {
+        self.publish_key(&mailbox.key());
     }
 
     fn close(&self) {
@@ -100,6 +120,10 @@ impl ChangeFeed for PollingChanges {
         Box::new(Sleep(self.interval))
     }
     fn publish(&self, _id: &MessageId) {}
+    fn subscribe_mailbox(&self, _mailbox: &Mailbox) -> Box<dyn Subscription> {
+        Box::new(Sleep(self.interval))
+    }
+    fn publish_mailbox(&self, _mailbox: &Mailbox) {}
 }
 
 #[cfg(test)]

@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
-use ma2h_protocol::ids::{MessageId, ResolutionId};
+use ma2h_protocol::ids::{DirectiveId, MessageId, ResolutionId};
+use ma2h_protocol::time::Timestamp;
 
 use crate::keys::HubKeys;
-use crate::ports::{ChangeFeed, Clock, CredentialStore, MessageStore, OsRandom, PushQueue, Random, SystemClock};
+use crate::ports::{
+    ChangeFeed, Clock, CredentialStore, MailboxStore, MessageStore, OsRandom, PushQueue, Random, SystemClock,
+};
 use crate::secrets::MasterKey;
 use crate::settings::Settings;
 
@@ -14,6 +17,8 @@ use crate::settings::Settings;
 pub struct Hub {
     pub messages: Arc<dyn MessageStore>,
     pub credentials: Arc<dyn CredentialStore>,
+    /// The §8.7 agent mailboxes and §15 presence.
+    pub mailbox: Arc<dyn MailboxStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub changes: Arc<dyn ChangeFeed>,
@@ -23,6 +28,8 @@ pub struct Hub {
     pub push_queue: Arc<dyn PushQueue>,
     /// The Hub's Ed25519 keys (§9.2).
     pub keys: Arc<HubKeys>,
+    /// When this process last wrote each mailbox's presence (writes are throttled, §15.1).
+    pub(crate) presence_written: Arc<std::sync::Mutex<std::collections::HashMap<String, Timestamp>>>,
 }
 
 impl Hub {
@@ -37,11 +44,12 @@ impl Hub {
         push_queue: Arc<dyn PushQueue>,
     ) -> Self
     where
-        S: MessageStore + CredentialStore + 'static,
+        S: MessageStore + CredentialStore + MailboxStore + 'static,
     {
         Self {
             messages: store.clone(),
-            credentials: store,
+            credentials: store.clone(),
+            mailbox: store,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
             changes,
@@ -49,6 +57,7 @@ impl Hub {
             master_key,
             push_queue,
             keys: Arc::new(keys),
+            presence_written: Arc::default(),
         }
     }
 
@@ -70,6 +79,10 @@ impl Hub {
     /// A new sortable, unguessable message id.
     pub fn new_message_id(&self) -> MessageId {
         MessageId::from_parts(self.now_ms(), self.random_u80())
+    }
+
+    pub fn new_directive_id(&self) -> DirectiveId {
+        DirectiveId::from_parts(self.now_ms(), self.random_u80())
     }
 
     pub fn new_resolution_id(&self) -> ResolutionId {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod hub;
 pub mod keys;
 pub mod listing;
+pub mod mailbox;
 pub mod ports;
 pub mod records;
 pub mod secrets;
@@ -19,7 +20,7 @@ mod usecases;
 
 pub use error::HubError;
 pub use hub::Hub;
-pub use usecases::{admin, cancel, get, inbox, list, push, resolve, submit, sweep};
+pub use usecases::{admin, cancel, directives, drain, get, inbox, list, presence, push, resolve, submit, sweep};
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.
 pub mod usecases_prelude {

@@ -7,6 +7,7 @@ use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::time::Timestamp;
 
 use crate::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
+use crate::mailbox::{AckRecord, Claim, Enqueued, Mailbox, MailboxEntry};
 use crate::records::{
     Completion, CredentialRecord, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
 };
@@ -136,6 +137,61 @@ pub trait CredentialStore: Send + Sync + 'static {
     async fn list_bindings(&self, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError>;
 }
 
+/// The §8.7 agent mailbox and §15 presence.
+#[async_trait]
+pub trait MailboxStore: Send + Sync + 'static {
+    /// Append `entry` iff fewer than `depth_cap` live entries (not closed, deadline not passed at
+    /// `entry.enqueued_at`) are in its mailbox; otherwise write nothing.
+    async fn enqueue(&self, entry: &MailboxEntry, depth_cap: u32) -> Result<Enqueued, StoreError>;
+
+    /// Claim at most `max` live entries of `mailbox` visible at `now` (`visible_at <= now <=
+    /// deadline`), oldest `visible_at` first. The claiming write sets `visible_at =
+    /// invisible_until`, adds one delivery and stamps `delivered_at` if unset, so no two claims
+    /// return one entry before `invisible_until` — whatever runs concurrently.
+    async fn claim(
+        &self,
+        mailbox: &Mailbox,
+        now: Timestamp,
+        invisible_until: Timestamp,
+        max: usize,
+    ) -> Result<Claim, StoreError>;
+
+    /// Close as acked each of `keys` that is in `mailbox`, live at `ack.acked_at` and already
+    /// delivered; returns the keys this call closed. Every other key — unknown, another mailbox's,
+    /// never delivered, already acked, expired — is left unchanged and not returned (§8.7: an ack
+    /// cannot fabricate a receipt nor reveal another mailbox).
+    async fn ack_entries(
+        &self,
+        mailbox: &Mailbox,
+        keys: &[String],
+        ack: &AckRecord,
+        retain_until: Timestamp,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// One entry of the account by key, open or closed, until it is purged.
+    async fn get_entry(&self, account: &AccountId, key: &str) -> Result<Option<MailboxEntry>, StoreError>;
+
+    /// An agent's most recent entries (open or closed), newest first, at most `limit`.
+    async fn recent_entries(&self, mailbox: &Mailbox, limit: usize) -> Result<Vec<MailboxEntry>, StoreError>;
+
+    /// Close up to `limit` live entries whose deadline is before `now` (oldest deadline first, from
+    /// an index — never a scan), keeping them readable until `retain_until`. Returns how many.
+    async fn close_due_entries(
+        &self,
+        now: Timestamp,
+        retain_until: Timestamp,
+        limit: usize,
+    ) -> Result<usize, StoreError>;
+
+    /// Delete up to `limit` closed entries whose `retain_until` is at or before `now`, from an index.
+    async fn purge_entries(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
+
+    /// Record agent activity (§15.1); the stored `last_seen` never moves backwards.
+    async fn touch_presence(&self, mailbox: &Mailbox, at: Timestamp) -> Result<(), StoreError>;
+
+    async fn last_seen(&self, mailbox: &Mailbox) -> Result<Option<Timestamp>, StoreError>;
+}
+
 /// Hands a committed push obligation to the delivery worker (in-process wake-up locally; an SQS
 /// message on AWS). Losing an enqueue loses nothing: the obligation is in the store and the
 /// worker / sweeper finds it by its due time.
@@ -200,6 +256,10 @@ pub trait ChangeFeed: Send + Sync + 'static {
     fn subscribe(&self, id: &MessageId) -> Box<dyn Subscription>;
     /// Announce that `id` changed (after the store committed).
     fn publish(&self, id: &MessageId);
+    /// Interest in a mailbox: woken when an entry is enqueued (§8.7 `?wait=`).
+    fn subscribe_mailbox(&self, mailbox: &Mailbox) -> Box<dyn Subscription>;
+    /// Announce an enqueue into `mailbox` (after the store committed).
+    fn publish_mailbox(&self, mailbox: &Mailbox);
     /// The server is shutting down: release every waiter now, and make later waits return at
     /// once, so parked long-polls answer with the current body instead of holding the exit.
     fn close(&self) {}

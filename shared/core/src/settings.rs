@@ -72,6 +72,47 @@ pub struct Settings {
     pub dev_egress_allow: Vec<String>,
     /// The local server's connection limits (the Lambda deployment has API Gateway's).
     pub server: ServerSettings,
+    /// The §8.7 agent mailbox and §15 presence (advertised as `inbound` / `presence`).
+    pub mailbox: MailboxSettings,
+}
+
+/// The human→agent leg's bounds (§8.0 `inbound`, `presence`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MailboxSettings {
+    /// Most entries one drain returns (`MA2H_INBOX_MAX_BATCH`, 1..=100).
+    pub max_batch: u32,
+    /// How long a drained, un-acked entry stays hidden before redelivery
+    /// (`MA2H_VISIBILITY_TIMEOUT_SECONDS`).
+    pub visibility_timeout: Duration,
+    /// An un-acked directive without `expires_at` is dropped after this (§13.3,
+    /// `MA2H_INBOUND_RETENTION_DAYS`); closed entries stay readable to operators as long again.
+    pub retention_days: u32,
+    /// §15.2 window `W`: seen within it reads `online` (`MA2H_PRESENCE_FRESHNESS_SECONDS`).
+    pub presence_freshness: Duration,
+    /// Most live entries one mailbox holds; a directive beyond it answers 429
+    /// (`MA2H_MAILBOX_DEPTH`).
+    pub depth: u32,
+}
+
+impl Default for MailboxSettings {
+    fn default() -> Self {
+        Self {
+            max_batch: 32,
+            visibility_timeout: Duration::from_secs(60),
+            retention_days: 30,
+            presence_freshness: Duration::from_secs(90),
+            depth: 1000,
+        }
+    }
+}
+
+impl MailboxSettings {
+    /// How often presence is written at most per agent: `max(1 s, W / 6)`. A stored `last_seen`
+    /// lags real activity by less than this, so presence may read `offline` early but never
+    /// `online` without activity (§15.1).
+    pub fn presence_granularity(&self) -> Duration {
+        (self.presence_freshness / 6).max(Duration::from_secs(1))
+    }
 }
 
 /// Connection hygiene for the local server: no client may hold a connection (or a share of the
@@ -161,6 +202,7 @@ impl Default for Settings {
             ed25519_previous: Vec::new(),
             dev_egress_allow: Vec::new(),
             server: ServerSettings::default(),
+            mailbox: MailboxSettings::default(),
         }
     }
 }
@@ -237,6 +279,11 @@ impl Settings {
         dur("MA2H_BODY_TIMEOUT_SECONDS", 1000, &mut s.server.body_timeout)?;
         num("MA2H_MAX_CONNECTIONS", get("MA2H_MAX_CONNECTIONS"), &mut s.server.max_connections)?;
         num("MA2H_MAX_CONNECTIONS_PER_IP", get("MA2H_MAX_CONNECTIONS_PER_IP"), &mut s.server.max_connections_per_ip)?;
+        num("MA2H_INBOX_MAX_BATCH", get("MA2H_INBOX_MAX_BATCH"), &mut s.mailbox.max_batch)?;
+        dur("MA2H_VISIBILITY_TIMEOUT_SECONDS", 1000, &mut s.mailbox.visibility_timeout)?;
+        num("MA2H_INBOUND_RETENTION_DAYS", get("MA2H_INBOUND_RETENTION_DAYS"), &mut s.mailbox.retention_days)?;
+        dur("MA2H_PRESENCE_FRESHNESS_SECONDS", 1000, &mut s.mailbox.presence_freshness)?;
+        num("MA2H_MAILBOX_DEPTH", get("MA2H_MAILBOX_DEPTH"), &mut s.mailbox.depth)?;
         s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
         let list = |k: &str| -> Vec<String> {
             get(k)
@@ -301,6 +348,22 @@ impl Settings {
         }
         if srv.max_connections == 0 || srv.max_connections_per_ip == 0 {
             return err("MA2H_MAX_CONNECTIONS and MA2H_MAX_CONNECTIONS_PER_IP must be at least 1");
+        }
+        let mb = &self.mailbox;
+        if !(1..=100).contains(&mb.max_batch) {
+            return err("MA2H_INBOX_MAX_BATCH must be between 1 and 100");
+        }
+        if mb.visibility_timeout.is_zero() || mb.retention_days == 0 || mb.depth == 0 {
+            return err(
+                "MA2H_VISIBILITY_TIMEOUT_SECONDS, MA2H_INBOUND_RETENTION_DAYS and MA2H_MAILBOX_DEPTH must be at least 1",
+            );
+        }
+        // A steady long-poller must never flap to offline between two polls (§15.2).
+        if mb.presence_freshness <= Duration::from_secs(u64::from(self.long_poll_max_seconds)) + mb.presence_granularity()
+        {
+            return err(
+                "MA2H_PRESENCE_FRESHNESS_SECONDS must exceed MA2H_LONG_POLL_MAX_SECONDS by more than its sixth (at least 1 s)",
+            );
         }
         if self.sweep_interval.is_zero() {
             return err("MA2H_SWEEP_INTERVAL_MS must be at least 1");

@@ -66,6 +66,10 @@ impl ProtocolError {
     pub fn invalid_field(msg: impl Into<String>) -> Self {
         Self::InvalidField { message: msg.into(), fields: Vec::new() }
     }
+    /// 400 `validation_error` at these fields.
+    pub fn validation_at(fields: Vec<FieldError>) -> Self {
+        Self::Validation { message: summary(&fields), fields }
+    }
     /// 422 `invalid_field` at these fields.
     pub fn invalid_at(fields: Vec<FieldError>) -> Self {
         Self::InvalidField { message: summary(&fields), fields }

@@ -60,6 +60,12 @@ minted_id!(
     "res_"
 );
 
+minted_id!(
+    /// A Hub-assigned directive id (`dir_…`, §13.1): the agent's at-most-once dedup key.
+    DirectiveId,
+    "dir_"
+);
+
 macro_rules! name_id {
     ($(#[$doc:meta])* $name:ident $(, forbid $forbidden:literal)?) => {
         $(#[$doc])*

@@ -10,6 +10,7 @@ pub mod egress;
 pub mod envelope;
 pub mod error;
 pub mod ids;
+pub mod inbound;
 pub mod jcs;
 pub mod lifecycle;
 pub mod resolve;

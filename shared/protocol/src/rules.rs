@@ -70,7 +70,13 @@ pub fn check_submit(env: &Envelope, now: Timestamp, limits: &SizeLimits) -> Resu
 }
 
 fn check_sizes(env: &Envelope, limits: &SizeLimits) -> Result<(), ProtocolError> {
-    if let Some(state) = env.raw.get("state") {
+    check_content_sizes(&env.raw, limits)
+}
+
+/// §8.6 per-field limits on an envelope-shaped object (`state`, `body`, `context` parts): shared
+/// by submit and by operator-authored directives.
+pub fn check_content_sizes(raw: &serde_json::Map<String, Value>, limits: &SizeLimits) -> Result<(), ProtocolError> {
+    if let Some(state) = raw.get("state") {
         let size = serde_json::to_vec(state).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > limits.max_state_bytes {
             return Err(ProtocolError::invalid_field(format!(
@@ -79,7 +85,7 @@ fn check_sizes(env: &Envelope, limits: &SizeLimits) -> Result<(), ProtocolError>
             )));
         }
     }
-    if let Some(body) = env.raw.get("body").and_then(Value::as_str)
+    if let Some(body) = raw.get("body").and_then(Value::as_str)
         && body.len() > limits.max_body_bytes
     {
         return Err(ProtocolError::invalid_field(format!(
@@ -88,7 +94,7 @@ fn check_sizes(env: &Envelope, limits: &SizeLimits) -> Result<(), ProtocolError>
             limits.max_body_bytes
         )));
     }
-    if let Some(parts) = env.raw.get("context").and_then(Value::as_array) {
+    if let Some(parts) = raw.get("context").and_then(Value::as_array) {
         if parts.len() > limits.max_context_parts {
             return Err(ProtocolError::invalid_field(format!(
                 "`/context`: {} parts exceeds max_context_parts ({})",

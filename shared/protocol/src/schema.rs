@@ -40,17 +40,20 @@ pub enum SchemaKind {
     GetMessage,
     /// `POST /v1/messages/{id}/resolve` body (spec §8.8).
     ResolveRequest,
+    /// A delivered directive (spec §13.1).
+    Directive,
 }
 
 impl SchemaKind {
     /// Every kind, in a fixed order (index = position in the compiled table).
-    pub const ALL: [SchemaKind; 6] = [
+    pub const ALL: [SchemaKind; 7] = [
         SchemaKind::Message,
         SchemaKind::Response,
         SchemaKind::Capability,
         SchemaKind::SubmitAck,
         SchemaKind::GetMessage,
         SchemaKind::ResolveRequest,
+        SchemaKind::Directive,
     ];
 
     /// File name under `schema/v0.5/` (also the last segment of the `$id`).
@@ -62,6 +65,7 @@ impl SchemaKind {
             SchemaKind::SubmitAck => "submit-ack.schema.json",
             SchemaKind::GetMessage => "get-message.schema.json",
             SchemaKind::ResolveRequest => "resolve-request.schema.json",
+            SchemaKind::Directive => "directive.schema.json",
         }
     }
 
@@ -81,6 +85,7 @@ impl SchemaKind {
             SchemaKind::ResolveRequest => {
                 include_str!("../../../schema/v0.5/resolve-request.schema.json")
             }
+            SchemaKind::Directive => include_str!("../../../schema/v0.5/directive.schema.json"),
         }
     }
 

@@ -42,6 +42,11 @@ fn next() -> u64 {
     SEQUENCE.fetch_add(1, Ordering::Relaxed)
 }
 
+/// A number unique within the process (for ids the checks mint).
+pub fn next_sequence() -> u64 {
+    next()
+}
+
 /// A fresh, well-formed message id (unique within the process).
 pub fn message_id() -> MessageId {
     MessageId::from_parts(t0().timestamp_millis() as u64, u128::from(next()))

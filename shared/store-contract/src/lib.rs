@@ -21,25 +21,27 @@
 //! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` follows the listing order (ties by id);
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
-use ma2h_core::ports::{CredentialStore, MessageStore};
+use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore};
 
 pub mod credentials;
 pub mod fixtures;
 pub mod listing;
+pub mod mailbox;
 pub mod maintenance;
 pub mod messages;
 pub mod push;
 
 pub use credentials::*;
 pub use listing::*;
+pub use mailbox::*;
 pub use maintenance::*;
 pub use messages::*;
 pub use push::*;
 
-/// Both store ports, as one bound.
-pub trait Store: MessageStore + CredentialStore {}
+/// Every store port, as one bound.
+pub trait Store: MessageStore + CredentialStore + MailboxStore {}
 
-impl<T: MessageStore + CredentialStore> Store for T {}
+impl<T: MessageStore + CredentialStore + MailboxStore> Store for T {}
 
 /// The names of every check, in the order [`run_all`] runs them.
 pub const CHECKS: &[&str] = &[
@@ -66,6 +68,11 @@ pub const CHECKS: &[&str] = &[
     "a_push_terminal_writes_the_obligation_atomically",
     "due_pushes_are_claimed_once_and_attempts_recorded",
     "bindings_and_secret_names_are_scoped",
+    "mailbox_entries_round_trip_and_the_depth_cap_writes_nothing",
+    "claims_are_fifo_bounded_isolated_and_hidden_for_the_window",
+    "concurrent_claims_never_deliver_one_entry_twice_in_a_window",
+    "acks_close_only_own_delivered_live_entries",
+    "due_entries_close_and_purge_from_indexes_and_presence_keeps_the_latest",
 ];
 
 /// Run every check against a fresh store from `make`. Panics on the first failure, naming the
@@ -105,5 +112,10 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         a_push_terminal_writes_the_obligation_atomically,
         due_pushes_are_claimed_once_and_attempts_recorded,
         bindings_and_secret_names_are_scoped,
+        mailbox_entries_round_trip_and_the_depth_cap_writes_nothing,
+        claims_are_fifo_bounded_isolated_and_hidden_for_the_window,
+        concurrent_claims_never_deliver_one_entry_twice_in_a_window,
+        acks_close_only_own_delivered_live_entries,
+        due_entries_close_and_purge_from_indexes_and_presence_keeps_the_latest,
     );
 }

@@ -36,6 +36,7 @@ mod checkpoint;
 mod codec;
 pub mod credentials;
 pub mod listing;
+pub mod mailbox;
 pub mod messages;
 mod schema;
 pub mod sql;

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -160,6 +160,43 @@ CREATE INDEX messages_open_list ON messages (account, prank, created_at, id) WHE
 CREATE INDEX messages_open_agent ON messages (account, agent_id, prank, created_at, id) WHERE status = 'open';
 CREATE INDEX messages_done_list ON messages (account, updated_at, id) WHERE status <> 'open';
 CREATE INDEX messages_done_agent ON messages (account, agent_id, updated_at, id) WHERE status <> 'open';
+"#;
+
+/// Version 5: the §8.7 agent mailbox (entries of every §8.7.1 kind, in first-enqueue order) and
+/// §15 presence. Partial indexes serve the claim (live entries by visibility), the sweeper's
+/// expiry and purge, and an agent's history.
+const V5: &str = r#"
+CREATE TABLE mailbox (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    account       TEXT NOT NULL,
+    entry_key     TEXT NOT NULL,
+    agent_id      TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    audience      TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    author        TEXT NOT NULL,
+    enqueued_at   INTEGER NOT NULL,
+    visible_at    INTEGER NOT NULL,
+    deadline      INTEGER NOT NULL,
+    deliveries    INTEGER NOT NULL DEFAULT 0,
+    delivered_at  INTEGER,
+    closed_at     INTEGER,
+    closed_reason TEXT,
+    ack_by        TEXT,
+    ack_note      TEXT,
+    retain_until  INTEGER,
+    UNIQUE (account, entry_key)
+);
+CREATE INDEX mailbox_ready ON mailbox (account, agent_id, visible_at, seq) WHERE closed_at IS NULL;
+CREATE INDEX mailbox_due ON mailbox (deadline) WHERE closed_at IS NULL;
+CREATE INDEX mailbox_retain ON mailbox (retain_until) WHERE retain_until IS NOT NULL;
+CREATE INDEX mailbox_history ON mailbox (account, agent_id, seq);
+CREATE TABLE presence (
+    account   TEXT NOT NULL,
+    agent_id  TEXT NOT NULL,
+    last_seen INTEGER NOT NULL,
+    PRIMARY KEY (account, agent_id)
+) WITHOUT ROWID;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

@@ -3,12 +3,15 @@
 
 pub mod admin;
 pub mod cancel;
+pub mod directives;
+pub mod drain;
 pub mod get;
 pub mod inbox;
 mod lifecycle;
 pub mod list;
 pub mod push;
 mod push_worker;
+pub mod presence;
 pub mod resolve;
 mod resolvers;
 pub mod submit;

@@ -175,16 +175,20 @@ async fn keys_for(
         Some(name) => Some(open_secret(hub, account, agent, name).await?.ok_or(format!("token `{name}` is gone"))?),
         None => None,
     };
+    Ok((agent_signing_key(hub, account, agent).await?, token))
+}
+
+/// The key the Hub signs for this agent with — pushes without an `hmac` secret_ref (§9.2) and
+/// every mailbox delivery (§9.7): the Hub's Ed25519 key if the agent chose `ed25519`, else HMAC
+/// with the agent's signing secret.
+pub async fn agent_signing_key(hub: &Hub, account: &AccountId, agent: &AgentId) -> Result<SigningKey, String> {
     let alg = open_secret(hub, account, agent, SIGNING_ALG_NAME).await?;
-    let key = if alg.as_deref() == Some(signature::ALG_ED25519) {
-        hub.keys.current.clone()
-    } else {
-        let secret = open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME)
-            .await?
-            .ok_or("the agent has no signing secret")?;
-        SigningKey::Hmac(secret.into_bytes())
-    };
-    Ok((key, token))
+    if alg.as_deref() == Some(signature::ALG_ED25519) {
+        return Ok(hub.keys.current.clone());
+    }
+    let secret =
+        open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME).await?.ok_or("the agent has no signing secret")?;
+    Ok(SigningKey::Hmac(secret.into_bytes()))
 }
 
 /// An agent's stored secret, opened with the master key.

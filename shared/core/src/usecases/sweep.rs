@@ -11,6 +11,9 @@ use crate::{Hub, HubError};
 pub struct SweepReport {
     pub expired: usize,
     pub purged: usize,
+    /// Mailbox entries closed at their deadline (§13.3) and deleted after retention.
+    pub entries_closed: usize,
+    pub entries_purged: usize,
 }
 
 /// How many due messages one sweep handles before yielding (the next sweep continues).
@@ -29,6 +32,10 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
         }
     }
     report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
+    // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable.
+    let retain_until = super::drain::retain_after(hub, now);
+    report.entries_closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
+    report.entries_purged = hub.mailbox.purge_entries(now, SWEEP_BATCH).await?;
     Ok(report)
 }
 

@@ -1,0 +1,232 @@
+//! The agent mailbox (§8.7) as the stores keep it: entries of the four §8.7.1 kinds, their
+//! delivery track (§14.2), acks (§14.1) and presence (§15).
+//!
+//! Only directives are enqueued today; `message`, `response` and `receipt` entries (sessions and
+//! inter-agent) reuse the same record, claim and ack, differing in `kind` and `audience`.
+
+use ma2h_protocol::ids::{AccountId, AgentId, key_part};
+use ma2h_protocol::time::Timestamp;
+use serde_json::Value;
+
+/// The credential-selected mailbox (§8.7): one per agent of an account.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Mailbox {
+    pub account: AccountId,
+    pub agent: AgentId,
+}
+
+impl Mailbox {
+    /// A key naming this mailbox unambiguously (change-feed channel, presence cache).
+    pub fn key(&self) -> String {
+        format!("mbx:{}/{}", key_part(self.account.as_str()), key_part(self.agent.as_str()))
+    }
+}
+
+/// The §8.7.1 entry kinds; the delivered entry's member name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    Directive,
+    Message,
+    Response,
+    Receipt,
+}
+
+impl EntryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Directive => "directive",
+            Self::Message => "message",
+            Self::Response => "response",
+            Self::Receipt => "receipt",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "directive" => Self::Directive,
+            "message" => Self::Message,
+            "response" => Self::Response,
+            "receipt" => Self::Receipt,
+            _ => return None,
+        })
+    }
+}
+
+/// Which drains may claim an entry. A session-less drain sees only `Any` (§8.7.1: exactly the
+/// v0.4 shape); sessions add principal-addressed and session-addressed audiences.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Audience {
+    /// Every drain of the principal.
+    Any,
+}
+
+impl Audience {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Any => "any",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        (s == "any").then_some(Self::Any)
+    }
+}
+
+/// A §14.1 ack as stored (`ma2h_version`/`type`/`in_reply_to` are added when served).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckRecord {
+    /// Hub-attested, `agent:<id>`.
+    pub by: String,
+    pub acked_at: Timestamp,
+    /// Untrusted agent text (≤ 2,000 chars), sanitized wherever it is rendered.
+    pub note: Option<String>,
+}
+
+/// Why an entry left the mailbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Consumed by the agent.
+    Acked(AckRecord),
+    /// Its deadline (`expires_at` or inbound retention) passed first (§13.3).
+    Deadline,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    pub at: Timestamp,
+    pub reason: CloseReason,
+}
+
+/// One mailbox entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MailboxEntry {
+    pub mailbox: Mailbox,
+    /// The entry's id (`dir_…` now), unique in the account: the ack key.
+    pub key: String,
+    pub kind: EntryKind,
+    pub audience: Audience,
+    /// The delivered form (§13.1 directive), immutable; re-signed at every delivery.
+    pub payload: Value,
+    /// Who caused it (`human:<id>` for a directive).
+    pub author: String,
+    pub enqueued_at: Timestamp,
+    /// Claimable at or after this instant; a claim moves it one visibility window ahead.
+    pub visible_at: Timestamp,
+    /// `min(expires_at, enqueued_at + inbound retention)`: never delivered after it.
+    pub deadline: Timestamp,
+    /// How many times a drain returned it.
+    pub deliveries: u32,
+    /// First delivery (§14.2 `delivered`), set by the first claim.
+    pub delivered_at: Option<Timestamp>,
+    pub closed: Option<Closed>,
+    /// Closed entries may be deleted after this instant.
+    pub retain_until: Option<Timestamp>,
+}
+
+/// The §14.2 mailbox track of an entry, derived (so reads apply expiry lazily).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Track {
+    Queued,
+    Delivered { delivered_at: Timestamp },
+    Acknowledged { delivered_at: Option<Timestamp>, ack: AckRecord },
+    /// Never delivered before its deadline (§14.2: `expired` never follows a delivery).
+    Expired,
+}
+
+impl Track {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Delivered { .. } => "delivered",
+            Self::Acknowledged { .. } => "acknowledged",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+impl MailboxEntry {
+    /// Live: still in the mailbox at `now` (not closed, deadline not passed).
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        self.closed.is_none() && now <= self.deadline
+    }
+
+    /// The track at `now`. A delivered entry whose deadline passes un-acked stays `delivered`:
+    /// it was seen, and `expired` must mean "never seen" (§14.2).
+    pub fn track(&self, now: Timestamp) -> Track {
+        if let Some(Closed { reason: CloseReason::Acked(ack), .. }) = &self.closed {
+            return Track::Acknowledged { delivered_at: self.delivered_at, ack: ack.clone() };
+        }
+        match self.delivered_at {
+            Some(delivered_at) => Track::Delivered { delivered_at },
+            None if self.closed.is_some() || now > self.deadline => Track::Expired,
+            None => Track::Queued,
+        }
+    }
+}
+
+/// Result of [`crate::ports::MailboxStore::enqueue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    New,
+    /// The mailbox already holds `depth_cap` live entries: nothing was written.
+    Full,
+}
+
+/// Result of [`crate::ports::MailboxStore::claim`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Claim {
+    /// Claimed entries in first-enqueue order, as written by the claim.
+    pub entries: Vec<MailboxEntry>,
+    /// The earliest later instant an entry of this mailbox becomes claimable (a lapsing window),
+    /// so a long-poll knows when to look again without a change announcement.
+    pub next_visible_at: Option<Timestamp>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ma2h_protocol::time::from_millis;
+
+    fn entry() -> MailboxEntry {
+        MailboxEntry {
+            mailbox: Mailbox { account: AccountId::parse("a").unwrap(), agent: AgentId::parse("b").unwrap() },
+            key: "dir_x".into(),
+            kind: EntryKind::Directive,
+            audience: Audience::Any,
+            payload: Value::Null,
+            author: "human:h".into(),
+            enqueued_at: from_millis(1_000),
+            visible_at: from_millis(1_000),
+            deadline: from_millis(5_000),
+            deliveries: 0,
+            delivered_at: None,
+            closed: None,
+            retain_until: None,
+        }
+    }
+
+    #[test]
+    fn the_track_is_queued_then_delivered_then_acknowledged() {
+        let mut e = entry();
+        assert_eq!(e.track(from_millis(2_000)), Track::Queued);
+        e.delivered_at = Some(from_millis(2_000));
+        assert_eq!(e.track(from_millis(3_000)).as_str(), "delivered");
+        let ack = AckRecord { by: "agent:b".into(), acked_at: from_millis(3_000), note: None };
+        e.closed = Some(Closed { at: from_millis(3_000), reason: CloseReason::Acked(ack) });
+        assert_eq!(e.track(from_millis(9_000)).as_str(), "acknowledged");
+    }
+
+    #[test]
+    fn only_a_never_delivered_entry_expires_and_expiry_is_read_lazily() {
+        let mut e = entry();
+        assert!(e.is_live(from_millis(5_000)), "the deadline instant is still live");
+        assert_eq!(e.track(from_millis(5_001)), Track::Expired);
+        assert!(!e.is_live(from_millis(5_001)));
+        e.delivered_at = Some(from_millis(2_000));
+        assert_eq!(e.track(from_millis(9_000)).as_str(), "delivered");
+    }
+
+    #[test]
+    fn mailbox_keys_cannot_collide_across_separators() {
+        let m = |a: &str, b: &str| Mailbox { account: AccountId::parse(a).unwrap(), agent: AgentId::parse(b).unwrap() };
+        assert_ne!(m("a/b", "c").key(), m("a", "b/c").key());
+    }
+}

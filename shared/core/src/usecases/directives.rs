@@ -1,0 +1,183 @@
+//! §13 directives, the human side: an operator sends one agent a directive and reads its §14.2
+//! delivery track. The spec leaves the authoring binding to the product; the Hub mints the id,
+//! attests `from` and stamps the version — none of them is ever taken from the request.
+
+use ma2h_protocol::envelope::Priority;
+use ma2h_protocol::error::FieldError;
+use ma2h_protocol::ids::{AgentId, DirectiveId};
+use ma2h_protocol::time::{self, Timestamp};
+use ma2h_protocol::version::HUB_VERSION;
+use ma2h_protocol::{ProtocolError, schema};
+use serde_json::{Map, Value, json};
+
+use crate::auth::Principal;
+use crate::mailbox::{Audience, EntryKind, Enqueued, Mailbox, MailboxEntry, Track};
+use crate::records::PrincipalId;
+use crate::{Hub, HubError};
+
+/// §13.1: a directive title is one line of at most 200 characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// Members the Hub attests or that a directive must not carry (§13.1): refused, never replaced.
+const REFUSED: [&str; 8] = ["request", "action", "state", "from", "id", "type", "ma2h_version", "created_at"];
+
+/// The one answer for every undeliverable `to` — unknown agent, another account's, malformed,
+/// session-qualified — so the endpoint is no existence oracle (§4, §13.2).
+fn unknown_destination() -> HubError {
+    HubError::UnknownDestination("`/to`: unknown destination".into())
+}
+
+fn operator_only(principal: &Principal) -> Result<(), HubError> {
+    match principal.id {
+        PrincipalId::Operator(_) => Ok(()),
+        PrincipalId::Agent(_) => Err(HubError::NotAuthorized("directives are sent and read by operators".into())),
+    }
+}
+
+/// Send a directive: validate the authored fields, check the destination, enqueue it durably,
+/// and wake any drain waiting on that mailbox.
+pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<MailboxEntry, HubError> {
+    operator_only(principal)?;
+    let Some(input) = body.as_object() else {
+        return Err(HubError::validation("`/`: the request body must be a JSON object"));
+    };
+    let mut fields: Vec<FieldError> = REFUSED
+        .iter()
+        .filter(|k| input.contains_key(**k))
+        .map(|k| FieldError::new(format!("/{k}"), "is set by the Hub or not allowed on a directive"))
+        .collect();
+    let to = input.get("to").and_then(Value::as_str);
+    let agent_part = to.and_then(|t| t.strip_prefix("agent:")).filter(|rest| !rest.is_empty());
+    if agent_part.is_none() {
+        fields.push(FieldError::new("/to", "must be `agent:<id>`"));
+    }
+    match input.get("title").and_then(Value::as_str) {
+        None => fields.push(FieldError::new("/title", "is required and must be a string")),
+        Some(t) if t.trim().is_empty() => fields.push(FieldError::new("/title", "must not be empty")),
+        Some(t) if t.chars().count() > MAX_TITLE_CHARS => {
+            fields.push(FieldError::new("/title", format!("must be at most {MAX_TITLE_CHARS} characters")))
+        }
+        Some(t) if t.contains(['\n', '\r']) => fields.push(FieldError::new("/title", "must be one line")),
+        Some(_) => {}
+    }
+    let expires_at = match input.get("expires_at") {
+        None => None,
+        Some(v) => match v.as_str().and_then(time::parse) {
+            Some(t) => Some(t),
+            None => {
+                fields.push(FieldError::new("/expires_at", "must be an RFC 3339 date-time"));
+                None
+            }
+        },
+    };
+    if let Some(p) = input.get("priority")
+        && p.as_str().and_then(Priority::parse).is_none()
+    {
+        fields.push(FieldError::new("/priority", "must be one of low, normal, high, urgent"));
+    }
+    if !fields.is_empty() {
+        return Err(ProtocolError::validation_at(fields).into());
+    }
+
+    let now = hub.clock.now();
+    let id = hub.new_directive_id();
+    let directive = delivered_form(input, &id, principal, now);
+    // The delivered form must be what the §13.1 schema admits (parts, tags, types, lengths).
+    schema::validate(schema::SchemaKind::Directive, &directive)?;
+    check_sizes(hub, &directive)?;
+    if let Some(e) = expires_at
+        && e <= now
+    {
+        return Err(HubError::invalid_field("`/expires_at`: must be in the future"));
+    }
+
+    let agent = agent_part.and_then(|a| (!a.contains('#')).then(|| AgentId::parse(a)).flatten());
+    let Some(agent) = agent else { return Err(unknown_destination()) };
+    // "Known" = the agent has a signing secret in this account: every agent credential creates
+    // it, and it is the key its deliveries are signed with.
+    let secret = hub.credentials.get_secret(&principal.account, &agent, crate::admin::SIGNING_SECRET_NAME).await?;
+    if secret.is_none() {
+        return Err(unknown_destination());
+    }
+
+    let mailbox = Mailbox { account: principal.account.clone(), agent };
+    let retention = chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
+    let deadline = expires_at.map_or(now + retention, |e| e.min(now + retention));
+    let entry = MailboxEntry {
+        mailbox: mailbox.clone(),
+        key: id.to_string(),
+        kind: EntryKind::Directive,
+        audience: Audience::Any,
+        payload: directive,
+        author: principal.actor().to_string(),
+        enqueued_at: now,
+        visible_at: now,
+        deadline,
+        deliveries: 0,
+        delivered_at: None,
+        closed: None,
+        retain_until: None,
+    };
+    match hub.mailbox.enqueue(&entry, hub.settings.mailbox.depth).await? {
+        Enqueued::New => {}
+        Enqueued::Full => {
+            return Err(HubError::RateLimited {
+                message: format!(
+                    "the agent's mailbox holds {} undelivered or unacknowledged entries; retry later",
+                    hub.settings.mailbox.depth
+                ),
+                retry_after_secs: hub.settings.mailbox.visibility_timeout.as_secs().max(1),
+            });
+        }
+    }
+    hub.changes.publish_mailbox(&mailbox);
+    tracing::info!(directive_id = %entry.key, agent_id = %mailbox.agent, "directive queued");
+    Ok(entry)
+}
+
+/// A directive and its track, for an operator of its account. Anything else — another account's,
+/// unknown, malformed, purged — is 404.
+pub async fn read(hub: &Hub, principal: &Principal, id: &str) -> Result<(MailboxEntry, Track), HubError> {
+    operator_only(principal)?;
+    let id = DirectiveId::parse(id).ok_or(HubError::NotFound)?;
+    let entry = hub.mailbox.get_entry(&principal.account, id.as_str()).await?.ok_or(HubError::NotFound)?;
+    let now = hub.clock.now();
+    if entry.retain_until.is_some_and(|r| r <= now) {
+        return Err(HubError::NotFound);
+    }
+    let track = entry.track(now);
+    Ok((entry, track))
+}
+
+/// The §13.1 delivered form: the authored members as given, plus the Hub's own.
+fn delivered_form(input: &Map<String, Value>, id: &DirectiveId, principal: &Principal, now: Timestamp) -> Value {
+    let mut d = Map::new();
+    d.insert("ma2h_version".into(), json!(HUB_VERSION));
+    d.insert("type".into(), json!("directive"));
+    d.insert("id".into(), json!(id.as_str()));
+    d.insert("from".into(), json!(principal.actor().to_string()));
+    d.insert("to".into(), input.get("to").cloned().unwrap_or(Value::Null));
+    d.insert("created_at".into(), json!(time::format(now)));
+    // Only members the author gave: §9.7 binds exactly the present ones, so nothing is defaulted in.
+    for k in ["title", "body", "priority", "tags", "context", "expires_at", "sensitive"] {
+        if let Some(v) = input.get(k) {
+            d.insert(k.into(), v.clone());
+        }
+    }
+    Value::Object(d)
+}
+
+/// §8.6 size limits, as on submit.
+fn check_sizes(hub: &Hub, directive: &Value) -> Result<(), HubError> {
+    let limits = &hub.settings.limits;
+    let size = serde_json::to_vec(directive).map(|v| v.len()).unwrap_or(usize::MAX);
+    if size > limits.max_envelope_bytes {
+        return Err(HubError::invalid_field(format!(
+            "`/`: {size} bytes exceeds max_envelope_bytes ({})",
+            limits.max_envelope_bytes
+        )));
+    }
+    if let Some(fields) = directive.as_object() {
+        ma2h_protocol::rules::check_content_sizes(fields, limits)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,296 @@
+//! [`MailboxStore`] over SQLite.
+//!
+//! * `enqueue` — one writer job: count the mailbox's live entries (`mailbox_ready`), insert if
+//!   under the cap. `seq` (`AUTOINCREMENT`) is the first-enqueue order.
+//! * `claim` — a reader first checks for a claimable entry (an empty drain or long-poll costs no
+//!   fsync); only then one writer job claims with `UPDATE … WHERE seq IN (… LIMIT) RETURNING`.
+//!   The writer runs jobs one at a time, so each claim sees the previous one's `visible_at`: two
+//!   claims never return one entry inside a visibility window.
+//! * `ack_entries` — one writer job; per key a guarded `UPDATE` (own mailbox, live, delivered).
+//! * `close_due_entries` / `purge_entries` — from the `mailbox_due` / `mailbox_retain` indexes.
+//! * presence — an upsert keeping the larger `last_seen`.
+
+use async_trait::async_trait;
+use ma2h_core::mailbox::{
+    AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
+};
+use ma2h_core::ports::{MailboxStore, StoreError};
+use ma2h_protocol::ids::{AccountId, AgentId};
+use ma2h_protocol::time::Timestamp;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::SqliteStore;
+use crate::codec::{DbError, json_text, json_value, limit, ms, opt_ts, parsed, ts};
+
+const COLUMNS: &str = "account, entry_key, agent_id, kind, audience, payload, author, enqueued_at, visible_at, \
+     deadline, deliveries, delivered_at, closed_at, closed_reason, ack_by, ack_note, retain_until";
+
+const COUNT_LIVE: &str =
+    "SELECT COUNT(*) FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND closed_at IS NULL AND deadline >= ?3";
+const INSERT: &str = "INSERT INTO mailbox (account, entry_key, agent_id, kind, audience, payload, author, \
+     enqueued_at, visible_at, deadline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+const CLAIMABLE: &str = "SELECT EXISTS (SELECT 1 FROM mailbox WHERE account = ?1 AND agent_id = ?2 \
+     AND closed_at IS NULL AND visible_at <= ?3 AND deadline >= ?3)";
+const NEXT_VISIBLE: &str = "SELECT MIN(visible_at) FROM mailbox WHERE account = ?1 AND agent_id = ?2 \
+     AND closed_at IS NULL AND visible_at > ?3 AND deadline >= visible_at";
+const TOUCH: &str = "INSERT INTO presence (account, agent_id, last_seen) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (account, agent_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)";
+const LAST_SEEN: &str = "SELECT last_seen FROM presence WHERE account = ?1 AND agent_id = ?2";
+
+fn claim_sql() -> String {
+    format!(
+        "UPDATE mailbox SET visible_at = ?4, deliveries = deliveries + 1, delivered_at = COALESCE(delivered_at, ?3) \
+         WHERE seq IN (SELECT seq FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND closed_at IS NULL \
+                       AND visible_at <= ?3 AND deadline >= ?3 ORDER BY visible_at, seq LIMIT ?5) \
+         RETURNING seq, {COLUMNS}"
+    )
+}
+
+fn ack_sql() -> String {
+    "UPDATE mailbox SET closed_at = ?4, closed_reason = 'acked', ack_by = ?5, ack_note = ?6, retain_until = ?7 \
+     WHERE account = ?1 AND entry_key = ?2 AND agent_id = ?3 AND closed_at IS NULL \
+       AND delivered_at IS NOT NULL AND deadline >= ?4"
+        .to_owned()
+}
+
+#[async_trait]
+impl MailboxStore for SqliteStore {
+    async fn enqueue(&self, entry: &MailboxEntry, depth_cap: u32) -> Result<Enqueued, StoreError> {
+        let e = entry.clone();
+        self.write(move |conn| {
+            let (account, agent) = (e.mailbox.account.as_str(), e.mailbox.agent.as_str());
+            let live: i64 =
+                conn.prepare_cached(COUNT_LIVE)?.query_row(params![account, agent, ms(e.enqueued_at)], |r| r.get(0))?;
+            if live >= i64::from(depth_cap) {
+                return Ok(Enqueued::Full);
+            }
+            conn.prepare_cached(INSERT)?.execute(params![
+                account,
+                e.key,
+                agent,
+                e.kind.as_str(),
+                e.audience.as_str(),
+                json_text(&e.payload),
+                e.author,
+                ms(e.enqueued_at),
+                ms(e.visible_at),
+                ms(e.deadline),
+            ])?;
+            Ok(Enqueued::New)
+        })
+        .await
+    }
+
+    async fn claim(
+        &self,
+        mailbox: &Mailbox,
+        now: Timestamp,
+        invisible_until: Timestamp,
+        max: usize,
+    ) -> Result<Claim, StoreError> {
+        let (account, agent) = (mailbox.account.to_string(), mailbox.agent.to_string());
+        let probe = (account.clone(), agent.clone());
+        let claimable = self
+            .read(move |conn| {
+                let any: bool =
+                    conn.prepare_cached(CLAIMABLE)?.query_row(params![probe.0, probe.1, ms(now)], |r| r.get(0))?;
+                if any { Ok(None) } else { next_visible(conn, &probe.0, &probe.1, now).map(Some) }
+            })
+            .await?;
+        if let Some(next_visible_at) = claimable {
+            return Ok(Claim { entries: Vec::new(), next_visible_at });
+        }
+        self.write(move |conn| {
+            let mut stmt = conn.prepare_cached(&claim_sql())?;
+            let rows = stmt.query_map(
+                params![account, agent, ms(now), ms(invisible_until), limit(max)],
+                |r| Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?)),
+            )?;
+            let mut claimed = rows.collect::<Result<Vec<_>, _>>()?;
+            // RETURNING order is unspecified: deliver in first-enqueue order.
+            claimed.sort_by_key(|(seq, _)| *seq);
+            let entries = claimed.into_iter().map(|(_, raw)| raw.decode()).collect::<Result<Vec<_>, _>>()?;
+            Ok(Claim { entries, next_visible_at: next_visible(conn, &account, &agent, now)? })
+        })
+        .await
+    }
+
+    async fn ack_entries(
+        &self,
+        mailbox: &Mailbox,
+        keys: &[String],
+        ack: &AckRecord,
+        retain_until: Timestamp,
+    ) -> Result<Vec<String>, StoreError> {
+        let (mailbox, keys, ack) = (mailbox.clone(), keys.to_vec(), ack.clone());
+        self.write(move |conn| {
+            let mut stmt = conn.prepare_cached(&ack_sql())?;
+            let mut acked = Vec::new();
+            for key in keys {
+                let changed = stmt.execute(params![
+                    mailbox.account.as_str(),
+                    key,
+                    mailbox.agent.as_str(),
+                    ms(ack.acked_at),
+                    ack.by,
+                    ack.note,
+                    ms(retain_until),
+                ])?;
+                if changed > 0 {
+                    acked.push(key);
+                }
+            }
+            Ok(acked)
+        })
+        .await
+    }
+
+    async fn get_entry(&self, account: &AccountId, key: &str) -> Result<Option<MailboxEntry>, StoreError> {
+        let (account, key) = (account.to_string(), key.to_owned());
+        self.read(move |conn| {
+            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM mailbox WHERE account = ?1 AND entry_key = ?2"))?
+                .query_row(params![account, key], |r| RawEntry::read(r, 0))
+                .optional()?
+                .map(RawEntry::decode)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn recent_entries(&self, mailbox: &Mailbox, max: usize) -> Result<Vec<MailboxEntry>, StoreError> {
+        let (account, agent) = (mailbox.account.to_string(), mailbox.agent.to_string());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM mailbox WHERE account = ?1 AND agent_id = ?2 ORDER BY seq DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![account, agent, limit(max)], |r| RawEntry::read(r, 0))?;
+            rows.map(|row| row?.decode()).collect()
+        })
+        .await
+    }
+
+    async fn close_due_entries(&self, now: Timestamp, retain_until: Timestamp, max: usize) -> Result<usize, StoreError> {
+        self.write(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "UPDATE mailbox SET closed_at = ?1, closed_reason = 'deadline', retain_until = ?2 \
+                     WHERE seq IN (SELECT seq FROM mailbox WHERE closed_at IS NULL AND deadline < ?1 \
+                                   ORDER BY deadline LIMIT ?3)",
+                )?
+                .execute(params![ms(now), ms(retain_until), limit(max)])?)
+        })
+        .await
+    }
+
+    async fn purge_entries(&self, now: Timestamp, max: usize) -> Result<usize, StoreError> {
+        self.write(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "DELETE FROM mailbox WHERE seq IN (SELECT seq FROM mailbox WHERE retain_until IS NOT NULL \
+                     AND retain_until <= ?1 ORDER BY retain_until LIMIT ?2)",
+                )?
+                .execute(params![ms(now), limit(max)])?)
+        })
+        .await
+    }
+
+    async fn touch_presence(&self, mailbox: &Mailbox, at: Timestamp) -> Result<(), StoreError> {
+        let (account, agent) = (mailbox.account.to_string(), mailbox.agent.to_string());
+        self.write(move |conn| {
+            conn.prepare_cached(TOUCH)?.execute(params![account, agent, ms(at)])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn last_seen(&self, mailbox: &Mailbox) -> Result<Option<Timestamp>, StoreError> {
+        let (account, agent) = (mailbox.account.to_string(), mailbox.agent.to_string());
+        self.read(move |conn| {
+            let seen: Option<i64> =
+                conn.prepare_cached(LAST_SEEN)?.query_row(params![account, agent], |r| r.get(0)).optional()?;
+            opt_ts(seen, "presence.last_seen")
+        })
+        .await
+    }
+}
+
+fn next_visible(conn: &Connection, account: &str, agent: &str, now: Timestamp) -> Result<Option<Timestamp>, DbError> {
+    let next: Option<i64> = conn.prepare_cached(NEXT_VISIBLE)?.query_row(params![account, agent, ms(now)], |r| r.get(0))?;
+    opt_ts(next, "mailbox.visible_at")
+}
+
+/// A `mailbox` row as stored ([`COLUMNS`] from column `first`).
+struct RawEntry {
+    account: String,
+    key: String,
+    agent: String,
+    kind: String,
+    audience: String,
+    payload: String,
+    author: String,
+    enqueued_at: i64,
+    visible_at: i64,
+    deadline: i64,
+    deliveries: i64,
+    delivered_at: Option<i64>,
+    closed_at: Option<i64>,
+    closed_reason: Option<String>,
+    ack_by: Option<String>,
+    ack_note: Option<String>,
+    retain_until: Option<i64>,
+}
+
+impl RawEntry {
+    fn read(r: &Row<'_>, first: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            account: r.get(first)?,
+            key: r.get(first + 1)?,
+            agent: r.get(first + 2)?,
+            kind: r.get(first + 3)?,
+            audience: r.get(first + 4)?,
+            payload: r.get(first + 5)?,
+            author: r.get(first + 6)?,
+            enqueued_at: r.get(first + 7)?,
+            visible_at: r.get(first + 8)?,
+            deadline: r.get(first + 9)?,
+            deliveries: r.get(first + 10)?,
+            delivered_at: r.get(first + 11)?,
+            closed_at: r.get(first + 12)?,
+            closed_reason: r.get(first + 13)?,
+            ack_by: r.get(first + 14)?,
+            ack_note: r.get(first + 15)?,
+            retain_until: r.get(first + 16)?,
+        })
+    }
+
+    fn decode(self) -> Result<MailboxEntry, DbError> {
+        let closed = match (self.closed_at, self.closed_reason.as_deref()) {
+            (None, _) => None,
+            (Some(at), Some("acked")) => {
+                let at = ts(at, "mailbox.closed_at")?;
+                let by = self.ack_by.ok_or_else(|| DbError::Corrupt("mailbox: acked without ack_by".into()))?;
+                Some(Closed { at, reason: CloseReason::Acked(AckRecord { by, acked_at: at, note: self.ack_note }) })
+            }
+            (Some(at), Some("deadline")) => Some(Closed { at: ts(at, "mailbox.closed_at")?, reason: CloseReason::Deadline }),
+            (Some(_), other) => return Err(DbError::Corrupt(format!("mailbox.closed_reason: {other:?}"))),
+        };
+        Ok(MailboxEntry {
+            mailbox: Mailbox {
+                account: parsed(&self.account, "mailbox.account", AccountId::parse)?,
+                agent: parsed(&self.agent, "mailbox.agent_id", AgentId::parse)?,
+            },
+            key: self.key,
+            kind: parsed(&self.kind, "mailbox.kind", EntryKind::parse)?,
+            audience: parsed(&self.audience, "mailbox.audience", Audience::parse)?,
+            payload: json_value(&self.payload, "mailbox.payload")?,
+            author: self.author,
+            enqueued_at: ts(self.enqueued_at, "mailbox.enqueued_at")?,
+            visible_at: ts(self.visible_at, "mailbox.visible_at")?,
+            deadline: ts(self.deadline, "mailbox.deadline")?,
+            deliveries: u32::try_from(self.deliveries).unwrap_or(u32::MAX),
+            delivered_at: opt_ts(self.delivered_at, "mailbox.delivered_at")?,
+            closed,
+            retain_until: opt_ts(self.retain_until, "mailbox.retain_until")?,
+        })
+    }
+}
