@@ -1,6 +1,6 @@
 //! JSON Schema validation of the MA2H v0.5 wire documents (400 `validation_error`, spec §8.5).
 //!
-//! The six schemas live in `schema/v0.5/` at the workspace root, written for this Hub from the spec
+//! The schemas live in `schema/v0.5/` at the workspace root, written for this Hub from the spec
 //! text; they are embedded at compile time and compiled once, lazily, on first use. Cross-file
 //! `$ref`s (the GET body embeds the message and the Response, spec §8.2) are served from the
 //! embedded copies by a retriever that never touches the network.
@@ -42,11 +42,17 @@ pub enum SchemaKind {
     ResolveRequest,
     /// A delivered directive (spec §13.1).
     Directive,
+    /// One drained mailbox entry `{<kind>: payload, signature}` (spec §8.7, §8.7.1).
+    InboundMessage,
+    /// The acknowledgment object (spec §14.1).
+    Ack,
+    /// `GET /v1/agents/{agent_id}/presence` body (spec §15.3).
+    Presence,
 }
 
 impl SchemaKind {
     /// Every kind, in a fixed order (index = position in the compiled table).
-    pub const ALL: [SchemaKind; 7] = [
+    pub const ALL: [SchemaKind; 10] = [
         SchemaKind::Message,
         SchemaKind::Response,
         SchemaKind::Capability,
@@ -54,6 +60,9 @@ impl SchemaKind {
         SchemaKind::GetMessage,
         SchemaKind::ResolveRequest,
         SchemaKind::Directive,
+        SchemaKind::InboundMessage,
+        SchemaKind::Ack,
+        SchemaKind::Presence,
     ];
 
     /// File name under `schema/v0.5/` (also the last segment of the `$id`).
@@ -66,6 +75,9 @@ impl SchemaKind {
             SchemaKind::GetMessage => "get-message.schema.json",
             SchemaKind::ResolveRequest => "resolve-request.schema.json",
             SchemaKind::Directive => "directive.schema.json",
+            SchemaKind::InboundMessage => "inbound-message.schema.json",
+            SchemaKind::Ack => "ack.schema.json",
+            SchemaKind::Presence => "presence.schema.json",
         }
     }
 
@@ -86,6 +98,9 @@ impl SchemaKind {
                 include_str!("../../../schema/v0.5/resolve-request.schema.json")
             }
             SchemaKind::Directive => include_str!("../../../schema/v0.5/directive.schema.json"),
+            SchemaKind::InboundMessage => include_str!("../../../schema/v0.5/inbound-message.schema.json"),
+            SchemaKind::Ack => include_str!("../../../schema/v0.5/ack.schema.json"),
+            SchemaKind::Presence => include_str!("../../../schema/v0.5/presence.schema.json"),
         }
     }
 

@@ -419,7 +419,9 @@ fn get_message_bodies_follow_section_8_2() {
     pass(g, &pulled("open"));
     let closed = with(pulled("answered"), "/response", answered());
     pass(g, &closed);
-    let acked = json!({ "state": "acknowledged", "delivered_at": "2026-06-04T18:05:00Z", "acknowledged_at": "2026-06-04T18:06:00Z" });
+    let acked = json!({ "state": "acknowledged", "delivered_at": "2026-06-04T18:05:00Z", "acknowledged_at": "2026-06-04T18:06:00Z",
+                        "ack": { "ma2h_version": "0.5", "type": "ack", "in_reply_to": "msg_1", "by": "agent:bot",
+                                 "acked_at": "2026-06-04T18:06:00Z" } });
     pass(g, &with(closed.clone(), "/delivery", acked));
     let mut delivered_notify = notify();
     delivered_notify["id"] = json!("msg_2");

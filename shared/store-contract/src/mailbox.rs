@@ -185,12 +185,13 @@ pub async fn acks_close_only_own_delivered_live_entries<S: Store>(store: S) {
 
 pub async fn due_entries_close_and_purge_from_indexes_and_presence_keeps_the_latest<S: Store>(store: S) {
     let mb = mailbox("acct-a", "bot");
-    let (mut queued, mut seen, mut fresh) = (directive(&mb, at(0)), directive(&mb, at(0)), directive(&mb, at(0)));
+    // Distinct enqueue instants: FIFO ties may break by key (DynamoDB) or insertion (SQLite).
+    let (mut seen, mut queued, mut fresh) = (directive(&mb, at(0)), directive(&mb, at(1)), directive(&mb, at(2)));
     queued.deadline = at(10);
     seen.deadline = at(10);
     fresh.deadline = at(1000);
     enqueue_all(&store, &[&seen, &queued, &fresh]).await;
-    assert_eq!(keys(&store.claim(&mb, at(1), at(2), 1).await.unwrap().entries), vec![seen.key.clone()]);
+    assert_eq!(keys(&store.claim(&mb, at(3), at(4), 1).await.unwrap().entries), vec![seen.key.clone()]);
     assert_eq!(store.close_due_entries(at(20), at(100), 10).await.unwrap(), 2, "both past-deadline entries");
     assert_eq!(store.close_due_entries(at(20), at(100), 10).await.unwrap(), 0, "idempotent");
     let q = store.get_entry(&mb.account, &queued.key).await.unwrap().unwrap();

@@ -15,6 +15,7 @@
 mod codec;
 mod credentials;
 mod listing;
+mod mailbox;
 mod messages;
 pub mod provision;
 

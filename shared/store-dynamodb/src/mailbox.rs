@@ -1,0 +1,390 @@
+//! [`MailboxStore`] on DynamoDB (design: `docs/dynamodb.md`, "Mailbox").
+//!
+//! * An entry is one item `MBX#{account}#{key}` / `ENTRY`. While live it carries the `mailbox`
+//!   index keys — `mbx_pk = {account}#{agent}#{audience}`, `mbx_sk = {visible_at:015}#{key}` — and
+//!   `due` keys under the partition `MBXDUE` (deadline). Once closed it drops them and gains
+//!   `retain` keys under `MBXRET`, and a TTL backstop. Its history row lives in the `inbox` index
+//!   under `{account}#mbx#{agent}` (enqueue order).
+//! * **Claim** reads the `mailbox` index in `visible_at` order, then claims each candidate with a
+//!   conditional `UpdateItem` requiring the index position it read (`mbx_sk = :seen`). The winner
+//!   moves `mbx_sk` to the window's end, so every claim built on the old position fails: a stale
+//!   index read can cause a skipped entry (a short batch), never a duplicate delivery.
+//! * **Ack** is a conditional `UpdateItem` per key: own agent, live, delivered, within deadline.
+//! * Presence is `AGENT#{account}#{agent}` / `PRESENCE`, written only forwards.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
+use ma2h_core::mailbox::{
+    AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
+};
+use ma2h_core::ports::{MailboxStore, StoreError};
+use ma2h_protocol::ids::{AccountId, AgentId, key_part};
+use ma2h_protocol::time::{self, Timestamp};
+
+use crate::codec::*;
+use crate::{DynamoStore, unavailable};
+
+type R<T> = Result<T, StoreError>;
+
+const ENTRY_SK: &str = "ENTRY";
+const PRESENCE_SK: &str = "PRESENCE";
+const DUE_PARTITION: &str = "MBXDUE";
+const RETAIN_PARTITION: &str = "MBXRET";
+/// Index pages one claim reads at most (past-deadline rows the sweeper has not closed yet are
+/// skipped; it closes them within a sweep).
+const CLAIM_PAGES: usize = 3;
+
+fn entry_pk(account: &AccountId, key: &str) -> String {
+    format!("MBX#{}#{}", key_part(account.as_str()), key_part(key))
+}
+fn ready_pk(mailbox: &Mailbox, audience: &Audience) -> String {
+    format!("{}#{}#{}", key_part(mailbox.account.as_str()), key_part(mailbox.agent.as_str()), audience.as_str())
+}
+fn ready_sk(visible_at: Timestamp, key: &str) -> String {
+    format!("{:015}#{key}", ms(visible_at))
+}
+fn history_pk(mailbox: &Mailbox) -> String {
+    format!("{}#mbx#{}", key_part(mailbox.account.as_str()), key_part(mailbox.agent.as_str()))
+}
+
+fn is_condition_failure<E, R>(e: &aws_sdk_dynamodb::error::SdkError<E, R>) -> bool
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    e.as_service_error().and_then(|s| s.code()) == Some("ConditionalCheckFailedException")
+}
+
+fn entry_item(e: &MailboxEntry) -> Item {
+    let mut item = key(entry_pk(&e.mailbox.account, &e.key), ENTRY_SK);
+    let mut put = |k: &str, v: AttributeValue| {
+        item.insert(k.to_owned(), v);
+    };
+    put("account", s(e.mailbox.account.as_str()));
+    put("agent_id", s(e.mailbox.agent.as_str()));
+    put("entry_key", s(e.key.clone()));
+    put("kind", s(e.kind.as_str()));
+    put("audience", s(e.audience.as_str()));
+    put("payload", s(e.payload.to_string()));
+    put("author", s(e.author.clone()));
+    put("enqueued_at", n(ms(e.enqueued_at)));
+    put("visible_at", n(ms(e.visible_at)));
+    put("deadline", n(ms(e.deadline)));
+    put("deliveries", n(i64::from(e.deliveries)));
+    put("mbx_pk", s(ready_pk(&e.mailbox, &e.audience)));
+    put("mbx_sk", s(ready_sk(e.visible_at, &e.key)));
+    put("due_pk", s(DUE_PARTITION));
+    put("due_sk", n(ms(e.deadline)));
+    put("list_pk", s(history_pk(&e.mailbox)));
+    put("list_sk", s(format!("{:015}#{}", ms(e.enqueued_at), e.key)));
+    item
+}
+
+fn entry_from(item: &Item) -> R<MailboxEntry> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("dynamodb mailbox item: {what}"));
+    let ts = |k: &str| -> R<Option<Timestamp>> { Ok(opt_n(item, k)?.map(time::from_millis)) };
+    let closed = match (ts("closed_at")?, opt_s(item, "closed_reason").as_deref()) {
+        (None, _) => None,
+        (Some(at), Some("acked")) => {
+            let by = opt_s(item, "ack_by").ok_or_else(|| corrupt("acked without ack_by"))?;
+            let ack = AckRecord { by, acked_at: at, note: opt_s(item, "ack_note") };
+            Some(Closed { at, reason: CloseReason::Acked(ack) })
+        }
+        (Some(at), Some("deadline")) => Some(Closed { at, reason: CloseReason::Deadline }),
+        (Some(_), other) => return Err(corrupt(&format!("closed_reason {other:?}"))),
+    };
+    let payload = serde_json::from_str(get_s(item, "payload")?).map_err(|_| corrupt("payload is not JSON"))?;
+    Ok(MailboxEntry {
+        mailbox: Mailbox {
+            account: AccountId::parse(get_s(item, "account")?).ok_or_else(|| corrupt("account"))?,
+            agent: AgentId::parse(get_s(item, "agent_id")?).ok_or_else(|| corrupt("agent_id"))?,
+        },
+        key: get_s(item, "entry_key")?.to_owned(),
+        kind: EntryKind::parse(get_s(item, "kind")?).ok_or_else(|| corrupt("kind"))?,
+        audience: Audience::parse(get_s(item, "audience")?).ok_or_else(|| corrupt("audience"))?,
+        payload,
+        author: get_s(item, "author")?.to_owned(),
+        enqueued_at: time::from_millis(get_n(item, "enqueued_at")?),
+        visible_at: time::from_millis(get_n(item, "visible_at")?),
+        deadline: time::from_millis(get_n(item, "deadline")?),
+        deliveries: u32::try_from(get_n(item, "deliveries")?).unwrap_or(u32::MAX),
+        delivered_at: ts("delivered_at")?,
+        closed,
+        retain_until: ts("retain_until")?,
+    })
+}
+
+/// `visible_at` and key of a `mailbox` index position.
+fn parse_ready_sk(sk: &str) -> Option<(i64, &str)> {
+    let (ms, key) = sk.split_once('#')?;
+    Some((ms.parse().ok()?, key))
+}
+
+impl DynamoStore {
+    /// Close a live entry: drop its ready/due keys, add retain keys and the TTL backstop.
+    fn close_expression(ack: bool) -> String {
+        let extra = if ack { ", ack_by = :by, ack_note = :note" } else { "" };
+        format!(
+            "SET closed_at = :at, closed_reason = :why, retain_until = :ret, retain_pk = :rp, retain_sk = :ret, \
+             #ttl = :ttl{extra} REMOVE mbx_pk, mbx_sk, due_pk, due_sk"
+        )
+    }
+
+    async fn live_count(&self, mailbox: &Mailbox, now: Timestamp) -> R<u64> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("mailbox")
+            .key_condition_expression("mbx_pk = :p")
+            .filter_expression("deadline >= :now")
+            .expression_attribute_values(":p", s(ready_pk(mailbox, &Audience::Any)))
+            .expression_attribute_values(":now", n(ms(now)))
+            .select(Select::Count)
+            .into_paginator()
+            .send();
+        let mut total = 0u64;
+        while let Some(page) = pages.next().await {
+            total += u64::try_from(page.map_err(|e| unavailable("Query", e))?.count).unwrap_or(0);
+        }
+        Ok(total)
+    }
+
+    /// Items (keys only) of a sparse time index partition, due at `now` (`<` or `<=`).
+    async fn due_keys(&self, index: &str, partition: &str, now: Timestamp, inclusive: bool, limit: usize) -> R<Vec<Item>> {
+        let (pk, sk) = if index == "due" { ("due_pk", "due_sk") } else { ("retain_pk", "retain_sk") };
+        let op = if inclusive { "<=" } else { "<" };
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index)
+            .key_condition_expression(format!("{pk} = :p AND {sk} {op} :now"))
+            .expression_attribute_values(":p", s(partition))
+            .expression_attribute_values(":now", n(ms(now)))
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|e| unavailable("Query", e))?;
+        Ok(out.items.unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl MailboxStore for DynamoStore {
+    async fn enqueue(&self, entry: &MailboxEntry, depth_cap: u32) -> R<Enqueued> {
+        // A soft cap: two racing enqueues may each see room for one.
+        if self.live_count(&entry.mailbox, entry.enqueued_at).await? >= u64::from(depth_cap) {
+            return Ok(Enqueued::Full);
+        }
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(entry_item(entry)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem", e))?;
+        Ok(Enqueued::New)
+    }
+
+    async fn claim(&self, mailbox: &Mailbox, now: Timestamp, invisible_until: Timestamp, max: usize) -> R<Claim> {
+        let mut candidates: Vec<(String, String)> = Vec::new(); // (key, index position read)
+        let mut next_visible_at: Option<Timestamp> = None;
+        let mut start = None;
+        'pages: for _ in 0..CLAIM_PAGES {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name("mailbox")
+                .key_condition_expression("mbx_pk = :p")
+                .expression_attribute_values(":p", s(ready_pk(mailbox, &Audience::Any)))
+                .limit(i32::try_from(max + 8).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| unavailable("Query", e))?;
+            for item in out.items() {
+                let position = get_s(item, "mbx_sk")?;
+                let (visible_ms, key) =
+                    parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
+                if visible_ms > ms(now) {
+                    next_visible_at = Some(time::from_millis(visible_ms));
+                    break 'pages;
+                }
+                if candidates.len() < max && get_n(item, "deadline")? >= ms(now) {
+                    candidates.push((key.to_owned(), position.to_owned()));
+                }
+            }
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        let mut entries = Vec::new();
+        for (entry_key, position) in candidates {
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(entry_pk(&mailbox.account, &entry_key), ENTRY_SK)))
+                .update_expression(
+                    "SET visible_at = :until, mbx_sk = :next, deliveries = deliveries + :one, \
+                     delivered_at = if_not_exists(delivered_at, :now)",
+                )
+                .condition_expression("mbx_sk = :seen AND deadline >= :now")
+                .expression_attribute_values(":until", n(ms(invisible_until)))
+                .expression_attribute_values(":next", s(ready_sk(invisible_until, &entry_key)))
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":now", n(ms(now)))
+                .expression_attribute_values(":seen", s(position))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await;
+            match res {
+                Ok(out) => entries.push(entry_from(&out.attributes.unwrap_or_default())?),
+                // Another drain won it, or it was acked/closed since the index read: skip.
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
+            }
+        }
+        if !entries.is_empty() {
+            next_visible_at = Some(next_visible_at.map_or(invisible_until, |t| t.min(invisible_until)));
+        }
+        Ok(Claim { entries, next_visible_at })
+    }
+
+    async fn ack_entries(&self, mailbox: &Mailbox, keys: &[String], ack: &AckRecord, retain_until: Timestamp) -> R<Vec<String>> {
+        let mut acked = Vec::new();
+        for entry_key in keys {
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(entry_pk(&mailbox.account, entry_key), ENTRY_SK)))
+                .update_expression(Self::close_expression(true))
+                .condition_expression(
+                    "agent_id = :me AND attribute_exists(mbx_pk) AND attribute_exists(delivered_at) AND deadline >= :at",
+                )
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":me", s(mailbox.agent.as_str()))
+                .expression_attribute_values(":at", n(ms(ack.acked_at)))
+                .expression_attribute_values(":why", s("acked"))
+                .expression_attribute_values(":ret", n(ms(retain_until)))
+                .expression_attribute_values(":rp", s(RETAIN_PARTITION))
+                .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
+                .expression_attribute_values(":by", s(ack.by.clone()))
+                .expression_attribute_values(
+                    ":note",
+                    ack.note.clone().map_or(AttributeValue::Null(true), AttributeValue::S),
+                )
+                .send()
+                .await;
+            match res {
+                Ok(_) => acked.push(entry_key.clone()),
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
+            }
+        }
+        Ok(acked)
+    }
+
+    async fn get_entry(&self, account: &AccountId, entry_key: &str) -> R<Option<MailboxEntry>> {
+        self.get(key(entry_pk(account, entry_key), ENTRY_SK)).await?.as_ref().map(entry_from).transpose()
+    }
+
+    async fn recent_entries(&self, mailbox: &Mailbox, limit: usize) -> R<Vec<MailboxEntry>> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("inbox")
+            .key_condition_expression("list_pk = :p")
+            .expression_attribute_values(":p", s(history_pk(mailbox)))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|e| unavailable("Query", e))?;
+        let mut entries = Vec::new();
+        for row in out.items() {
+            // The index row may outlive a purge briefly; a missing item is skipped.
+            if let Some(item) = self.get(key(get_s(row, "pk")?.to_owned(), ENTRY_SK)).await? {
+                entries.push(entry_from(&item)?);
+            }
+        }
+        Ok(entries)
+    }
+
+    async fn close_due_entries(&self, now: Timestamp, retain_until: Timestamp, limit: usize) -> R<usize> {
+        let mut closed = 0;
+        for row in self.due_keys("due", DUE_PARTITION, now, false, limit).await? {
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), ENTRY_SK)))
+                .update_expression(Self::close_expression(false))
+                .condition_expression("attribute_exists(mbx_pk) AND deadline < :at")
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":at", n(ms(now)))
+                .expression_attribute_values(":why", s("deadline"))
+                .expression_attribute_values(":ret", n(ms(retain_until)))
+                .expression_attribute_values(":rp", s(RETAIN_PARTITION))
+                .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
+                .send()
+                .await;
+            match res {
+                Ok(_) => closed += 1,
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
+            }
+        }
+        Ok(closed)
+    }
+
+    async fn purge_entries(&self, now: Timestamp, limit: usize) -> R<usize> {
+        let mut purged = 0;
+        for row in self.due_keys("retain", RETAIN_PARTITION, now, true, limit).await? {
+            let res = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), ENTRY_SK)))
+                .condition_expression("retain_sk <= :now")
+                .expression_attribute_values(":now", n(ms(now)))
+                .send()
+                .await;
+            match res {
+                Ok(_) => purged += 1,
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("DeleteItem", e)),
+            }
+        }
+        Ok(purged)
+    }
+
+    async fn touch_presence(&self, mailbox: &Mailbox, at: Timestamp) -> R<()> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(agent_pk(&mailbox.account, &mailbox.agent), PRESENCE_SK)))
+            .update_expression("SET last_seen = :t")
+            .condition_expression("attribute_not_exists(last_seen) OR last_seen < :t")
+            .expression_attribute_values(":t", n(ms(at)))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            // A later activity is already recorded: never move backwards.
+            Err(e) if is_condition_failure(&e) => Ok(()),
+            Err(e) => Err(unavailable("UpdateItem", e)),
+        }
+    }
+
+    async fn last_seen(&self, mailbox: &Mailbox) -> R<Option<Timestamp>> {
+        let item = self.get(key(agent_pk(&mailbox.account, &mailbox.agent), PRESENCE_SK)).await?;
+        Ok(item.as_ref().map(|i| opt_n(i, "last_seen")).transpose()?.flatten().map(time::from_millis))
+    }
+}
