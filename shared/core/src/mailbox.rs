@@ -125,8 +125,13 @@ pub struct MailboxEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Track {
     Queued,
-    Delivered { delivered_at: Timestamp },
-    Acknowledged { delivered_at: Option<Timestamp>, ack: AckRecord },
+    Delivered {
+        delivered_at: Timestamp,
+    },
+    Acknowledged {
+        delivered_at: Option<Timestamp>,
+        ack: AckRecord,
+    },
     /// Never delivered before its deadline (§14.2: `expired` never follows a delivery).
     Expired,
 }

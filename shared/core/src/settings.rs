@@ -359,7 +359,8 @@ impl Settings {
             );
         }
         // A steady long-poller must never flap to offline between two polls (§15.2).
-        if mb.presence_freshness <= Duration::from_secs(u64::from(self.long_poll_max_seconds)) + mb.presence_granularity()
+        if mb.presence_freshness
+            <= Duration::from_secs(u64::from(self.long_poll_max_seconds)) + mb.presence_granularity()
         {
             return err(
                 "MA2H_PRESENCE_FRESHNESS_SECONDS must exceed MA2H_LONG_POLL_MAX_SECONDS by more than its sixth (at least 1 s)",

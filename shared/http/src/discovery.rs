@@ -37,6 +37,19 @@ pub fn capability_document(hub: &Hub) -> Value {
         // §9.2: the Hub's Ed25519 public keys (current, plus previous ones during a rotation).
         "signing_keys": hub.keys.published(),
     });
+    // §8.0: the human→agent leg. `session_param` stays off until sessions exist; no webhook.
+    let mb = &s.mailbox;
+    doc["inbound"] = json!({
+        "enabled": true,
+        "poll_url": format!("{}/v1/inbox", s.public_url),
+        "ack_url": format!("{}/v1/inbox/ack", s.public_url),
+        "max_batch": mb.max_batch,
+        "visibility_timeout_seconds": mb.visibility_timeout.as_secs(),
+        "retention_days": mb.retention_days,
+        "signature_algs": ["hmac-sha256", "ed25519"],
+        "webhook_supported": false,
+    });
+    doc["presence"] = json!({ "enabled": true, "freshness_seconds": mb.presence_freshness.as_secs() });
     let mut rate = serde_json::Map::new();
     if s.requests_per_minute > 0 {
         rate.insert("requests_per_minute".into(), s.requests_per_minute.into());

@@ -6,6 +6,7 @@
 mod discovery;
 pub mod error;
 pub mod extract;
+mod mailbox;
 mod messages;
 mod operator;
 pub mod ui;
@@ -32,6 +33,11 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/messages/{id}/cancel", post(messages::cancel))
         .route("/v1/messages/{id}/resolve", post(messages::resolve))
         .route("/v1/operator/messages", get(operator::list))
+        .route("/v1/operator/directives", post(mailbox::send))
+        .route("/v1/operator/directives/{id}", get(mailbox::track))
+        .route("/v1/inbox", get(mailbox::drain))
+        .route("/v1/inbox/ack", post(mailbox::ack))
+        .route("/v1/agents/{*rest}", get(mailbox::presence))
         .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -23,10 +23,8 @@ pub const DIRECTIVE_BOUND: [&str; 5] = ["title", "body", "priority", "tags", "co
 
 /// §9.7 `payload_sha256` of a directive: SHA-256 of `JCS({"directive": {present bound members}})`.
 pub fn directive_sha256(directive: &Value) -> String {
-    let content: Map<String, Value> = DIRECTIVE_BOUND
-        .iter()
-        .filter_map(|k| directive.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-        .collect();
+    let content: Map<String, Value> =
+        DIRECTIVE_BOUND.iter().filter_map(|k| directive.get(*k).map(|v| ((*k).to_owned(), v.clone()))).collect();
     let mut wrapper = Map::with_capacity(1);
     wrapper.insert("directive".to_owned(), Value::Object(content));
     jcs::canonical_sha256(&Value::Object(wrapper))
@@ -254,7 +252,14 @@ mod tests {
         let line = "MA2H-Signature: t=1782043200,jti=jti_x,v1=Bh6zPUfvl_p3SJdgxCPEPgEKZ9VyvXbl8yRKDGzufSk";
         let bare = line.split_once(": ").unwrap().1;
         assert_eq!(parse_signature_member(line).unwrap(), parse_signature_member(bare).unwrap());
-        assert_eq!(parse_signature_member("ma2h-signature:t=1782043200,jti=jti_x,v1=Bh6zPUfvl_p3SJdgxCPEPgEKZ9VyvXbl8yRKDGzufSk").unwrap().jti, "jti_x");
+        assert_eq!(
+            parse_signature_member(
+                "ma2h-signature:t=1782043200,jti=jti_x,v1=Bh6zPUfvl_p3SJdgxCPEPgEKZ9VyvXbl8yRKDGzufSk"
+            )
+            .unwrap()
+            .jti,
+            "jti_x"
+        );
         assert!(parse_signature_member("Other: t=1,jti=x,v1=y").is_err());
         assert!(parse_signature_member("").is_err());
     }

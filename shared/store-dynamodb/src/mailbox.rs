@@ -14,9 +14,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
-use ma2h_core::mailbox::{
-    AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
-};
+use ma2h_core::mailbox::{AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry};
 use ma2h_core::ports::{MailboxStore, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId, key_part};
 use ma2h_protocol::time::{self, Timestamp};
@@ -150,7 +148,14 @@ impl DynamoStore {
     }
 
     /// Items (keys only) of a sparse time index partition, due at `now` (`<` or `<=`).
-    async fn due_keys(&self, index: &str, partition: &str, now: Timestamp, inclusive: bool, limit: usize) -> R<Vec<Item>> {
+    async fn due_keys(
+        &self,
+        index: &str,
+        partition: &str,
+        now: Timestamp,
+        inclusive: bool,
+        limit: usize,
+    ) -> R<Vec<Item>> {
         let (pk, sk) = if index == "due" { ("due_pk", "due_sk") } else { ("retain_pk", "retain_sk") };
         let op = if inclusive { "<=" } else { "<" };
         let out = self
@@ -254,7 +259,13 @@ impl MailboxStore for DynamoStore {
         Ok(Claim { entries, next_visible_at })
     }
 
-    async fn ack_entries(&self, mailbox: &Mailbox, keys: &[String], ack: &AckRecord, retain_until: Timestamp) -> R<Vec<String>> {
+    async fn ack_entries(
+        &self,
+        mailbox: &Mailbox,
+        keys: &[String],
+        ack: &AckRecord,
+        retain_until: Timestamp,
+    ) -> R<Vec<String>> {
         let mut acked = Vec::new();
         for entry_key in keys {
             let res = self

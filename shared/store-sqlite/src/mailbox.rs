@@ -11,9 +11,7 @@
 //! * presence — an upsert keeping the larger `last_seen`.
 
 use async_trait::async_trait;
-use ma2h_core::mailbox::{
-    AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
-};
+use ma2h_core::mailbox::{AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry};
 use ma2h_core::ports::{MailboxStore, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId};
 use ma2h_protocol::time::Timestamp;
@@ -102,10 +100,9 @@ impl MailboxStore for SqliteStore {
         }
         self.write(move |conn| {
             let mut stmt = conn.prepare_cached(&claim_sql())?;
-            let rows = stmt.query_map(
-                params![account, agent, ms(now), ms(invisible_until), limit(max)],
-                |r| Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?)),
-            )?;
+            let rows = stmt.query_map(params![account, agent, ms(now), ms(invisible_until), limit(max)], |r| {
+                Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?))
+            })?;
             let mut claimed = rows.collect::<Result<Vec<_>, _>>()?;
             // RETURNING order is unspecified: deliver in first-enqueue order.
             claimed.sort_by_key(|(seq, _)| *seq);
@@ -169,7 +166,12 @@ impl MailboxStore for SqliteStore {
         .await
     }
 
-    async fn close_due_entries(&self, now: Timestamp, retain_until: Timestamp, max: usize) -> Result<usize, StoreError> {
+    async fn close_due_entries(
+        &self,
+        now: Timestamp,
+        retain_until: Timestamp,
+        max: usize,
+    ) -> Result<usize, StoreError> {
         self.write(move |conn| {
             Ok(conn
                 .prepare_cached(
@@ -215,7 +217,8 @@ impl MailboxStore for SqliteStore {
 }
 
 fn next_visible(conn: &Connection, account: &str, agent: &str, now: Timestamp) -> Result<Option<Timestamp>, DbError> {
-    let next: Option<i64> = conn.prepare_cached(NEXT_VISIBLE)?.query_row(params![account, agent, ms(now)], |r| r.get(0))?;
+    let next: Option<i64> =
+        conn.prepare_cached(NEXT_VISIBLE)?.query_row(params![account, agent, ms(now)], |r| r.get(0))?;
     opt_ts(next, "mailbox.visible_at")
 }
 
@@ -271,7 +274,9 @@ impl RawEntry {
                 let by = self.ack_by.ok_or_else(|| DbError::Corrupt("mailbox: acked without ack_by".into()))?;
                 Some(Closed { at, reason: CloseReason::Acked(AckRecord { by, acked_at: at, note: self.ack_note }) })
             }
-            (Some(at), Some("deadline")) => Some(Closed { at: ts(at, "mailbox.closed_at")?, reason: CloseReason::Deadline }),
+            (Some(at), Some("deadline")) => {
+                Some(Closed { at: ts(at, "mailbox.closed_at")?, reason: CloseReason::Deadline })
+            }
             (Some(_), other) => return Err(DbError::Corrupt(format!("mailbox.closed_reason: {other:?}"))),
         };
         Ok(MailboxEntry {

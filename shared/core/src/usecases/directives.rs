@@ -11,7 +11,7 @@ use ma2h_protocol::{ProtocolError, schema};
 use serde_json::{Map, Value, json};
 
 use crate::auth::Principal;
-use crate::mailbox::{Audience, EntryKind, Enqueued, Mailbox, MailboxEntry, Track};
+use crate::mailbox::{Audience, Enqueued, EntryKind, Mailbox, MailboxEntry, Track};
 use crate::records::PrincipalId;
 use crate::{Hub, HubError};
 

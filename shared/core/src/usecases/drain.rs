@@ -42,7 +42,12 @@ pub fn own_mailbox(principal: &Principal) -> Result<Mailbox, HubError> {
 
 /// Drain up to `max` entries (clamped to `max_batch`), long-polling up to `wait` (clamped to the
 /// §8.2 maximum) for the first one. An empty list on timeout is the normal answer.
-pub async fn drain(hub: &Hub, principal: &Principal, max: Option<u32>, wait: Duration) -> Result<Vec<Delivery>, HubError> {
+pub async fn drain(
+    hub: &Hub,
+    principal: &Principal,
+    max: Option<u32>,
+    wait: Duration,
+) -> Result<Vec<Delivery>, HubError> {
     let mailbox = own_mailbox(principal)?;
     let settings = &hub.settings.mailbox;
     let max = max.unwrap_or(settings.max_batch).min(settings.max_batch) as usize;
@@ -104,8 +109,7 @@ fn new_jti(hub: &Hub) -> String {
 /// counted — identically, so an ack reveals nothing about other mailboxes.
 pub async fn ack(hub: &Hub, principal: &Principal, ids: &[String], note: Option<String>) -> Result<usize, HubError> {
     let mailbox = own_mailbox(principal)?;
-    let mut keys: Vec<String> =
-        ids.iter().filter(|id| DirectiveId::parse(id).is_some()).cloned().collect();
+    let mut keys: Vec<String> = ids.iter().filter(|id| DirectiveId::parse(id).is_some()).cloned().collect();
     keys.sort();
     keys.dedup();
     if keys.is_empty() {

@@ -4,10 +4,10 @@
 use ma2h_protocol::ids::AgentId;
 use ma2h_protocol::time::Timestamp;
 
+use crate::Hub;
 use crate::auth::Principal;
 use crate::mailbox::Mailbox;
 use crate::records::PrincipalId;
-use crate::Hub;
 
 /// Cached write times kept per process before the cache is reset (bounded memory).
 const CACHE_LIMIT: usize = 10_000;
@@ -79,7 +79,8 @@ pub async fn read(hub: &Hub, principal: &Principal, agent_id: &str) -> Result<Pr
     let mailbox = Mailbox { account: principal.account.clone(), agent };
     let Some(last_seen) = hub.mailbox.last_seen(&mailbox).await? else { return Ok(presence) };
     let age = hub.clock.now() - last_seen;
-    presence.state = if age.to_std().unwrap_or_default() <= window { PresenceState::Online } else { PresenceState::Offline };
+    presence.state =
+        if age.to_std().unwrap_or_default() <= window { PresenceState::Online } else { PresenceState::Offline };
     presence.last_seen = Some(last_seen);
     Ok(presence)
 }

@@ -186,8 +186,9 @@ pub async fn agent_signing_key(hub: &Hub, account: &AccountId, agent: &AgentId) 
     if alg.as_deref() == Some(signature::ALG_ED25519) {
         return Ok(hub.keys.current.clone());
     }
-    let secret =
-        open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME).await?.ok_or("the agent has no signing secret")?;
+    let secret = open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME)
+        .await?
+        .ok_or("the agent has no signing secret")?;
     Ok(SigningKey::Hmac(secret.into_bytes()))
 }
 

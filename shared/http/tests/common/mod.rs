@@ -62,7 +62,9 @@ pub async fn hub_with(settings: Settings) -> TestHub {
     TestHub { _dir: dir, hub, app, clock, agent, other_agent, operator, foreign_agent }
 }
 
-fn assemble<S: ma2h_core::ports::MessageStore + ma2h_core::ports::CredentialStore + 'static>(
+fn assemble<
+    S: ma2h_core::ports::MessageStore + ma2h_core::ports::CredentialStore + ma2h_core::ports::MailboxStore + 'static,
+>(
     store: S,
     settings: Settings,
 ) -> Hub {

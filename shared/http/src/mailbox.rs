@@ -1,0 +1,192 @@
+//! The human→agent leg over HTTP: operator directives (§13), the agent mailbox drain and ack
+//! (§8.7), and presence (§15.3). Handlers only translate; the rules live in `ma2h-core`.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ma2h_core::mailbox::{MailboxEntry, Track};
+use ma2h_core::{Hub, HubError, directives, drain, presence};
+use ma2h_protocol::ProtocolError;
+use ma2h_protocol::error::FieldError;
+use ma2h_protocol::time;
+use ma2h_protocol::version::HUB_VERSION;
+use serde_json::{Map, Value, json};
+
+use crate::error::ApiError;
+use crate::extract::{Body, Caller, Params};
+
+/// Longest entry id an ack may name (ours are 30 bytes).
+const MAX_ACK_ID_BYTES: usize = 128;
+
+fn json_body(bytes: &[u8]) -> Result<Value, HubError> {
+    serde_json::from_slice(bytes).map_err(|e| HubError::validation(format!("`/`: the body is not valid JSON ({e})")))
+}
+
+/// `POST /v1/operator/directives` → 201 with the track and `Location`.
+pub async fn send(State(hub): State<Hub>, Caller(who): Caller, Body(body): Body) -> Result<Response, ApiError> {
+    let entry = directives::create(&hub, &who, &json_body(&body)?).await?;
+    let track = entry.track(hub.clock.now());
+    let location = format!("/v1/operator/directives/{}", entry.key);
+    let mut resp = (StatusCode::CREATED, Json(track_body(&entry, &track))).into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+/// `GET /v1/operator/directives/{id}`: the directive and its §14.2 delivery track.
+pub async fn track(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (entry, track) = directives::read(&hub, &who, &id).await?;
+    Ok(Json(track_body(&entry, &track)))
+}
+
+/// The operator's view of one directive. The `note` is untrusted agent text, returned as data.
+pub fn track_body(entry: &MailboxEntry, track: &Track) -> Value {
+    let mut delivery = Map::new();
+    delivery.insert("state".into(), json!(track.as_str()));
+    match track {
+        Track::Queued | Track::Expired => {}
+        Track::Delivered { delivered_at } => {
+            delivery.insert("delivered_at".into(), json!(time::format(*delivered_at)));
+        }
+        Track::Acknowledged { delivered_at, ack } => {
+            if let Some(d) = delivered_at {
+                delivery.insert("delivered_at".into(), json!(time::format(*d)));
+            }
+            delivery.insert("acknowledged_at".into(), json!(time::format(ack.acked_at)));
+            delivery.insert("ack".into(), ack_object(&entry.key, ack));
+        }
+    }
+    delivery.insert("deliveries".into(), json!(entry.deliveries));
+    json!({
+        "id": entry.key,
+        "agent_id": entry.mailbox.agent.as_str(),
+        "directive": entry.payload,
+        "delivery": delivery,
+    })
+}
+
+/// A §14.1 ack object for `in_reply_to`.
+pub fn ack_object(in_reply_to: &str, ack: &ma2h_core::mailbox::AckRecord) -> Value {
+    let mut a = json!({
+        "ma2h_version": HUB_VERSION,
+        "type": "ack",
+        "in_reply_to": in_reply_to,
+        "by": ack.by,
+        "acked_at": time::format(ack.acked_at),
+    });
+    if let Some(note) = &ack.note {
+        a["note"] = json!(note);
+    }
+    a
+}
+
+/// `GET /v1/inbox?max=N&wait=S` (agent credential).
+pub async fn drain(State(hub): State<Hub>, Caller(who): Caller, params: Params) -> Result<Response, ApiError> {
+    reject_session(&params)?;
+    let max = params.u32("max")?;
+    if max == Some(0) {
+        return Err(HubError::validation("query `max` must be at least 1").into());
+    }
+    let wait = Duration::from_secs(u64::from(params.u32("wait")?.unwrap_or(0)));
+    let deliveries = drain::drain(&hub, &who, max, wait).await?;
+    let messages: Vec<Value> = deliveries
+        .into_iter()
+        .map(|d| {
+            let mut entry = Map::new();
+            entry.insert(d.kind.as_str().into(), d.payload);
+            entry.insert("signature".into(), json!(d.signature));
+            Value::Object(entry)
+        })
+        .collect();
+    let mut resp = Json(json!({ "messages": messages })).into_response();
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+/// Sessions are not offered here (§8.7.1): any presented session is unknown — 404.
+fn reject_session(params: &Params) -> Result<(), HubError> {
+    match params.get("session") {
+        Some(_) => Err(HubError::NotFound),
+        None => Ok(()),
+    }
+}
+
+/// `POST /v1/inbox/ack {"ids": [...], "note"?}` → `{"acked": n}`.
+pub async fn ack(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    params: Params,
+    Body(body): Body,
+) -> Result<Json<Value>, ApiError> {
+    reject_session(&params)?;
+    let (ids, note) = parse_ack(&json_body(&body)?)?;
+    let acked = drain::ack(&hub, &who, &ids, note).await?;
+    Ok(Json(json!({ "acked": acked })))
+}
+
+/// The ack body: `ids` (at most 100 strings of at most 128 bytes) and an optional `note`.
+fn parse_ack(body: &Value) -> Result<(Vec<String>, Option<String>), HubError> {
+    let Some(obj) = body.as_object() else {
+        return Err(HubError::validation("`/`: the body must be a JSON object"));
+    };
+    let mut fields = Vec::new();
+    let mut ids = Vec::new();
+    match obj.get("ids") {
+        Some(Value::Array(items)) if items.len() > drain::MAX_ACK_IDS => {
+            fields.push(FieldError::new("/ids", format!("at most {} ids per ack", drain::MAX_ACK_IDS)));
+        }
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                match item.as_str() {
+                    Some(s) if !s.is_empty() && s.len() <= MAX_ACK_ID_BYTES => ids.push(s.to_owned()),
+                    _ => fields.push(FieldError::new(
+                        format!("/ids/{i}"),
+                        format!("must be a non-empty string of at most {MAX_ACK_ID_BYTES} bytes"),
+                    )),
+                }
+            }
+        }
+        _ => fields.push(FieldError::new("/ids", "is required and must be an array of ids")),
+    }
+    let note = match obj.get("note") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) if n.chars().count() <= drain::MAX_NOTE_CHARS => Some(n.clone()),
+        Some(_) => {
+            fields.push(FieldError::new(
+                "/note",
+                format!("must be a string of at most {} characters", drain::MAX_NOTE_CHARS),
+            ));
+            None
+        }
+    };
+    if fields.is_empty() { Ok((ids, note)) } else { Err(ProtocolError::validation_at(fields).into()) }
+}
+
+/// `GET /v1/agents/{agent_id}/presence`: the agent id may itself contain `/` (raw or `%2F`).
+pub async fn presence(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    Path(rest): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let Some(agent_id) = rest.strip_suffix("/presence").filter(|a| !a.is_empty()) else {
+        return Err(HubError::NotFound.into());
+    };
+    let p = presence::read(&hub, &who, agent_id).await?;
+    let mut body = json!({
+        "agent_id": p.agent_id,
+        "state": p.state.as_str(),
+        "freshness_seconds": p.freshness_seconds,
+    });
+    if let Some(seen) = p.last_seen {
+        body["last_seen"] = json!(time::format(seen));
+    }
+    Ok(Json(body))
+}

@@ -1,0 +1,326 @@
+//! The human→agent leg through the Router: directives (§13), drain and ack (§8.7), the delivery
+//! track (§14.2), presence (§15) — on whichever store `MA2H_TEST_STORE` names.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration;
+use common::{Reply, TestHub, hub, ts};
+use ma2h_core::{admin, push, sweep};
+use ma2h_protocol::ids::{AccountId, AgentId};
+use ma2h_protocol::inbound::{InboundContext, parse_signature_member};
+use ma2h_protocol::schema::{SchemaKind, validate};
+use ma2h_protocol::signature::verify_canonical;
+use serde_json::{Value, json};
+
+impl TestHub {
+    async fn send(&self, body: Value) -> Reply {
+        self.call(Method::POST, "/v1/operator/directives", Some(&self.operator), Some(body)).await
+    }
+
+    async fn send_ok(&self, title: &str) -> String {
+        let r = self
+            .send(json!({"to": "agent:bot", "title": title, "body": "Hold **all** deploys.", "priority": "urgent",
+                                 "tags": ["incident"], "context": [{"kind": "text", "text": "INC-42"}]}))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["id"].as_str().unwrap().to_owned()
+    }
+
+    async fn drain(&self, key: &str, query: &str) -> Reply {
+        self.call(Method::GET, &format!("/v1/inbox{query}"), Some(key), None).await
+    }
+
+    async fn ack(&self, key: &str, body: Value) -> Reply {
+        self.call(Method::POST, "/v1/inbox/ack", Some(key), Some(body)).await
+    }
+
+    async fn track(&self, id: &str) -> Reply {
+        self.call(Method::GET, &format!("/v1/operator/directives/{id}"), Some(&self.operator), None).await
+    }
+
+    async fn presence(&self, key: &str, agent: &str) -> Reply {
+        self.call(Method::GET, &format!("/v1/agents/{agent}/presence"), Some(key), None).await
+    }
+
+    /// Verify one drained entry as an agent must (§9.7): schema, rebuilt context, signature.
+    async fn verified(&self, entry: &Value) -> (String, String) {
+        validate(SchemaKind::InboundMessage, entry).unwrap_or_else(|e| panic!("{e}: {entry}"));
+        let directive = &entry["directive"];
+        let header = parse_signature_member(entry["signature"].as_str().unwrap()).unwrap();
+        let ctx = InboundContext::for_directive(directive, &header.jti, &header.t).unwrap();
+        let key =
+            push::agent_signing_key(&self.hub, &AccountId::parse("acme").unwrap(), &AgentId::parse("bot").unwrap())
+                .await
+                .unwrap();
+        verify_canonical(&ctx.to_canonical(), &header.v1, &[key.verifying_key()]).expect("signature verifies");
+        assert_eq!(header.t, self.clock_now().timestamp().to_string(), "signed at delivery time");
+        (directive["id"].as_str().unwrap().to_owned(), header.jti)
+    }
+}
+
+#[tokio::test]
+async fn an_operator_directive_is_drained_signed_acked_and_tracked() {
+    let h = hub().await;
+    let id = h.send_ok("Pause deploys").await;
+    let sent = h.track(&id).await;
+    assert_eq!(sent.body["delivery"]["state"], "queued");
+    assert_eq!(sent.body["directive"]["from"], "human:alice", "from is attested, never from the body");
+    assert_eq!(sent.body["directive"]["ma2h_version"], "0.5");
+
+    let drained = h.drain(&h.agent, "").await;
+    assert_eq!(drained.status, StatusCode::OK);
+    assert_eq!(drained.headers["cache-control"], "no-store");
+    let messages = drained.body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1);
+    let (got, _) = h.verified(&messages[0]).await;
+    assert_eq!(got, id);
+    assert_eq!(messages[0]["directive"]["title"], "Pause deploys");
+    let track = h.track(&id).await.body;
+    assert_eq!(
+        (track["delivery"]["state"].as_str(), track["delivery"]["delivered_at"].as_str()),
+        (Some("delivered"), Some(ts(h.clock_now()).replace('Z', ".000Z").as_str()))
+    );
+
+    h.advance(Duration::seconds(5));
+    let acked = h.ack(&h.agent, json!({"ids": [id, id], "note": "on it <b>now</b>"})).await;
+    assert_eq!((acked.status, acked.body.clone()), (StatusCode::OK, json!({"acked": 1})));
+    let track = h.track(&id).await.body;
+    assert_eq!(track["delivery"]["state"], "acknowledged");
+    assert_eq!(track["delivery"]["ack"]["note"], "on it <b>now</b>", "the note is data; renderers sanitize it");
+    assert_eq!(track["delivery"]["ack"]["by"], "agent:bot");
+    validate(SchemaKind::Ack, &track["delivery"]["ack"]).unwrap();
+    assert_eq!(h.ack(&h.agent, json!({"ids": [id]})).await.body, json!({"acked": 0}), "a repeat is a no-op");
+    h.advance(Duration::seconds(120));
+    assert_eq!(h.drain(&h.agent, "").await.body, json!({"messages": []}), "an acked entry never comes back");
+}
+
+#[tokio::test]
+async fn an_unacked_directive_is_redelivered_after_the_window_with_a_fresh_t_and_jti() {
+    let h = hub().await;
+    let id = h.send_ok("Rotate keys").await;
+    let first = h.drain(&h.agent, "?max=5").await.body["messages"][0].clone();
+    let (_, jti1) = h.verified(&first).await;
+    h.advance(Duration::seconds(59));
+    assert_eq!(h.drain(&h.agent, "").await.body["messages"], json!([]), "hidden inside the window");
+    h.advance(Duration::seconds(1));
+    let again = h.drain(&h.agent, "").await.body["messages"][0].clone();
+    let (id2, jti2) = h.verified(&again).await;
+    assert_eq!(id2, id);
+    assert_ne!(jti1, jti2, "re-signed per delivery");
+    assert_ne!(first["signature"], again["signature"]);
+    assert_eq!(first["directive"], again["directive"], "the bound payload never changes");
+    assert_eq!(h.track(&id).await.body["delivery"]["deliveries"], 2);
+}
+
+#[tokio::test]
+async fn mailboxes_are_isolated_and_a_foreign_ack_changes_nothing() {
+    let h = hub().await;
+    let id = h.send_ok("Only for bot").await;
+    assert_eq!(h.drain(&h.other_agent, "").await.body["messages"], json!([]));
+    assert_eq!(h.drain(&h.foreign_agent, "").await.body["messages"], json!([]), "same agent id, other account");
+    assert_eq!(h.drain(&h.agent, "").await.body["messages"].as_array().unwrap().len(), 1);
+    for key in [&h.other_agent, &h.foreign_agent] {
+        assert_eq!(h.ack(key, json!({"ids": [id]})).await.body, json!({"acked": 0}));
+    }
+    assert_eq!(h.track(&id).await.body["delivery"]["state"], "delivered");
+    // An operator has no mailbox; an agent cannot send or read directives.
+    assert_eq!(h.drain(&h.operator, "").await.code(), "not_authorized");
+    let as_agent = h
+        .call(Method::POST, "/v1/operator/directives", Some(&h.agent), Some(json!({"to": "agent:bot", "title": "x"})))
+        .await;
+    assert_eq!(as_agent.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        h.call(Method::GET, &format!("/v1/operator/directives/{id}"), Some(&h.agent), None).await.status,
+        StatusCode::FORBIDDEN
+    );
+}
+
+#[tokio::test]
+async fn never_delivered_acks_count_nothing_and_unknown_ids_are_silent() {
+    let h = hub().await;
+    let id = h.send_ok("Queued only").await;
+    let r = h.ack(&h.agent, json!({"ids": [id, "dir_01HZXDIR0001", "msg_x", "whatever"]})).await;
+    assert_eq!((r.status, r.body), (StatusCode::OK, json!({"acked": 0})), "ack cannot fabricate a receipt");
+    assert_eq!(h.track(&id).await.body["delivery"]["state"], "queued");
+}
+
+#[tokio::test]
+async fn undeliverable_destinations_answer_one_identical_422() {
+    let h = hub().await;
+    admin::create_agent(&h.hub, "globex", "elsewhere", None).await.unwrap();
+    let mut bodies = Vec::new();
+    for to in ["agent:nobody", "agent:elsewhere", "agent:bot#sess_01J", "agent:a\u{7}b"] {
+        let r = h.send(json!({"to": to, "title": "x"})).await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{to}: {}", r.body);
+        bodies.push(r.body);
+    }
+    assert!(bodies.iter().all(|b| *b == bodies[0]), "no existence oracle: {bodies:?}");
+    assert_eq!(bodies[0]["error"]["code"], "unknown_destination");
+}
+
+#[tokio::test]
+async fn directive_bodies_are_validated_before_anything_is_written() {
+    let h = hub().await;
+    let past = ts(h.clock_now() - Duration::seconds(1));
+    let cases: &[(Value, StatusCode, &str)] = &[
+        (json!("text"), StatusCode::BAD_REQUEST, "/"),
+        (json!({"to": "agent:bot"}), StatusCode::BAD_REQUEST, "/title"),
+        (json!({"to": "bot", "title": "x"}), StatusCode::BAD_REQUEST, "/to"),
+        (json!({"to": "agent:bot", "title": "x", "request": {}}), StatusCode::BAD_REQUEST, "/request"),
+        (json!({"to": "agent:bot", "title": "x", "state": 1}), StatusCode::BAD_REQUEST, "/state"),
+        (json!({"to": "agent:bot", "title": "x", "from": "human:mallory"}), StatusCode::BAD_REQUEST, "/from"),
+        (json!({"to": "agent:bot", "title": "x", "priority": "now"}), StatusCode::BAD_REQUEST, "/priority"),
+        (json!({"to": "agent:bot", "title": "x\ny"}), StatusCode::BAD_REQUEST, "/title"),
+        (json!({"to": "agent:bot", "title": "x".repeat(201)}), StatusCode::BAD_REQUEST, "/title"),
+        (json!({"to": "agent:bot", "title": "x", "tags": [1]}), StatusCode::BAD_REQUEST, "/tags/0"),
+        (
+            json!({"to": "agent:bot", "title": "x", "context": [{"kind": "nope"}]}),
+            StatusCode::BAD_REQUEST,
+            "/context/0",
+        ),
+        (json!({"to": "agent:bot", "title": "x", "expires_at": "soon"}), StatusCode::BAD_REQUEST, "/expires_at"),
+        (json!({"to": "agent:bot", "title": "x", "expires_at": past}), StatusCode::UNPROCESSABLE_ENTITY, "/expires_at"),
+    ];
+    for (body, status, pointer) in cases {
+        let r = h.send(body.clone()).await;
+        assert_eq!(r.status, *status, "{body}: {}", r.body);
+        assert!(r.message().contains(&format!("`{pointer}")), "{body}: {}", r.body);
+    }
+    let raw = h.call_raw(Method::POST, "/v1/operator/directives", Some(&h.operator), Some(b"{nope".to_vec())).await;
+    assert_eq!(raw.status, StatusCode::BAD_REQUEST);
+    assert_eq!(h.drain(&h.agent, "").await.body["messages"], json!([]), "nothing was enqueued");
+}
+
+#[tokio::test]
+async fn bad_drain_and_ack_input_is_a_400_and_sessions_are_unknown() {
+    let h = hub().await;
+    for q in ["?max=0", "?max=-1", "?max=abc", "?wait=1.5", "?wait=x"] {
+        assert_eq!(h.drain(&h.agent, q).await.status, StatusCode::BAD_REQUEST, "{q}");
+    }
+    assert_eq!(h.drain(&h.agent, "?session=sess_01J").await.status, StatusCode::NOT_FOUND);
+    let many: Vec<String> = (0..101).map(|i| format!("dir_{i}")).collect();
+    for body in [
+        json!({}),
+        json!({"ids": "dir_x"}),
+        json!({"ids": [1]}),
+        json!({"ids": many}),
+        json!({"ids": ["x".repeat(129)]}),
+        json!({"ids": [], "note": 5}),
+        json!({"ids": [], "note": "n".repeat(2001)}),
+        json!([]),
+    ] {
+        let r = h.ack(&h.agent, body.clone()).await;
+        assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "validation_error"), "{body}");
+    }
+    assert_eq!(h.ack(&h.agent, json!({"ids": []})).await.body, json!({"acked": 0}));
+    assert_eq!(h.drain(&h.agent, "?max=1000").await.status, StatusCode::OK, "a large max is clamped");
+    h.send_ok("so the clamped wait returns at once").await;
+    assert_eq!(h.drain(&h.agent, "?wait=100000").await.status, StatusCode::OK, "a long wait is clamped");
+    assert_eq!(h.drain("nope", "").await.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_drain_returns_at_most_max_in_fifo_order() {
+    let h = hub().await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(h.send_ok(&format!("d{i}")).await);
+        h.advance(Duration::milliseconds(5));
+    }
+    let got: Vec<String> = h.drain(&h.agent, "?max=2").await.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["directive"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(got, ids[..2]);
+    assert_eq!(h.drain(&h.agent, "").await.body["messages"][0]["directive"]["id"], json!(ids[2]));
+}
+
+#[tokio::test]
+async fn a_waiting_drain_wakes_when_a_directive_arrives() {
+    let h = hub().await;
+    let app = h.app.clone();
+    let key = h.agent.clone();
+    let waiter = tokio::spawn(async move {
+        use tower::ServiceExt;
+        let req = axum::http::Request::get("/v1/inbox?wait=20")
+            .header("authorization", format!("Bearer {key}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let resp = app.oneshot(req).await.unwrap();
+        let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+        serde_json::from_slice::<Value>(&bytes).unwrap()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let id = h.send_ok("Wake up").await;
+    let body = tokio::time::timeout(std::time::Duration::from_secs(15), waiter).await.expect("woken").unwrap();
+    assert_eq!(body["messages"][0]["directive"]["id"], json!(id));
+}
+
+#[tokio::test]
+async fn presence_is_unknown_then_online_then_offline_and_owner_only() {
+    let h = hub().await;
+    let unknown = h.presence(&h.operator, "bot").await;
+    assert_eq!(unknown.body, json!({"agent_id": "bot", "state": "unknown", "freshness_seconds": 90}));
+    validate(SchemaKind::Presence, &unknown.body).unwrap();
+    h.drain(&h.agent, "").await;
+    let online = h.presence(&h.operator, "bot").await.body;
+    assert_eq!((online["state"].as_str(), online["last_seen"].is_string()), (Some("online"), true));
+    validate(SchemaKind::Presence, &online).unwrap();
+    // Not the owner: indistinguishable from never seen.
+    for key in [&h.agent, &h.other_agent, &h.foreign_agent] {
+        assert_eq!(h.presence(key, "bot").await.body["state"], "unknown");
+        assert!(h.presence(key, "bot").await.body.get("last_seen").is_none());
+    }
+    h.advance(Duration::seconds(91));
+    assert_eq!(h.presence(&h.operator, "bot").await.body["state"], "offline");
+    assert_eq!(h.presence(&h.operator, "bot").await.body["last_seen"], online["last_seen"]);
+    assert_eq!(h.call(Method::GET, "/v1/agents/bot/presence", None, None).await.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn presence_paths_carry_agent_ids_with_slashes() {
+    let h = hub().await;
+    let key = admin::create_agent(&h.hub, "acme", "deploy/bot", None).await.unwrap().api_key;
+    h.drain(&key, "").await;
+    for path in ["deploy/bot", "deploy%2Fbot"] {
+        let r = h.presence(&h.operator, path).await;
+        assert_eq!(
+            (r.body["agent_id"].as_str(), r.body["state"].as_str()),
+            (Some("deploy/bot"), Some("online")),
+            "{path}"
+        );
+    }
+    assert_eq!(h.call(Method::GET, "/v1/agents/bot", Some(&h.operator), None).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_undelivered_directive_expires_lazily_and_the_sweeper_closes_it() {
+    let h = hub().await;
+    let expires = ts(h.clock_now() + Duration::seconds(10));
+    let r = h.send(json!({"to": "agent:bot", "title": "Soon stale", "expires_at": expires})).await;
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    h.advance(Duration::seconds(11));
+    assert_eq!(h.track(&id).await.body["delivery"]["state"], "expired", "read lazily");
+    assert_eq!(h.drain(&h.agent, "").await.body["messages"], json!([]), "never delivered after expiry");
+    let report = sweep::sweep_once(&h.hub).await.unwrap();
+    assert_eq!(report.entries_closed, 1);
+    assert_eq!(h.track(&id).await.body["delivery"]["state"], "expired");
+}
+
+#[tokio::test]
+async fn the_capability_document_advertises_the_mailbox_and_presence() {
+    let h = hub().await;
+    let doc = h.call(Method::GET, "/.well-known/ma2h", None, None).await.body;
+    validate(SchemaKind::Capability, &doc).unwrap();
+    assert_eq!(doc["inbound"]["poll_url"], "https://hub.test/v1/inbox");
+    assert_eq!(doc["inbound"]["ack_url"], "https://hub.test/v1/inbox/ack");
+    assert_eq!(
+        (doc["inbound"]["max_batch"].as_u64(), doc["inbound"]["visibility_timeout_seconds"].as_u64()),
+        (Some(32), Some(60))
+    );
+    assert_eq!(doc["inbound"]["webhook_supported"], false);
+    assert_eq!(doc["presence"], json!({"enabled": true, "freshness_seconds": 90}));
+}
