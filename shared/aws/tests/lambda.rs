@@ -245,3 +245,25 @@ async fn failed_authentications_from_one_source_ip_are_throttled() {
     let (status, _) = call(&e, event_from(attacker, "GET", "/v1/operator/messages", &e.operator, None)).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// The human→agent leg as the Lambda functions serve it: a directive through the operator
+/// route, a long-polling drain that finds it by re-polling DynamoDB (no in-process wake-up
+/// across Lambda instances), the ack, and the track.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn directives_are_drained_and_acked_through_lambda_events() {
+    let Some(e) = env().await else { return };
+    let directive = json!({"to": "agent:bot", "title": "Freeze deploys", "priority": "high"});
+    let (status, sent) = call(&e, event("POST", "/v1/operator/directives", &e.operator, Some(&directive))).await;
+    assert_eq!(status, StatusCode::CREATED, "{sent}");
+    let id = sent["id"].as_str().unwrap().to_owned();
+    let (status, drained) = call(&e, event("GET", "/v1/inbox?wait=2", &e.agent, None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(drained["messages"][0]["directive"]["id"], json!(id));
+    assert!(drained["messages"][0]["signature"].as_str().unwrap().starts_with("MA2H-Signature: t="));
+    let (_, acked) = call(&e, event("POST", "/v1/inbox/ack", &e.agent, Some(&json!({"ids": [id]})))).await;
+    assert_eq!(acked, json!({"acked": 1}));
+    let (_, track) = call(&e, event("GET", &format!("/v1/operator/directives/{id}"), &e.operator, None)).await;
+    assert_eq!(track["delivery"]["state"], "acknowledged");
+    let (_, presence) = call(&e, event("GET", "/v1/agents/bot/presence", &e.operator, None)).await;
+    assert_eq!(presence["state"], "online");
+}

@@ -1,0 +1,69 @@
+//! Requests per phase of a directive's lifecycle on DynamoDB (docs/COST.md, "Directives"):
+//! send, drain, ack, the operator's track read, an empty drain, and the purge after retention.
+
+use axum::http::StatusCode;
+use chrono::Duration;
+use ma2h_aws::handlers;
+use serde_json::json;
+
+use crate::env::*;
+use crate::metering::Tally;
+use crate::support::event;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_per_phase_of_a_directive() {
+    with_env("directive", false, |e| async move {
+        let mut rows: Vec<(String, Tally)> = Vec::new();
+        let body = json!({"to": "agent:bot", "title": "Freeze deploys", "body": "Until the incident closes."});
+        let (status, sent) = call(&e, event("POST", "/v1/operator/directives", &e.operator, Some(&body))).await;
+        assert_eq!(status, StatusCode::CREATED, "{sent}");
+        let id = sent["id"].as_str().unwrap().to_owned();
+        let send = e.meter.take();
+        assert_eq!(
+            send.requests,
+            // auth (KEY#), the destination's signing secret; live entries (Query mailbox, COUNT); the entry
+            expect(&[("dynamodb:GetItem", 2), ("dynamodb:Query", 1), ("dynamodb:PutItem", 1)]),
+            "send"
+        );
+        rows.push(("send a directive (operator)".into(), send));
+
+        let (status, drained) = call(&e, event("GET", "/v1/inbox", &e.agent, None)).await;
+        assert_eq!((status, drained["messages"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)));
+        let drain = e.meter.take();
+        assert_eq!(
+            drain.requests,
+            // auth, signing alg + signing secret; claimable entries (Query mailbox); presence + the claim
+            expect(&[("dynamodb:GetItem", 3), ("dynamodb:Query", 1), ("dynamodb:UpdateItem", 2)]),
+            "drain one entry"
+        );
+        rows.push(("drain, one entry (first drain of a presence window)".into(), drain));
+
+        let (_, acked) = call(&e, event("POST", "/v1/inbox/ack", &e.agent, Some(&json!({"ids": [id]})))).await;
+        assert_eq!(acked, json!({"acked": 1}));
+        let ack = e.meter.take();
+        assert_eq!(ack.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 1)]), "ack");
+        rows.push(("ack".into(), ack));
+
+        let (_, track) = call(&e, event("GET", &format!("/v1/operator/directives/{id}"), &e.operator, None)).await;
+        assert_eq!(track["delivery"]["state"], "acknowledged");
+        let read = e.meter.take();
+        assert_eq!(read.requests, expect(&[("dynamodb:GetItem", 2)]), "track read");
+        rows.push(("track read (operator, not in the total)".into(), read));
+
+        let (_, empty) = call(&e, event("GET", "/v1/inbox", &e.agent, None)).await;
+        assert_eq!(empty["messages"], json!([]));
+        let idle = e.meter.take();
+        assert_eq!(idle.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]), "empty drain");
+        rows.push(("empty drain (presence cached; not in the total)".into(), idle));
+
+        e.clock.advance(Duration::days(61));
+        let outcome = handlers::sweep(&e.dep).await.unwrap();
+        assert_eq!((outcome.entries_closed, outcome.entries_purged), (0, 1), "{outcome:?}");
+        let purge = e.meter.take();
+        // the five sweep Queries (`due`, `retain`, `push`, MBXDUE, MBXRET) and the entry's delete
+        assert_eq!(purge.requests, expect(&[("dynamodb:Query", 5), ("dynamodb:DeleteItem", 1)]), "purge");
+        rows.push(("sweep after retention (purges the entry)".into(), purge));
+        print_table("Requests per phase of a directive (counted on the wire, asserted)", &rows);
+    })
+    .await;
+}
