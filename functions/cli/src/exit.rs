@@ -16,6 +16,7 @@ pub const DECLINED: u8 = 10;
 pub const EXPIRED: u8 = 11;
 pub const CANCELLED: u8 = 12;
 pub const STILL_OPEN: u8 = 13;
+pub const EMPTY: u8 = 14;
 
 pub const TABLE: &str = "\
 EXIT CODES:
@@ -24,13 +25,14 @@ EXIT CODES:
    2  usage or configuration error (missing MA2H_* variable, bad flag)
    3  hub unreachable
    4  hub error (§8.5 code printed on stderr)
-   5  verify: Response rejected (signature, window, replayed jti, malformed)
-   6  verify / get --once: duplicate resolution, already acted on
+   5  verify: Response rejected / inbox: an entry rejected (signature, window, replayed jti, not for me)
+   6  verify / get --once: duplicate resolution, already acted on / ack: not every id acknowledged
    7  open-state: state rejected (tampered, wrong key, other agent)
   10  declined / dismissed
   11  expired (default_on_expire may have applied)
   12  cancelled
-  13  still open (no --wait, or --wait N elapsed)";
+  13  still open (no --wait, or --wait N elapsed)
+  14  inbox: the mailbox is empty (or --wait elapsed)";
 
 /// A failure that carries its exit code.
 #[derive(Debug)]

@@ -5,6 +5,7 @@
 mod check;
 mod compose;
 mod exit;
+mod inbox;
 mod listen;
 mod wait;
 
@@ -85,6 +86,10 @@ enum Command {
     OpenState(check::StateArgs),
     /// Run a callback receiver that verifies each Response and runs a command once per resolution.
     Listen(listen::ListenArgs),
+    /// Drain this agent's mailbox (§8.7): verify each directive (§9.7), print it, optionally ack.
+    Inbox(inbox::InboxArgs),
+    /// Acknowledge drained directives (§8.7, §14) by id.
+    Ack(inbox::AckArgs),
     /// Print the Hub's capability document (§8.0).
     Discover,
 }
@@ -176,6 +181,8 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::SealState(a) => check::seal_cmd(&a, &config),
         Command::OpenState(a) => check::open_cmd(&a, &config),
         Command::Listen(a) => listen::listen(&a, &config).await,
+        Command::Inbox(a) => inbox::inbox(&a, &config, json).await,
+        Command::Ack(a) => inbox::ack(&a, &config, json).await,
         Command::Discover => {
             let hub = config.hub_url().map_err(|e| exit::usage(e.to_string()))?;
             let doc = Client::new(hub, "").map_err(exit::client)?.discover().await.map_err(exit::client)?;

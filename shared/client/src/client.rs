@@ -93,10 +93,10 @@ pub fn parse_retry_after(v: &str, now: chrono::DateTime<chrono::Utc>) -> Option<
 }
 
 /// One HTTP exchange's outcome.
-struct Reply {
-    status: u16,
-    retry_after: Option<Duration>,
-    body: Vec<u8>,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) retry_after: Option<Duration>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Client {
@@ -126,7 +126,7 @@ impl Client {
         &self.base
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -151,7 +151,7 @@ impl Client {
         Ok(Reply { status, retry_after, body })
     }
 
-    fn json(reply: &Reply) -> Result<Value, ClientError> {
+    pub(crate) fn json(reply: &Reply) -> Result<Value, ClientError> {
         serde_json::from_slice(&reply.body).map_err(|e| ClientError::Protocol(format!("body is not JSON: {e}")))
     }
 

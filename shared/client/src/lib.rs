@@ -9,6 +9,8 @@
 //!   (§8.2) and cancel (§8.4);
 //! - [`verify`]: §9.2 Response verification for a callback receiver, backed by the persistent
 //!   [`replay`] cache (`jti` replay + `(in_reply_to, resolution_id)` dedup, §6);
+//! - [`inbox`]: the agent mailbox (§8.7): drain, §9.7 entry verification (with the replay
+//!   cache deduplicating directive ids, §13.4) and ack;
 //! - [`seal`]: §9.3 state sealing with XChaCha20-Poly1305 under a per-agent key that never
 //!   enters `state` or the Hub.
 //!
@@ -18,6 +20,7 @@ pub mod builder;
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod inbox;
 pub mod replay;
 pub mod seal;
 pub mod verify;
@@ -26,6 +29,7 @@ pub use builder::MessageBuilder;
 pub use client::{Ack, CancelOutcome, Client, RetryPolicy};
 pub use config::Config;
 pub use error::{ClientError, HubErrorBody};
+pub use inbox::{EntryRejection, EntryVerdict, EntryVerifier};
 pub use replay::ReplayCache;
 pub use seal::StateKey;
 pub use verify::{Rejection, Verdict, VerifiedResponse, Verifier};
