@@ -217,7 +217,8 @@ fn a_4xx_stops_at_once_and_exhaustion_is_recorded_while_the_response_stays_pulla
     for id in [&bad, &down] {
         let (status, read) = get(&s.hub, &format!("/v1/messages/{id}"), &s.agent_key);
         assert_eq!((status, read["status"].as_str()), (200, Some("answered")), "pull stays authoritative");
-        assert!(read.get("delivery").is_none());
+        // No push was delivered; this authenticated read is the delivery evidence (§14.2).
+        assert_eq!(read["delivery"]["state"], "delivered-to-agent");
     }
 }
 

@@ -31,6 +31,9 @@ pub enum HubError {
     /// 409 `already_terminal` with the existing outcome.
     #[error("message is already {}", status.as_str())]
     AlreadyTerminal { id: MessageId, status: Status, resolution: Option<Resolution> },
+    /// 409 `not_acknowledgeable`: nothing delivered yet to acknowledge (§14.1).
+    #[error("{0}")]
+    NotAcknowledgeable(String),
     /// 422 `unknown_destination`.
     #[error("{0}")]
     UnknownDestination(String),

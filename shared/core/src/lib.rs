@@ -20,7 +20,9 @@ mod usecases;
 
 pub use error::HubError;
 pub use hub::Hub;
-pub use usecases::{admin, cancel, directives, drain, get, inbox, list, presence, push, resolve, submit, sweep};
+pub use usecases::{
+    admin, cancel, directives, drain, get, inbox, list, presence, push, receipt, resolve, submit, sweep,
+};
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.
 pub mod usecases_prelude {

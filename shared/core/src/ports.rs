@@ -93,6 +93,27 @@ pub trait MessageStore: Send + Sync + 'static {
     /// Replace a message's push track (after an attempt).
     async fn record_push(&self, account: &AccountId, id: &MessageId, track: &PushTrack) -> Result<(), StoreError>;
 
+    /// §14.2: stamp `delivered_at = at` on a terminal ask/task that has no stamp yet (the
+    /// submitter's first read). Returns the stamp in effect — this one or an earlier one — or
+    /// `None` for an open message, a notify or an unknown id. Never touches `updated_at`.
+    async fn mark_delivered(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        at: Timestamp,
+    ) -> Result<Option<Timestamp>, StoreError>;
+
+    /// §14.1: store `ack` iff the terminal ask/task's Response was delivered to the agent (a
+    /// `delivered_at` stamp or a 2xx push) and no ack is stored. Returns the ack in effect —
+    /// this one, or the first one if another won — or `None` when the Response is not
+    /// acknowledgeable (open, notify, undelivered, unknown). Never touches `updated_at`.
+    async fn ack_response(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        ack: &AckRecord,
+    ) -> Result<Option<AckRecord>, StoreError>;
+
     /// Open asks/tasks of one agent (the §8.6 inbox-depth limit).
     async fn count_open(&self, account: &AccountId, agent: &AgentId) -> Result<u64, StoreError>;
 

@@ -33,6 +33,22 @@ pub struct MessageRecord {
     pub retain_until: Option<Timestamp>,
     /// The push obligation (§8.3), written by the terminal transition of a push-mode ask/task.
     pub push: Option<PushTrack>,
+    /// §14.2: when the submitting agent first read the terminal Response (a 2xx push is the
+    /// other delivery evidence). Never touches `updated_at`.
+    pub delivered_at: Option<Timestamp>,
+    /// §14.1: the submitting agent's acknowledgment of the Response; the first one wins.
+    pub ack: Option<crate::mailbox::AckRecord>,
+}
+
+impl MessageRecord {
+    /// §14.2 delivered-to-agent: the earlier of the first authenticated read and a 2xx push.
+    pub fn delivered_to_agent(&self) -> Option<Timestamp> {
+        let pushed = self.push.as_ref().filter(|p| p.status == PushStatus::Delivered).and_then(|p| p.delivered_at);
+        match (self.delivered_at, pushed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// Where a push obligation stands.

@@ -49,6 +49,9 @@ pub fn capability_document(hub: &Hub) -> Value {
         "signature_algs": ["hmac-sha256", "ed25519"],
         "webhook_supported": false,
     });
+    // §14: acks of directives (the inbox ack) and of Responses (`POST /v1/messages/{id}/ack`),
+    // pulled only — so no `signature_algs` (those name a pushed ack's algorithms).
+    doc["ack"] = json!({ "enabled": true });
     doc["presence"] = json!({ "enabled": true, "freshness_seconds": mb.presence_freshness.as_secs() });
     let mut rate = serde_json::Map::new();
     if s.requests_per_minute > 0 {

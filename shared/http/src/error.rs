@@ -41,6 +41,7 @@ impl IntoResponse for ApiError {
             HubError::Gone => (StatusCode::GONE, "gone"),
             HubError::IdempotencyConflict { .. } => (StatusCode::CONFLICT, "idempotency_conflict"),
             HubError::AlreadyTerminal { .. } => (StatusCode::CONFLICT, "already_terminal"),
+            HubError::NotAcknowledgeable(_) => (StatusCode::CONFLICT, "not_acknowledgeable"),
             HubError::UnknownDestination(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_destination"),
             HubError::RequestTimeout { .. } => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             HubError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),

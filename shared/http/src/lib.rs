@@ -32,6 +32,7 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/messages/{id}", get(messages::read))
         .route("/v1/messages/{id}/cancel", post(messages::cancel))
         .route("/v1/messages/{id}/resolve", post(messages::resolve))
+        .route("/v1/messages/{id}/ack", post(mailbox::ack_response))
         .route("/v1/operator/messages", get(operator::list))
         .route("/v1/operator/directives", post(mailbox::send))
         .route("/v1/operator/directives/{id}", get(mailbox::track))

@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::mailbox::{MailboxEntry, Track};
-use ma2h_core::{Hub, HubError, directives, drain, presence};
+use ma2h_core::{Hub, HubError, directives, drain, presence, receipt};
 use ma2h_protocol::ProtocolError;
 use ma2h_protocol::error::FieldError;
 use ma2h_protocol::time;
@@ -168,6 +168,49 @@ fn parse_ack(body: &Value) -> Result<(Vec<String>, Option<String>), HubError> {
         }
     };
     if fields.is_empty() { Ok((ids, note)) } else { Err(ProtocolError::validation_at(fields).into()) }
+}
+
+/// `POST /v1/messages/{id}/ack {note?, resolution_id?}` (§14.1, §14.3): the submitting agent
+/// acknowledges the Response it received → the ack object.
+pub async fn ack_response(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+    Body(body): Body,
+) -> Result<Json<Value>, ApiError> {
+    let input = if body.iter().all(u8::is_ascii_whitespace) { json!({}) } else { json_body(&body)? };
+    let Some(obj) = input.as_object() else {
+        return Err(HubError::validation("`/`: the body must be a JSON object").into());
+    };
+    let mut fields = Vec::new();
+    let note = match obj.get("note") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) if n.chars().count() <= drain::MAX_NOTE_CHARS => Some(n.clone()),
+        Some(_) => {
+            fields.push(FieldError::new(
+                "/note",
+                format!("must be a string of at most {} characters", drain::MAX_NOTE_CHARS),
+            ));
+            None
+        }
+    };
+    let resolution_id = match obj.get("resolution_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(r)) => Some(r.as_str()),
+        Some(_) => {
+            fields.push(FieldError::new("/resolution_id", "must be a string"));
+            None
+        }
+    };
+    if !fields.is_empty() {
+        return Err(ProtocolError::validation_at(fields).into());
+    }
+    let r = receipt::ack(&hub, &who, &id, note, resolution_id).await?;
+    let mut a = ack_object(r.in_reply_to.as_str(), &r.ack);
+    if let Some(rid) = r.resolution_id {
+        a["resolution_id"] = json!(rid);
+    }
+    Ok(Json(a))
 }
 
 /// `GET /v1/agents/{agent_id}/presence`: the agent id may itself contain `/` (raw or `%2F`).

@@ -323,4 +323,56 @@ async fn the_capability_document_advertises_the_mailbox_and_presence() {
     );
     assert_eq!(doc["inbound"]["webhook_supported"], false);
     assert_eq!(doc["presence"], json!({"enabled": true, "freshness_seconds": 90}));
+    assert_eq!(doc["ack"], json!({"enabled": true}), "pulled acks only: no signature_algs");
+}
+
+#[tokio::test]
+async fn a_read_response_is_delivered_to_the_agent_and_its_ack_is_first_wins() {
+    let h = hub().await;
+    let id = h.submit_ok(common::ask("k-ack")).await;
+    let ack_of = |key: String, body: Value| {
+        let h = &h;
+        let id = id.clone();
+        async move { h.call(Method::POST, &format!("/v1/messages/{id}/ack"), Some(&key), Some(body)).await }
+    };
+    let open = ack_of(h.agent.clone(), json!({})).await;
+    assert_eq!((open.status, open.code()), (StatusCode::CONFLICT, "not_acknowledgeable"));
+    assert_eq!(
+        h.resolve(&h.operator, &id, json!({"resolution": "answered", "value": "ship"})).await.status,
+        StatusCode::OK
+    );
+    // Resolved but never read by the agent: nothing delivered yet.
+    assert_eq!(ack_of(h.agent.clone(), json!({})).await.code(), "not_acknowledgeable");
+
+    let read = h.get(&h.agent, &id).await.body;
+    assert_eq!(read["delivery"]["state"], "delivered-to-agent", "the submitter's read is delivery evidence");
+    validate(SchemaKind::GetMessage, &read).unwrap();
+    let stamped = read["delivery"]["delivered_at"].clone();
+    h.advance(Duration::seconds(3));
+    assert_eq!(h.get(&h.agent, &id).await.body["delivery"]["delivered_at"], stamped, "stamped once");
+
+    let rid = read["response"]["resolution_id"].as_str().unwrap().to_owned();
+    assert_eq!(ack_of(h.agent.clone(), json!({"resolution_id": "res_other"})).await.code(), "invalid_field");
+    assert_eq!(ack_of(h.agent.clone(), json!({"note": 5})).await.code(), "validation_error");
+    for key in [h.other_agent.clone(), h.foreign_agent.clone(), h.operator.clone()] {
+        assert_eq!(ack_of(key, json!({})).await.status, StatusCode::NOT_FOUND, "like an unknown id");
+    }
+    let first = ack_of(h.agent.clone(), json!({"note": "got your Ship it — resuming", "resolution_id": rid})).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    validate(SchemaKind::Ack, &first.body).unwrap();
+    assert_eq!(
+        (first.body["in_reply_to"].as_str(), first.body["resolution_id"].as_str()),
+        (Some(id.as_str()), Some(rid.as_str()))
+    );
+    h.advance(Duration::seconds(3));
+    let again = ack_of(h.agent.clone(), json!({"note": "again"})).await;
+    assert_eq!(again.body, first.body, "the first ack wins; a repeat returns it");
+    let body = h.get(&h.agent, &id).await.body;
+    assert_eq!(body["delivery"]["state"], "acknowledged");
+    assert_eq!(body["delivery"]["ack"], first.body);
+    validate(SchemaKind::GetMessage, &body).unwrap();
+
+    let note = h.submit_ok(common::notify()).await;
+    let r = h.call(Method::POST, &format!("/v1/messages/{note}/ack"), Some(&h.agent), None).await;
+    assert_eq!(r.code(), "not_acknowledgeable", "a notify has no Response");
 }

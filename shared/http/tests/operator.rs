@@ -83,7 +83,9 @@ async fn the_capability_document_reflects_the_configuration() {
     let key = &r.body["signing_keys"][0];
     assert_eq!((key["alg"].as_str(), key["status"].as_str()), (Some("ed25519"), Some("current")));
     assert_eq!(key["public_key"].as_str().unwrap().len(), 43, "32 bytes, base64url");
-    assert!(r.body.get("inbound").is_none() && r.body.get("sessions").is_none());
+    // Advertised: the mailbox, acks and presence; not yet: sessions and the inter-agent leg.
+    assert_eq!((r.body["inbound"]["enabled"].as_bool(), r.body["ack"]["enabled"].as_bool()), (Some(true), Some(true)));
+    assert!(r.body.get("sessions").is_none() && r.body.get("inter_agent").is_none());
 }
 
 /// Issue 13 item 4: 504 open asks from one agent, then one from another. Nothing hides: the

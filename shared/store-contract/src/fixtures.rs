@@ -97,6 +97,8 @@ pub fn open_message(kind: MessageType, account: &AccountId, agent: &AgentId, cre
         resolution_id: None,
         retain_until: None,
         push: None,
+        delivered_at: None,
+        ack: None,
     }
 }
 

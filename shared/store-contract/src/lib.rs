@@ -73,6 +73,7 @@ pub const CHECKS: &[&str] = &[
     "concurrent_claims_never_deliver_one_entry_twice_in_a_window",
     "acks_close_only_own_delivered_live_entries",
     "due_entries_close_and_purge_from_indexes_and_presence_keeps_the_latest",
+    "responses_are_stamped_once_and_the_first_ack_wins",
 ];
 
 /// Run every check against a fresh store from `make`. Panics on the first failure, naming the
@@ -117,5 +118,6 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         concurrent_claims_never_deliver_one_entry_twice_in_a_window,
         acks_close_only_own_delivered_live_entries,
         due_entries_close_and_purge_from_indexes_and_presence_keeps_the_latest,
+        responses_are_stamped_once_and_the_first_ack_wins,
     );
 }

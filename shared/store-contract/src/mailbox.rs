@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use ma2h_core::mailbox::{AckRecord, Audience, CloseReason, Enqueued, EntryKind, Mailbox, MailboxEntry, Track};
+use ma2h_core::records::Lookup;
 use ma2h_protocol::ids::DirectiveId;
 use ma2h_protocol::time::Timestamp;
 use serde_json::json;
@@ -213,4 +214,57 @@ pub async fn due_entries_close_and_purge_from_indexes_and_presence_keeps_the_lat
     store.touch_presence(&mb, at(60)).await.unwrap();
     assert_eq!(store.last_seen(&mb).await.unwrap(), Some(at(60)));
     assert_eq!(store.last_seen(&mailbox("acct-b", "bot")).await.unwrap(), None, "per account");
+}
+
+pub async fn responses_are_stamped_once_and_the_first_ack_wins<S: Store>(store: S) {
+    use ma2h_core::records::{Completion, Inserted, PushStatus};
+    use ma2h_protocol::lifecycle::Status;
+
+    use crate::fixtures::{ask, notify, terminal};
+    let (acct, bot) = (account("acct-a"), agent("bot"));
+    let (open, pulled, pushed) = (ask(&acct, &bot, at(0)), ask(&acct, &bot, at(1)), ask(&acct, &bot, at(2)));
+    let note = notify(&acct, &bot, at(3));
+    for m in [&open, &pulled, &pushed, &note] {
+        assert_eq!(store.insert_message(m, None, m.created_at).await.unwrap(), Inserted::New);
+    }
+    for m in [&pulled, &pushed] {
+        assert!(matches!(
+            store.complete(&acct, &m.id, &terminal(Status::Answered, at(10))).await.unwrap(),
+            Completion::Applied(_)
+        ));
+    }
+    let by = |t: i64, n: &str| AckRecord { by: "agent:bot".into(), acked_at: at(t), note: Some(n.into()) };
+
+    // Not acknowledgeable: open, a notify, a terminal Response nobody received, unknown.
+    for id in [&open.id, &note.id, &pulled.id] {
+        assert_eq!(store.ack_response(&acct, id, &by(11, "x")).await.unwrap(), None, "{id}");
+    }
+    assert_eq!(store.mark_delivered(&acct, &open.id, at(12)).await.unwrap(), None, "open: no stamp");
+    assert_eq!(store.mark_delivered(&acct, &note.id, at(12)).await.unwrap(), None, "notify: no stamp");
+
+    // The first read stamps; a later read keeps the first stamp; updated_at never moves.
+    assert_eq!(store.mark_delivered(&acct, &pulled.id, at(20)).await.unwrap(), Some(at(20)));
+    assert_eq!(store.mark_delivered(&acct, &pulled.id, at(30)).await.unwrap(), Some(at(20)));
+    let Lookup::Found(after) = store.get_message(&acct, &pulled.id).await.unwrap() else { panic!("found") };
+    assert_eq!((after.delivered_at, after.updated_at), (Some(at(20)), at(10)));
+
+    assert_eq!(store.ack_response(&acct, &pulled.id, &by(40, "first")).await.unwrap(), Some(by(40, "first")));
+    assert_eq!(
+        store.ack_response(&acct, &pulled.id, &by(50, "second")).await.unwrap(),
+        Some(by(40, "first")),
+        "first wins"
+    );
+    assert_eq!(store.ack_response(&account("acct-b"), &pulled.id, &by(50, "x")).await.unwrap(), None, "other account");
+    let Lookup::Found(acked) = store.get_message(&acct, &pulled.id).await.unwrap() else { panic!("found") };
+    assert_eq!((acked.ack, acked.updated_at), (Some(by(40, "first")), at(10)));
+
+    // A 2xx push is delivery evidence too.
+    let Lookup::Found(p) = store.get_message(&acct, &pushed.id).await.unwrap() else { panic!("found") };
+    let mut track = ma2h_core::records::PushTrack::pending(at(10));
+    track.status = PushStatus::Delivered;
+    track.delivered_at = Some(at(11));
+    track.next_attempt_at = None;
+    store.record_push(&acct, &p.id, &track).await.unwrap();
+    let noteless = AckRecord { note: None, ..by(60, "") };
+    assert_eq!(store.ack_response(&acct, &pushed.id, &noteless).await.unwrap(), Some(noteless.clone()));
 }

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use ma2h_core::listing::{ListCursor, MessageSummary, project_of, tags_of};
+use ma2h_core::mailbox::AckRecord;
 use ma2h_core::ports::StoreError;
 use ma2h_core::records::{CredentialRecord, IdempotencyRecord, MessageRecord, PrincipalId, PushStatus, PushTrack};
 use ma2h_protocol::envelope::{MessageType, Priority};
@@ -170,6 +171,16 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
             put(&k, v);
         }
     }
+    if let Some(d) = m.delivered_at {
+        put("delivered_at", n(ms(d)));
+    }
+    if let Some(a) = &m.ack {
+        put("ack_by", s(&a.by));
+        put("ack_at", n(ms(a.acked_at)));
+        if let Some(note) = &a.note {
+            put("ack_note", s(note));
+        }
+    }
     // The listing's summary attributes (projected into the `inbox` index with the fields above).
     if let Some(p) = project_of(&m.envelope) {
         put("project", s(p));
@@ -271,6 +282,11 @@ pub(crate) fn message_from(item: &Item) -> Result<MessageRecord, StoreError> {
         resolution_id: opt_s(item, "resolution_id").map(ResolutionId::from_trusted),
         retain_until: opt_ts(item, "retain_until")?,
         push,
+        delivered_at: opt_ts(item, "delivered_at")?,
+        ack: match (opt_s(item, "ack_by"), opt_ts(item, "ack_at")?) {
+            (Some(by), Some(acked_at)) => Some(AckRecord { by, acked_at, note: opt_s(item, "ack_note") }),
+            _ => None,
+        },
     })
 }
 

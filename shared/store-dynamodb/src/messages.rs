@@ -349,6 +349,76 @@ impl MessageStore for DynamoStore {
         Ok(())
     }
 
+    async fn mark_delivered(&self, account: &AccountId, id: &MessageId, at: Timestamp) -> R<Option<Timestamp>> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(msg_pk(account, id), MSG_SK)))
+            .update_expression("SET delivered_at = :at")
+            .condition_expression(
+                "attribute_exists(pk) AND #status <> :open AND #kind <> :notify AND attribute_not_exists(delivered_at)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":at", n(ms(at)))
+            .expression_attribute_values(":open", s(Status::Open.as_str()))
+            .expression_attribute_values(":notify", s("notify"))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(Some(at)),
+            // Already stamped (or not stampable): report what is stored.
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {
+                let item = self.get(key(msg_pk(account, id), MSG_SK)).await?;
+                Ok(item
+                    .map(|i| message_from(&i))
+                    .transpose()?
+                    .filter(|m| !m.status.is_open())
+                    .and_then(|m| m.delivered_at))
+            }
+            Err(e) => Err(unavailable("UpdateItem", e)),
+        }
+    }
+
+    async fn ack_response(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        ack: &ma2h_core::mailbox::AckRecord,
+    ) -> R<Option<ma2h_core::mailbox::AckRecord>> {
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(msg_pk(account, id), MSG_SK)))
+            .condition_expression(
+                "attribute_exists(pk) AND #status <> :open AND #kind <> :notify AND attribute_not_exists(ack_at) \
+                 AND (attribute_exists(delivered_at) OR push_status = :delivered)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":by", s(ack.by.clone()))
+            .expression_attribute_values(":at", n(ms(ack.acked_at)))
+            .expression_attribute_values(":open", s(Status::Open.as_str()))
+            .expression_attribute_values(":notify", s("notify"))
+            .expression_attribute_values(":delivered", s(PushStatus::Delivered.as_str()));
+        update = match &ack.note {
+            Some(note) => update
+                .update_expression("SET ack_by = :by, ack_at = :at, ack_note = :note")
+                .expression_attribute_values(":note", s(note.clone())),
+            None => update.update_expression("SET ack_by = :by, ack_at = :at"),
+        };
+        match update.send().await {
+            Ok(_) => Ok(Some(ack.clone())),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {
+                let item = self.get(key(msg_pk(account, id), MSG_SK)).await?;
+                Ok(item.map(|i| message_from(&i)).transpose()?.and_then(|m| m.ack))
+            }
+            Err(e) => Err(unavailable("UpdateItem", e)),
+        }
+    }
+
     async fn count_open(&self, account: &AccountId, agent: &AgentId) -> R<u64> {
         let item = self.get(key(open_pk(account, agent), "OPEN")).await?;
         let count = item.as_ref().map(|i| opt_n(i, "open_count")).transpose()?.flatten().unwrap_or(0);

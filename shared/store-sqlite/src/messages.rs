@@ -27,6 +27,7 @@
 
 use async_trait::async_trait;
 use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts};
+use ma2h_core::mailbox::AckRecord;
 use ma2h_core::ports::{MessageStore, StoreError};
 use ma2h_core::records::{Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite};
 use ma2h_protocol::envelope::{MessageType, Priority};
@@ -151,6 +152,55 @@ impl MessageStore for SqliteStore {
                 t.delivered_at.map(ms),
             ])?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn mark_delivered(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        at: Timestamp,
+    ) -> Result<Option<Timestamp>, StoreError> {
+        let (account, id) = (account.clone(), id.clone());
+        self.write(move |conn| {
+            conn.prepare_cached(sql::MARK_DELIVERED)?.execute(params![account.as_str(), id.as_str(), ms(at)])?;
+            let stamp: Option<Option<i64>> = conn
+                .prepare_cached(
+                    "SELECT delivered_at FROM messages WHERE account = ?1 AND id = ?2 AND status <> 'open' AND kind <> 'notify'",
+                )?
+                .query_row(params![account.as_str(), id.as_str()], |r| r.get(0))
+                .optional()?;
+            opt_ts(stamp.flatten(), "messages.delivered_at")
+        })
+        .await
+    }
+
+    async fn ack_response(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        ack: &AckRecord,
+    ) -> Result<Option<AckRecord>, StoreError> {
+        let (account, id, ack) = (account.clone(), id.clone(), ack.clone());
+        self.write(move |conn| {
+            conn.prepare_cached(sql::ACK_RESPONSE)?.execute(params![
+                account.as_str(),
+                id.as_str(),
+                ack.by,
+                ms(ack.acked_at),
+                ack.note
+            ])?;
+            let stored: Option<(Option<String>, Option<i64>, Option<String>)> = conn
+                .prepare_cached("SELECT ack_by, ack_at, ack_note FROM messages WHERE account = ?1 AND id = ?2")?
+                .query_row(params![account.as_str(), id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
+            match stored {
+                Some((Some(by), Some(at), note)) => {
+                    Ok(Some(AckRecord { by, acked_at: ts(at, "messages.ack_at")?, note }))
+                }
+                _ => Ok(None),
+            }
         })
         .await
     }
@@ -359,6 +409,10 @@ struct RawMessage {
     retain_until: Option<i64>,
     push: RawPush,
     state_text: Option<String>,
+    delivered_at: Option<i64>,
+    ack_by: Option<String>,
+    ack_at: Option<i64>,
+    ack_note: Option<String>,
 }
 
 impl RawMessage {
@@ -381,6 +435,10 @@ impl RawMessage {
             retain_until: r.get(13)?,
             push: RawPush::read(r, 14)?,
             state_text: r.get(19)?,
+            delivered_at: r.get(20)?,
+            ack_by: r.get(21)?,
+            ack_at: r.get(22)?,
+            ack_note: r.get(23)?,
         })
     }
 
@@ -400,7 +458,12 @@ impl RawMessage {
             response: self.response.as_deref().map(|r| json_value(r, &what("response"))).transpose()?,
             resolution_id: self.resolution_id.clone().map(ResolutionId::from_trusted),
             retain_until: opt_ts(self.retain_until, &what("retain_until"))?,
-            push: self.push.decode(what)?,
+            push: self.push.decode(&what)?,
+            delivered_at: opt_ts(self.delivered_at, &what("delivered_at"))?,
+            ack: match (self.ack_by, self.ack_at) {
+                (Some(by), Some(at)) => Some(AckRecord { by, acked_at: ts(at, &what("ack_at"))?, note: self.ack_note }),
+                _ => None,
+            },
             title: self.title,
             id: MessageId::from_trusted(self.id),
         })

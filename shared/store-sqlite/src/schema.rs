@@ -191,6 +191,11 @@ CREATE INDEX mailbox_ready ON mailbox (account, agent_id, visible_at, seq) WHERE
 CREATE INDEX mailbox_due ON mailbox (deadline) WHERE closed_at IS NULL;
 CREATE INDEX mailbox_retain ON mailbox (retain_until) WHERE retain_until IS NOT NULL;
 CREATE INDEX mailbox_history ON mailbox (account, agent_id, seq);
+-- §14: the submitter's first read of a terminal Response, and its acknowledgment.
+ALTER TABLE messages ADD COLUMN delivered_at INTEGER;
+ALTER TABLE messages ADD COLUMN ack_by TEXT;
+ALTER TABLE messages ADD COLUMN ack_at INTEGER;
+ALTER TABLE messages ADD COLUMN ack_note TEXT;
 CREATE TABLE presence (
     account   TEXT NOT NULL,
     agent_id  TEXT NOT NULL,

@@ -19,7 +19,21 @@ pub const INSERT_MESSAGE: &str = concat!(
 );
 
 /// One message, always scoped to its account (another account's id reads as unknown, §9.1).
-pub const GET_MESSAGE: &str = concat!("SELECT ", message_columns!(), " FROM messages WHERE account = ?1 AND id = ?2");
+/// The §14 receipt columns follow (never written by an insert).
+pub const GET_MESSAGE: &str = concat!(
+    "SELECT ",
+    message_columns!(),
+    ", delivered_at, ack_by, ack_at, ack_note FROM messages WHERE account = ?1 AND id = ?2"
+);
+
+/// §14.2: the submitter's first read of a terminal ask/task stamps delivery, once.
+pub const MARK_DELIVERED: &str = "UPDATE messages SET delivered_at = ?3 \
+     WHERE account = ?1 AND id = ?2 AND status <> 'open' AND kind <> 'notify' AND delivered_at IS NULL";
+
+/// §14.1: the first ack of a delivered Response wins.
+pub const ACK_RESPONSE: &str = "UPDATE messages SET ack_by = ?3, ack_at = ?4, ack_note = ?5 \
+     WHERE account = ?1 AND id = ?2 AND status <> 'open' AND kind <> 'notify' AND ack_at IS NULL \
+     AND (delivered_at IS NOT NULL OR push_status = 'delivered')";
 
 pub const GET_TOMBSTONE: &str = "SELECT agent_id FROM tombstones WHERE account = ?1 AND id = ?2";
 

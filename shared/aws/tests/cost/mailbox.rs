@@ -67,3 +67,48 @@ async fn requests_per_phase_of_a_directive() {
     })
     .await;
 }
+
+/// §14.2/§14.1 on the response leg: only the submitter's first read of a terminal pull-mode ask
+/// writes (the delivered-to-agent stamp); the ack is one conditional write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_read_after_terminal_stamps_delivery_once_and_an_ack_is_one_write() {
+    with_env("receipt", false, |e| async move {
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("r1", None, None)))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let id = ack["id"].as_str().unwrap().to_owned();
+        let answer = json!({"resolution": "answered", "value": "ship"});
+        let (status, _) =
+            call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
+        assert_eq!(status, StatusCode::OK);
+        e.meter.take();
+        let (_, first) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+        assert_eq!(first["delivery"]["state"], "delivered-to-agent");
+        let stamp = e.meter.take();
+        assert_eq!(
+            stamp.requests,
+            expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1), ("dynamodb:UpdateItem", 1)]),
+            "first read: + the stamp"
+        );
+        let (_, second) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+        assert_eq!(second["delivery"], first["delivery"]);
+        let reread = e.meter.take();
+        assert_eq!(reread.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]), "later reads: none");
+        let (status, _) = call(&e, event("POST", &format!("/v1/messages/{id}/ack"), &e.agent, Some(&json!({})))).await;
+        assert_eq!(status, StatusCode::OK);
+        let acked = e.meter.take();
+        assert_eq!(
+            acked.requests,
+            expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1), ("dynamodb:UpdateItem", 1)]),
+            "ack: auth, the read, one conditional write"
+        );
+        print_table(
+            "Response receipt (counted on the wire, asserted)",
+            &[
+                ("first read after terminal (stamps delivered-to-agent)".into(), stamp),
+                ("a later read".into(), reread),
+                ("POST /v1/messages/{id}/ack".into(), acked),
+            ],
+        );
+    })
+    .await;
+}

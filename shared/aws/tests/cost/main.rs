@@ -76,7 +76,9 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         let reads = long_poll.requests.get("dynamodb:Query").copied().unwrap_or(0);
         assert!((4..=6).contains(&reads), "one read per 500 ms of a 2 s wait (+1): {long_poll:?} in {waited:?}");
         assert_eq!(long_poll.requests.get("dynamodb:GetItem"), Some(&1), "auth once");
-        assert_eq!(long_poll.total("dynamodb"), reads + 1, "{long_poll:?}");
+        // §15.1: a response long-poll is agent activity: one presence write (per 15 s per container)
+        assert_eq!(long_poll.requests.get("dynamodb:UpdateItem"), Some(&1), "presence");
+        assert_eq!(long_poll.total("dynamodb"), reads + 2, "{long_poll:?}");
         let long_poll_row = ("get ?wait=2 on an open ask (not in the total)".to_owned(), long_poll);
 
         // (not part of the total) the operator's inbox page: one `inbox` index page and one pass

@@ -34,6 +34,11 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
     };
     let wait = Duration::from_secs(u64::from(opts.wait_seconds.unwrap_or(0).min(hub.settings.long_poll_max_seconds)));
     let deadline = tokio::time::Instant::now() + wait;
+    if !wait.is_zero() {
+        // §15.1: a response long-poll is the agent's own activity.
+        let mailbox = crate::mailbox::Mailbox { account: principal.account.clone(), agent: agent.clone() };
+        crate::presence::seen(hub, &mailbox).await;
+    }
     loop {
         // Subscribe before reading, so a resolve landing in between still wakes us.
         let subscription = (!wait.is_zero())
@@ -56,6 +61,8 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
             }
             _ if !changed => return Ok(Read::NotModified),
             _ => {
+                // §14.2: the submitter's read of a terminal Response is delivery evidence.
+                let record = super::receipt::stamp_read(hub, record).await?;
                 let text = record.state_text.as_deref();
                 return Ok(Read::Body(verbatim::to_vec_with_state(&body(&record), text, verbatim::GET_BODY_STATE)));
             }
@@ -75,17 +82,38 @@ pub fn body(record: &MessageRecord) -> Value {
     if let Some(r) = &record.response {
         out.insert("response".into(), r.clone());
     }
-    // §14.2 response track: a 2xx push is delivery evidence.
-    if let Some(crate::records::PushTrack {
-        status: crate::records::PushStatus::Delivered,
-        delivered_at: Some(at),
-        ..
-    }) = &record.push
-    {
-        out.insert(
-            "delivery".into(),
-            serde_json::json!({ "state": "delivered-to-agent", "delivered_at": ma2h_protocol::time::format(*at) }),
-        );
+    // §14.2 response track: a 2xx push or the submitter's first read is delivery evidence; the
+    // agent's ack closes it.
+    if let Some(at) = record.delivered_to_agent() {
+        let fmt = ma2h_protocol::time::format;
+        let delivery = match &record.ack {
+            Some(ack) => serde_json::json!({
+                "state": "acknowledged",
+                "delivered_at": fmt(at),
+                "acknowledged_at": fmt(ack.acked_at),
+                "ack": ack_object(record, ack),
+            }),
+            None => serde_json::json!({ "state": "delivered-to-agent", "delivered_at": fmt(at) }),
+        };
+        out.insert("delivery".into(), delivery);
     }
     Value::Object(out)
+}
+
+/// The §14.1 ack object for a Response ack.
+pub fn ack_object(record: &MessageRecord, ack: &crate::mailbox::AckRecord) -> Value {
+    let mut a = serde_json::json!({
+        "ma2h_version": ma2h_protocol::version::HUB_VERSION,
+        "type": "ack",
+        "in_reply_to": record.id.as_str(),
+        "by": ack.by,
+        "acked_at": ma2h_protocol::time::format(ack.acked_at),
+    });
+    if let Some(note) = &ack.note {
+        a["note"] = Value::String(note.clone());
+    }
+    if let Some(r) = &record.resolution_id {
+        a["resolution_id"] = Value::String(r.to_string());
+    }
+    a
 }

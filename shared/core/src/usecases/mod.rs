@@ -12,6 +12,7 @@ pub mod list;
 pub mod presence;
 pub mod push;
 mod push_worker;
+pub mod receipt;
 pub mod resolve;
 mod resolvers;
 pub mod submit;

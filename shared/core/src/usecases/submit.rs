@@ -87,6 +87,8 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         // A delivered notify is terminal at once; asks/tasks are retained from resolution.
         retain_until: (status == Status::Delivered).then(|| now + hub.retention()),
         push: None,
+        delivered_at: None,
+        ack: None,
     };
     let claim = envelope.idempotency_key.as_ref().map(|key| IdempotencyRecord {
         account: principal.account.clone(),
