@@ -148,6 +148,29 @@ pub async fn read(hub: &Hub, principal: &Principal, id: &str) -> Result<(Mailbox
     Ok((entry, track))
 }
 
+/// An agent's most recent directives (newest first) with their tracks, for an operator of its
+/// account. An id that cannot be an agent's has none.
+pub async fn recent(
+    hub: &Hub,
+    principal: &Principal,
+    agent: &str,
+    limit: usize,
+) -> Result<Vec<(MailboxEntry, Track)>, HubError> {
+    operator_only(principal)?;
+    let Some(agent) = AgentId::parse(agent) else { return Ok(Vec::new()) };
+    let mailbox = Mailbox { account: principal.account.clone(), agent };
+    let now = hub.clock.now();
+    let entries = hub.mailbox.recent_entries(&mailbox, limit).await?;
+    Ok(entries
+        .into_iter()
+        .filter(|e| e.retain_until.is_none_or(|r| r > now))
+        .map(|e| {
+            let t = e.track(now);
+            (e, t)
+        })
+        .collect())
+}
+
 /// The §13.1 delivered form: the authored members as given, plus the Hub's own.
 fn delivered_form(input: &Map<String, Value>, id: &DirectiveId, principal: &Principal, now: Timestamp) -> Value {
     let mut d = Map::new();

@@ -83,7 +83,7 @@ pub fn render(
             span class=(format!("badge p-{}", rec.priority.as_str())) { (rec.priority.as_str()) }
             span { (rec.kind.as_str()) }
             span { "status " strong { (rec.status.as_str()) } }
-            span { "agent " (rec.agent_id.as_str()) }
+            span { "agent " a href=(format!("/inbox/agents/{}", rec.agent_id.as_str())) { (rec.agent_id.as_str()) } }
             @if let Some(p) = &env.agent.project { span { "project " (p) } }
             span { "received " (human_duration(now - rec.created_at)) " ago" }
             @if let (Some(e), true) = (rec.expires_at, rec.status.is_open()) { (expiry(e, now)) }

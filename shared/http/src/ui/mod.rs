@@ -10,10 +10,12 @@
 //! | `GET /inbox/history` | [`list`]: resolved messages with outcome and push delivery state |
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
+//! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
 //!
 //! Every UI response carries a script-free Content-Security-Policy, `nosniff`, `no-referrer` and
 //! `no-store`.
 
+mod agents;
 mod answer;
 mod list;
 mod login;
@@ -47,6 +49,10 @@ pub fn routes() -> Router<Hub> {
         .route("/logout", post(login::logout))
         .route("/inbox", get(list::inbox))
         .route("/inbox/history", get(list::history))
+        .route("/inbox/agents", get(agents::index))
+        .route("/inbox/agents/{*agent}", get(agents::agent))
+        .route("/inbox/directives", post(agents::send))
+        .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
         .route("/inbox/{id}/resolve", post(answer::resolve))
         .route("/inbox/style.css", get(stylesheet))
@@ -88,6 +94,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                         @if let Some(s) = session {
                             a href="/inbox" { "Open" }
                             a href="/inbox/history" { "History" }
+                            a href="/inbox/agents" { "Agents" }
                             span.who { (s.who()) }
                             form.inline method="post" action="/logout" {
                                 input type="hidden" name="csrf" value=(s.csrf);

@@ -1,0 +1,263 @@
+//! The human→agent side of the inbox: an agent's page — its presence (§15.4: "listening now" or
+//! "will receive on its next run"), a form to send it a directive (§13), and its recent
+//! directives with their delivery tracks (§14.2) — and one directive's page. The agent's ack note
+//! is untrusted text: rendered escaped, never as markup (§14.4).
+//!
+//! | route | page |
+//! |---|---|
+//! | `GET /inbox/agents` | open an agent by id; agents with open messages |
+//! | `GET /inbox/agents/{*agent}` | the agent page (ids may contain `/`) |
+//! | `POST /inbox/directives` | send (CSRF-checked), through the same use case as the API |
+//! | `GET /inbox/directives/{id}` | one directive and its track |
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use ma2h_core::list::{self, ListParams};
+use ma2h_core::listing::ListFilter;
+use ma2h_core::mailbox::{MailboxEntry, Track};
+use ma2h_core::presence::{self, PresenceState};
+use ma2h_core::{Hub, HubError, directives};
+use ma2h_protocol::time::{self, Timestamp};
+use maud::{Markup, PreEscaped, html};
+use serde_json::{Value, json};
+
+use super::session::Session;
+use super::{csrf_refused, form_get, form_pairs, human_duration, notice, page, render_markdown, respond};
+use crate::extract::{Body, Params};
+
+/// Recent directives shown on an agent page.
+const RECENT: usize = 20;
+
+fn agent_href(agent: &str) -> String {
+    format!(
+        "/inbox/agents/{}",
+        agent
+            .split('/')
+            .map(|s| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("/")
+    )
+}
+
+/// `GET /inbox/agents`.
+pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> Response {
+    if let Some(agent) = params.get("agent").map(str::trim).filter(|a| !a.is_empty()) {
+        return Redirect::to(&agent_href(agent)).into_response();
+    }
+    let query =
+        ListParams { resolved: false, filter: ListFilter::default(), cursor: None, limit: Some(500), counts: false };
+    let mut agents: Vec<String> = match list::list(&hub, &session.principal, query).await {
+        Ok(l) => l.page.items.iter().map(|m| m.agent_id.to_string()).collect(),
+        Err(e) => {
+            tracing::error!(error = %e, "agents page failed");
+            return notice(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(&session),
+                "Something went wrong",
+                "Please try again.",
+            );
+        }
+    };
+    agents.sort();
+    agents.dedup();
+    let body = html! {
+        h1 { "Agents" }
+        form.inline method="get" action="/inbox/agents" {
+            label for="agent" { "Agent id " }
+            input #agent type="text" name="agent" required placeholder="deploybot/web";
+            button type="submit" { "Open" }
+        }
+        h2 { "Agents with open messages" }
+        @if agents.is_empty() { p { "None right now." } }
+        ul { @for a in &agents { li { a href=(agent_href(a)) { (a) } } } }
+    };
+    respond(StatusCode::OK, page("Agents", Some(&session), body))
+}
+
+/// `GET /inbox/agents/{*agent}`.
+pub async fn agent(State(hub): State<Hub>, session: Session, Path(agent): Path<String>, params: Params) -> Response {
+    let info = params.get("sent").map(|id| format!("Directive {id} queued."));
+    render_agent(&hub, &session, &agent, info, None, StatusCode::OK).await
+}
+
+async fn render_agent(
+    hub: &Hub,
+    session: &Session,
+    agent: &str,
+    info: Option<String>,
+    error: Option<(String, Vec<(String, String)>)>,
+    status: StatusCode,
+) -> Response {
+    let (presence, recent) = match (
+        presence::read(hub, &session.principal, agent).await,
+        directives::recent(hub, &session.principal, agent, RECENT).await,
+    ) {
+        (Ok(p), Ok(r)) => (p, r),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::error!(error = %e, "agent page failed");
+            return notice(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(session),
+                "Something went wrong",
+                "Please try again.",
+            );
+        }
+    };
+    let now = hub.clock.now();
+    let (error, values) = error.unwrap_or_default();
+    let value = |k: &str| values.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or("");
+    let body = html! {
+        @if let Some(i) = &info { p.notice role="status" { (i) } }
+        h1 { "Agent " (agent) }
+        p.meta {
+            @match presence.state {
+                PresenceState::Online => { span.badge.online { "online" } " listening now — a directive is picked up promptly" }
+                PresenceState::Offline => { span.badge { "offline" } " will receive on its next run" }
+                PresenceState::Unknown => { span.badge { "unknown" } " never seen polling; will receive on its first run" }
+            }
+            @if let Some(seen) = presence.last_seen { " · last seen " (ago(seen, now)) }
+        }
+        h2 #send { "Send a directive" }
+        form method="post" action="/inbox/directives" {
+            input type="hidden" name="csrf" value=(session.csrf);
+            input type="hidden" name="to" value=(format!("agent:{agent}"));
+            @if !error.is_empty() { p.notice.error role="alert" { (error) } }
+            label for="title" { "Title" }
+            input #title type="text" name="title" required maxlength="200" value=(value("title"));
+            label for="body" { "Details " span.hint { "(Markdown, optional)" } }
+            textarea #body name="body" { (value("body")) }
+            label for="priority" { "Priority" }
+            select #priority name="priority" {
+                @for p in ["normal", "low", "high", "urgent"] { option value=(p) selected[value("priority") == p] { (p) } }
+            }
+            label for="expires" { "Expires in minutes " span.hint { "(optional; undelivered after this, it is dropped)" } }
+            input #expires type="number" name="expires_in_minutes" min="1" value=(value("expires_in_minutes"));
+            div.actions { button type="submit" { "Send" } }
+        }
+        h2 { "Recent directives" }
+        @if recent.is_empty() { p { "None yet." } }
+        @else {
+            table {
+                thead { tr { th { "Directive" } th { "Sent" } th { "Delivery" } th { "Note" } } }
+                tbody {
+                    @for (e, t) in &recent {
+                        tr {
+                            td { a href=(format!("/inbox/directives/{}", e.key)) { (title_of(e)) } }
+                            td { (ago(e.enqueued_at, now)) }
+                            td { (track_text(t, now)) }
+                            td { @if let Track::Acknowledged { ack, .. } = t { @if let Some(n) = &ack.note { (n) } } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    respond(status, page(&format!("Agent {agent}"), Some(session), body))
+}
+
+fn title_of(e: &MailboxEntry) -> String {
+    e.payload.get("title").and_then(Value::as_str).unwrap_or(&e.key).to_owned()
+}
+
+fn ago(t: Timestamp, now: Timestamp) -> Markup {
+    html! { time datetime=(time::format(t)) { (human_duration(now - t)) " ago" } }
+}
+
+fn track_text(t: &Track, now: Timestamp) -> Markup {
+    html! {
+        @match t {
+            Track::Queued => "queued — not yet delivered",
+            Track::Delivered { delivered_at } => { "delivered " (ago(*delivered_at, now)) ", not acknowledged" }
+            Track::Acknowledged { ack, .. } => { "acknowledged " (ago(ack.acked_at, now)) " by " (ack.by) }
+            Track::Expired => "expired — never delivered",
+        }
+    }
+}
+
+/// `POST /inbox/directives`: the form through `directives::create`, attested `human:<you>`.
+pub async fn send(State(hub): State<Hub>, session: Session, Body(body): Body) -> Response {
+    let pairs = form_pairs(&body);
+    if !session.csrf_ok(form_get(&pairs, "csrf")) {
+        return csrf_refused(Some(&session));
+    }
+    let to = form_get(&pairs, "to").unwrap_or_default().to_owned();
+    let agent = to.strip_prefix("agent:").unwrap_or_default().to_owned();
+    let mut input = json!({ "to": to, "title": form_get(&pairs, "title").unwrap_or_default().trim() });
+    if let Some(b) = form_get(&pairs, "body").filter(|b| !b.trim().is_empty()) {
+        input["body"] = json!(b);
+    }
+    if let Some(p) = form_get(&pairs, "priority").filter(|p| *p != "normal") {
+        input["priority"] = json!(p);
+    }
+    if let Some(m) = form_get(&pairs, "expires_in_minutes").map(str::trim).filter(|m| !m.is_empty()) {
+        match m.parse::<i64>() {
+            Ok(n) if n > 0 => input["expires_at"] = json!(time::format(hub.clock.now() + chrono::Duration::minutes(n))),
+            _ => {
+                let err = ("Expires in minutes must be a whole number above 0.".to_owned(), pairs.clone());
+                return render_agent(&hub, &session, &agent, None, Some(err), StatusCode::UNPROCESSABLE_ENTITY).await;
+            }
+        }
+    }
+    match directives::create(&hub, &session.principal, &input).await {
+        Ok(entry) => Redirect::to(&format!("{}?sent={}", agent_href(&agent), entry.key)).into_response(),
+        Err(e @ (HubError::Protocol(_) | HubError::UnknownDestination(_) | HubError::RateLimited { .. })) => {
+            let status = if matches!(e, HubError::RateLimited { .. }) {
+                StatusCode::TOO_MANY_REQUESTS
+            } else {
+                StatusCode::UNPROCESSABLE_ENTITY
+            };
+            render_agent(&hub, &session, &agent, None, Some((e.to_string(), pairs)), status).await
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "sending a directive failed");
+            notice(StatusCode::INTERNAL_SERVER_ERROR, Some(&session), "Something went wrong", "Please try again.")
+        }
+    }
+}
+
+/// `GET /inbox/directives/{id}`.
+pub async fn directive(State(hub): State<Hub>, session: Session, Path(id): Path<String>) -> Response {
+    let (entry, track) = match directives::read(&hub, &session.principal, &id).await {
+        Ok(v) => v,
+        Err(HubError::NotFound) => {
+            return notice(
+                StatusCode::NOT_FOUND,
+                Some(&session),
+                "Not found",
+                "There is no such directive in your account.",
+            );
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "directive page failed");
+            return notice(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Some(&session),
+                "Something went wrong",
+                "Please try again.",
+            );
+        }
+    };
+    let now = hub.clock.now();
+    let agent = entry.mailbox.agent.to_string();
+    let d = &entry.payload;
+    let body = html! {
+        h1 { (title_of(&entry)) }
+        p.meta {
+            span { "to " a href=(agent_href(&agent)) { (agent) } }
+            span { "from " (d.get("from").and_then(Value::as_str).unwrap_or("")) }
+            @if let Some(p) = d.get("priority").and_then(Value::as_str) { span class=(format!("badge p-{p}")) { (p) } }
+            span { "sent " (ago(entry.enqueued_at, now)) }
+            span { (entry.key) }
+        }
+        @if let Some(b) = d.get("body").and_then(Value::as_str) {
+            section.body aria-label="Directive body" { (PreEscaped(render_markdown(b))) }
+        }
+        h2 { "Delivery" }
+        p { (track_text(&track, now)) @if entry.deliveries > 1 { " · delivered " (entry.deliveries) " times" } }
+        @if let Track::Acknowledged { ack, .. } = &track {
+            @if let Some(n) = &ack.note { blockquote { (n) } }
+        }
+    };
+    respond(StatusCode::OK, page("Directive", Some(&session), body))
+}

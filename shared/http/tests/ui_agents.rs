@@ -1,0 +1,69 @@
+//! The web inbox's human→agent pages: an agent page with presence and a send form, the
+//! directive's track with the agent's (escaped) note, CSRF on the send form.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::hub;
+use serde_json::json;
+
+#[tokio::test]
+async fn an_operator_sends_a_directive_from_the_agent_page_and_sees_its_track() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, "/inbox/agents/bot", Some(&cookie), None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.html.contains("Agent bot") && page.html.contains("unknown"), "{}", page.html);
+    let csrf = page.csrf();
+
+    let refused =
+        t.page(Method::POST, "/inbox/directives", Some(&cookie), Some(&[("to", "agent:bot"), ("title", "x")])).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "no CSRF token, nothing sent");
+
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("to", "agent:bot"),
+        ("title", "Pause deploys"),
+        ("body", "**now**"),
+        ("priority", "urgent"),
+        ("expires_in_minutes", "30"),
+    ];
+    let sent = t.page(Method::POST, "/inbox/directives", Some(&cookie), Some(&form)).await;
+    assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
+    assert!(sent.location().starts_with("/inbox/agents/bot?sent=dir_"), "{}", sent.location());
+
+    // The agent drains, acks with a note that tries to inject markup.
+    let drained = t.call(Method::GET, "/v1/inbox", Some(&t.agent), None).await.body;
+    let id = drained["messages"][0]["directive"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(drained["messages"][0]["directive"]["from"], "human:alice");
+    assert_eq!(drained["messages"][0]["directive"]["priority"], "urgent");
+    let note = "<script>alert(1)</script> paused";
+    t.call(Method::POST, "/v1/inbox/ack", Some(&t.agent), Some(json!({"ids": [id], "note": note}))).await;
+
+    let agent = t.page(Method::GET, &format!("/inbox/agents/bot?sent={id}"), Some(&cookie), None).await;
+    assert!(agent.html.contains("online") && agent.html.contains("Pause deploys"), "{}", agent.html);
+    assert!(agent.html.contains("acknowledged") && !agent.html.contains("<script>"), "{}", agent.html);
+    assert!(agent.html.contains("&lt;script&gt;"), "the note is shown as text");
+    let one = t.page(Method::GET, &format!("/inbox/directives/{id}"), Some(&cookie), None).await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert!(one.html.contains("<strong>now</strong>") && one.html.contains("acknowledged"), "{}", one.html);
+    assert!(!one.html.contains("<script>"));
+    assert_eq!(
+        t.page(Method::GET, "/inbox/directives/dir_nope", Some(&cookie), None).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_agent_gets_the_form_error_and_nothing_is_sent() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, "/inbox/agents/ghost", Some(&cookie), None).await;
+    let form = [("csrf", page.csrf()), ("to", "agent:ghost".into()), ("title", "Hello".into())];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = t.page(Method::POST, "/inbox/directives", Some(&cookie), Some(&form)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.html.contains("unknown destination") && r.html.contains("value=\"Hello\""), "{}", r.html);
+    let index = t.page(Method::GET, "/inbox/agents?agent=deploy/web", Some(&cookie), None).await;
+    assert_eq!((index.status, index.location()), (StatusCode::SEE_OTHER, "/inbox/agents/deploy/web"));
+}
