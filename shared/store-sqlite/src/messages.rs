@@ -458,7 +458,7 @@ impl RawMessage {
             response: self.response.as_deref().map(|r| json_value(r, &what("response"))).transpose()?,
             resolution_id: self.resolution_id.clone().map(ResolutionId::from_trusted),
             retain_until: opt_ts(self.retain_until, &what("retain_until"))?,
-            push: self.push.decode(&what)?,
+            push: self.push.decode(what)?,
             delivered_at: opt_ts(self.delivered_at, &what("delivered_at"))?,
             ack: match (self.ack_by, self.ack_at) {
                 (Some(by), Some(at)) => Some(AckRecord { by, acked_at: ts(at, &what("ack_at"))?, note: self.ack_note }),
