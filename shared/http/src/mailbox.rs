@@ -156,17 +156,7 @@ fn parse_ack(body: &Value) -> Result<(Vec<String>, Option<String>), HubError> {
         }
         _ => fields.push(FieldError::new("/ids", "is required and must be an array of ids")),
     }
-    let note = match obj.get("note") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(n)) if n.chars().count() <= drain::MAX_NOTE_CHARS => Some(n.clone()),
-        Some(_) => {
-            fields.push(FieldError::new(
-                "/note",
-                format!("must be a string of at most {} characters", drain::MAX_NOTE_CHARS),
-            ));
-            None
-        }
-    };
+    let note = note(obj, &mut fields);
     if fields.is_empty() { Ok((ids, note)) } else { Err(ProtocolError::validation_at(fields).into()) }
 }
 
@@ -183,17 +173,7 @@ pub async fn ack_response(
         return Err(HubError::validation("`/`: the body must be a JSON object").into());
     };
     let mut fields = Vec::new();
-    let note = match obj.get("note") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(n)) if n.chars().count() <= drain::MAX_NOTE_CHARS => Some(n.clone()),
-        Some(_) => {
-            fields.push(FieldError::new(
-                "/note",
-                format!("must be a string of at most {} characters", drain::MAX_NOTE_CHARS),
-            ));
-            None
-        }
-    };
+    let note = note(obj, &mut fields);
     let resolution_id = match obj.get("resolution_id") {
         None | Some(Value::Null) => None,
         Some(Value::String(r)) => Some(r.as_str()),
@@ -211,6 +191,19 @@ pub async fn ack_response(
         a["resolution_id"] = json!(rid);
     }
     Ok(Json(a))
+}
+
+/// An ack's optional `note`: a string of at most 2,000 characters (untrusted text for the human).
+fn note(obj: &Map<String, Value>, fields: &mut Vec<FieldError>) -> Option<String> {
+    match obj.get("note") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) if n.chars().count() <= drain::MAX_NOTE_CHARS => Some(n.clone()),
+        Some(_) => {
+            let max = drain::MAX_NOTE_CHARS;
+            fields.push(FieldError::new("/note", format!("must be a string of at most {max} characters")));
+            None
+        }
+    }
 }
 
 /// `GET /v1/agents/{agent_id}/presence`: the agent id may itself contain `/` (raw or `%2F`).
