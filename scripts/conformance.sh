@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Run the black-box conformance runner (conformance/) against a fresh local Hub:
-# build both binaries (debug), create three agents and an operator in a temporary data directory,
-# bind 127.0.0.1 as the first agent's callback host, register its HMAC secret and bearer/apikey
-# token and sign its token-scheme pushes with Ed25519, start
-# `ma2h-hub serve` on a free port, run `ma2h-conformance` with its own callback receiver,
-# stop the Hub, and exit with the runner's status. Extra arguments go to the runner (e.g. --json).
+# build both binaries (debug), create three agents and an operator in a temporary data directory
+# (plus an agent of a second account for the cross-account mailbox checks), bind 127.0.0.1 as the
+# first agent's callback host, register its HMAC secret and bearer/apikey token and sign its
+# token-scheme pushes and drained directives with Ed25519, start `ma2h-hub serve` on a free port
+# with short mailbox windows, run `ma2h-conformance` with its own callback receiver, stop the Hub,
+# and exit with the runner's status. Extra arguments go to the runner (e.g. --json).
 set -euo pipefail
 
 CARGO=${CARGO:-cargo}
@@ -34,11 +35,15 @@ AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-bot --labe
 OTHER_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-other --label conformance --json | hub_field api_key)
 LIMITED_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-limited --label conformance --json | hub_field api_key)
 OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human conf-alice --json | hub_field api_key)
+# §8.7/§13.2/§15.3: an agent of another account, for the cross-account mailbox and presence checks
+FOREIGN_KEY=$("$HUB" admin create-agent --account $ACCOUNT-elsewhere --agent conf-elsewhere --label conformance --json |
+    hub_field api_key)
 "$HUB" admin bind-callback --account $ACCOUNT --agent conf-bot --host 127.0.0.1 >/dev/null
 CALLBACK_SECRET="whsec-conformance-$RANDOM$RANDOM"
 printf '%s' "$CALLBACK_SECRET" |
     "$HUB" admin put-secret --account $ACCOUNT --agent conf-bot --name conformance-hmac --value-stdin >/dev/null
-# bearer/apikey pushes: a token by reference, signed with the Hub's published Ed25519 key
+# bearer/apikey pushes: a token by reference, signed with the Hub's published Ed25519 key (as are
+# conf-bot's drained directives, §9.7)
 TOKEN="tok-conformance-$RANDOM$RANDOM"
 printf '%s' "$TOKEN" |
     "$HUB" admin put-secret --account $ACCOUNT --agent conf-bot --name conformance-token --value-stdin >/dev/null
@@ -49,9 +54,14 @@ printf '%s' "$TOKEN" |
 RPM=${MA2H_CONFORMANCE_RPM:-400}
 
 # A free port, the Hub prints "ma2h hub listening on http://ADDR" on stdout.
+# §8.7/§15.2: mailbox windows short enough for the runner to wait out (it skips those checks above
+# 10 s): a drained, unacked directive is redelivered after 2 s and an idle agent reads offline after
+# 4 s — which must exceed the long-poll maximum by more than its sixth, so long-polls cap at 2 s.
 HUB_OUT="$DATA/hub.out"
 MA2H_BIND=127.0.0.1:0 MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 MA2H_PUSH_BACKOFF_MS=100 \
-    MA2H_REQUESTS_PER_MINUTE=$RPM MA2H_INBOX_DEPTH=0 "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
+    MA2H_REQUESTS_PER_MINUTE=$RPM MA2H_INBOX_DEPTH=0 \
+    MA2H_VISIBILITY_TIMEOUT_SECONDS=2 MA2H_PRESENCE_FRESHNESS_SECONDS=4 MA2H_LONG_POLL_MAX_SECONDS=2 \
+    "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
 HUB_PID=$!
 ADDR=$(hub_address "$HUB_PID" "$HUB_OUT" "$DATA/hub.err" conformance)
 
@@ -64,6 +74,7 @@ MA2H_CONFORMANCE_URL="http://$ADDR" \
     MA2H_CONFORMANCE_CALLBACK_SECRET="$CALLBACK_SECRET" \
     MA2H_CONFORMANCE_TOKEN="$TOKEN" \
     MA2H_CONFORMANCE_LIMITED_AGENT_KEY="$LIMITED_KEY" MA2H_CONFORMANCE_LIMITED_AGENT_ID=conf-limited \
+    MA2H_CONFORMANCE_FOREIGN_AGENT_KEY="$FOREIGN_KEY" MA2H_CONFORMANCE_FOREIGN_AGENT_ID=conf-elsewhere \
     "$RUNNER" "$@" || status=$?
 if [ "$status" -ne 0 ]; then
     echo "conformance: runner exited $status; the hub's log (warnings and errors) follows" >&2

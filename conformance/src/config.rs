@@ -69,6 +69,15 @@ pub struct Config {
     /// `agent.id` of that third agent.
     #[arg(long, env = "MA2H_CONFORMANCE_LIMITED_AGENT_ID", default_value = "conf-limited")]
     pub limited_agent_id: String,
+    /// API key of an agent in a *different* account: the mailbox and presence checks show that a
+    /// directive cannot be addressed across accounts, that agent's drain and ack never touch the
+    /// first agent's mailbox, and its presence reads `unknown` to this account's operator (§8.7,
+    /// §13.2, §15.3). Without it those cross-account parts are left out.
+    #[arg(long, env = "MA2H_CONFORMANCE_FOREIGN_AGENT_KEY", hide_env_values = true)]
+    pub foreign_agent_key: Option<String>,
+    /// `agent.id` of that agent (not an agent id of the first account).
+    #[arg(long, env = "MA2H_CONFORMANCE_FOREIGN_AGENT_ID", default_value = "conf-elsewhere")]
+    pub foreign_agent_id: String,
     /// How long to wait for a push to arrive (and to observe that a 4xx is not retried).
     #[arg(long, env = "MA2H_CONFORMANCE_PUSH_WAIT_SECONDS", default_value_t = 10)]
     pub push_wait_seconds: u64,

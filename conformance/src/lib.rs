@@ -1,9 +1,11 @@
 //! `ma2h-conformance`: a black-box conformance runner for MA2H Hubs (spec v0.5).
 //!
 //! It talks to a live Hub over HTTP only — base URL plus credentials — and reports pass/fail per
-//! spec obligation (§7, §8.1–§8.5, §8.8, §9.1, §10, and the §8.3/§9.2 push obligations when it
-//! can run its own callback receiver). The only project code it uses is `ma2h-protocol`'s JSON
-//! Schemas (`schema`) and §9.2 verifier (`signature`, `jcs`) — never the Hub's internals.
+//! spec obligation (§7, §8.0–§8.8, §9.1, §10, the §8.3/§9.2 push obligations when it can run its
+//! own callback receiver, and the human→agent leg: §8.7 mailbox, §9.7 directive signatures, §13
+//! directives, §14 acks, §15 presence). The only project code it uses is `ma2h-protocol`'s JSON
+//! Schemas (`schema`) and §9.2/§9.7 verifiers (`signature`, `inbound`, `jcs`) — never the Hub's
+//! internals.
 
 pub mod checks;
 pub mod client;

@@ -5,6 +5,7 @@ mod authz;
 mod cancel;
 mod lifecycle;
 mod limits;
+mod mailbox;
 mod push;
 mod push_tokens;
 mod read;
@@ -135,6 +136,8 @@ pub async fn run(cfg: Config) -> anyhow::Result<Report> {
     let cx = Ctx { hub, cfg, nonce: nonce(), seq: AtomicUsize::new(0), skew };
     let mut r = Report::new(cx.cfg.json);
 
+    // §15.2: the first agent's presence before anything makes it poll.
+    let before = mailbox::start(&cx, &probe.body).await;
     // §7 expiry checks: submit short-lived asks now, let them expire while the rest runs.
     let pending = lifecycle::start(&cx, &mut r).await;
     versions::run(&cx, &mut r, &probe).await;
@@ -146,6 +149,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<Report> {
     authz::run(&cx, &mut r).await;
     push::run(&cx, &mut r, &probe.body).await;
     limits::run(&cx, &mut r, &probe.body).await;
+    mailbox::run(&cx, &mut r, &probe.body, before).await;
     lifecycle::finish(&cx, &mut r, pending).await;
 
     // §8.5: every error response of the whole run used the canonical envelope.
