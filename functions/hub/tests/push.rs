@@ -334,3 +334,33 @@ fn a_pushed_state_is_byte_exact_and_still_verifies() {
     assert!(raw.contains(state), "{raw}");
     verify(&hit, &url, &hmac_key("whsec-test-123")).expect("verifies over the parsed body");
 }
+
+/// §9.4: a binding removed between submit and resolve refuses the push at delivery time (never
+/// retried, nothing sent), and the typed reason is recorded for the operator.
+#[test]
+fn an_unbound_host_refuses_the_push_and_records_why() {
+    let s = setup();
+    let (receiver, base) = start_receiver();
+    let env = ask_with_callback("unbound", &format!("{base}/unbound"), json!({"scheme": "hmac", "secret_ref": "cb"}));
+    let (status, ack) = submit(&s.hub, &s.agent_key, &env);
+    assert_eq!(status, 202, "{ack}");
+    let id = ack["id"].as_str().unwrap().to_owned();
+    admin_json(&s.dir, &["unbind-callback", "--account", "acme", "--agent", "bot", "--host", "127.0.0.1"]);
+    let (status, _) =
+        post(&s.hub, &format!("/v1/messages/{id}/resolve"), &s.op_key, &json!({"resolution": "declined"}));
+    assert_eq!(status, 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let push = loop {
+        let (_, list) = get(&s.hub, "/v1/operator/messages?status=resolved", &s.op_key);
+        let push =
+            list["messages"].as_array().unwrap().iter().find(|m| m["id"] == id.as_str()).unwrap()["push"].clone();
+        if push["status"] != "pending" {
+            break push;
+        }
+        assert!(Instant::now() < deadline, "the push was never settled: {push}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(push["status"], "failed");
+    assert_eq!(push["last_error"], "refused: callback host 127.0.0.1 is not bound to agent bot");
+    assert!(receiver.hits("unbound").is_empty(), "nothing was sent");
+}

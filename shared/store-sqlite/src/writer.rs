@@ -39,7 +39,7 @@ trait Job: Send {
     /// `true` if it succeeded and its savepoint is to be kept.
     fn run(&mut self, conn: &Connection) -> bool;
     /// Answer the caller once the batch's fate is known: `Err` if the `COMMIT` failed.
-    fn finish(self: Box<Self>, committed: Result<(), &str>);
+    fn finish(self: Box<Self>, committed: Result<(), &BatchError>);
 }
 
 struct Typed<T, F> {
@@ -64,7 +64,7 @@ where
         ok
     }
 
-    fn finish(self: Box<Self>, committed: Result<(), &str>) {
+    fn finish(self: Box<Self>, committed: Result<(), &BatchError>) {
         let result = match (self.result, committed) {
             (Some(Err(e)), _) => Err(e),
             (Some(Ok(_)), Err(why)) => Err(DbError::Unavailable(format!("sqlite commit failed: {why}"))),
@@ -147,7 +147,7 @@ fn run(conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, commits: &AtomicU6
             Err(why) => tracing::error!(jobs = batch.len(), error = %why, "sqlite store: batch commit failed"),
         }
         for job in batch.drain(..) {
-            job.finish(committed.as_ref().map(|_| ()).map_err(String::as_str));
+            job.finish(committed.as_ref().copied());
         }
         keeper.after_commit(&conn);
     }
@@ -155,12 +155,12 @@ fn run(conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, commits: &AtomicU6
 
 /// One transaction for the whole batch, one savepoint per job. The control statements are
 /// prepared once (`prepare_cached`): re-parsing them per job cost more than the jobs' own SQL.
-fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), String> {
-    exec(conn, "BEGIN IMMEDIATE").map_err(|e| e.to_string())?;
+fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), BatchError> {
+    exec(conn, "BEGIN IMMEDIATE").map_err(BatchError::Sqlite)?;
     for job in batch.iter_mut() {
         if conn.is_autocommit() {
             // SQLite rolled the whole transaction back by itself (e.g. SQLITE_FULL, IOERR).
-            return Err("the transaction was aborted by an earlier write".into());
+            return Err(BatchError::AbortedBySqlite("an earlier write"));
         }
         if let Err(e) = exec(conn, "SAVEPOINT job") {
             return Err(abort(conn, e));
@@ -176,7 +176,7 @@ fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), Str
         }
     }
     if conn.is_autocommit() {
-        return Err("the transaction was aborted by the last write".into());
+        return Err(BatchError::AbortedBySqlite("the last write"));
     }
     exec(conn, "COMMIT").map_err(|e| abort(conn, e))
 }
@@ -186,11 +186,21 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 /// Roll the batch back (if SQLite has not already) and report why.
-fn abort(conn: &Connection, e: rusqlite::Error) -> String {
+fn abort(conn: &Connection, e: rusqlite::Error) -> BatchError {
     if !conn.is_autocommit() {
         let _ = exec(conn, "ROLLBACK");
     }
-    e.to_string()
+    BatchError::Sqlite(e)
+}
+
+/// Why a batch did not commit; every job in it reports the failure to its caller.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BatchError {
+    #[error(transparent)]
+    Sqlite(rusqlite::Error),
+    /// SQLite rolled the transaction back by itself (e.g. `SQLITE_FULL`, `IOERR`).
+    #[error("the transaction was aborted by {0}")]
+    AbortedBySqlite(&'static str),
 }
 
 #[cfg(test)]

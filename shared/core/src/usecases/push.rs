@@ -56,7 +56,7 @@ impl Deliverer {
                 };
                 self.sender.send(&request).await
             }
-            Err(reason) => PushOutcome::Refused { reason },
+            Err(refusal) => PushOutcome::Refused { reason: refusal.to_string() },
         };
         record_outcome(hub, &record, track, outcome, now).await.map(Some)
     }
@@ -127,26 +127,52 @@ fn backoff(hub: &Hub, attempts: u32) -> chrono::Duration {
     chrono::Duration::from_std(exp.mul_f64(jitter)).unwrap_or(chrono::Duration::seconds(1))
 }
 
+/// Why a push cannot be built: permanent, so the obligation ends `failed` with this reason as its
+/// `last_error` (the Response stays pullable, §8.2).
+#[derive(Debug, thiserror::Error)]
+pub enum PushRefusal {
+    #[error("the message has no push callback")]
+    NoCallback,
+    #[error("push callback without url")]
+    NoUrl,
+    #[error("no Response to deliver")]
+    NoResponse,
+    #[error("callback url has no host")]
+    NoHost,
+    #[error("callback host {host} is not bound to agent {agent}")]
+    NotBound { host: String, agent: AgentId },
+    #[error("secret `{0}` is gone")]
+    SecretGone(String),
+    #[error("the agent has no signing secret")]
+    NoSigningSecret,
+    #[error("secret `{0}` does not open or is not UTF-8")]
+    BadSecret(String),
+    #[error("stored record unusable: {0}")]
+    BadRecord(String),
+    #[error(transparent)]
+    Store(#[from] crate::ports::StoreError),
+}
+
 /// The signed POST for a resolved message: the §6 Response as the body, `MA2H-Signature` over
 /// the §9.2 context, and the bearer/apikey token when the scheme asks for one. An `Err` is a
 /// permanent refusal (the binding or a referenced secret is gone).
-async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Result<PushRequest, String> {
-    let envelope = record.envelope().map_err(|e| e.to_string())?;
-    let callback = envelope.callback().filter(|c| c.mode == CallbackMode::Push).ok_or("no push callback")?;
-    let url = callback.url.clone().ok_or("push callback without url")?;
-    let response = record.response.as_ref().ok_or("no Response to deliver")?;
+async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Result<PushRequest, PushRefusal> {
+    let envelope = record.envelope().map_err(|e| PushRefusal::BadRecord(e.to_string()))?;
+    let callback = envelope.callback().filter(|c| c.mode == CallbackMode::Push).ok_or(PushRefusal::NoCallback)?;
+    let url = callback.url.clone().ok_or(PushRefusal::NoUrl)?;
+    let response = record.response.as_ref().ok_or(PushRefusal::NoResponse)?;
     // §9.4: credentials only to a host still bound to this agent.
-    let host = callback_host(&url).ok_or("callback url has no host")?;
-    let bindings = hub.credentials.list_bindings(&record.account, &record.agent_id).await.map_err(|e| e.to_string())?;
+    let host = callback_host(&url).ok_or(PushRefusal::NoHost)?;
+    let bindings = hub.credentials.list_bindings(&record.account, &record.agent_id).await?;
     if !bindings.contains(&host) {
-        return Err(format!("callback host {host} is not bound to agent {}", record.agent_id));
+        return Err(PushRefusal::NotBound { host, agent: record.agent_id.clone() });
     }
 
     let mut jti = [0u8; 16];
     hub.random.fill(&mut jti);
     let jti = format!("jti_{}", URL_SAFE_NO_PAD.encode(jti));
     let ctx = SignedContext::for_response(response, &url, &jti, &now.timestamp().to_string())
-        .map_err(|field| format!("stored Response lacks `{field}`"))?;
+        .map_err(|field| PushRefusal::BadRecord(format!("stored Response lacks `{field}`")))?;
     let (key, token) = keys_for(hub, &record.account, &record.agent_id, callback).await?;
     let v1 = signature::sign(&ctx, &key);
     let mut headers = vec![(signature::SIGNATURE_HEADER.to_owned(), signature::header_value(&ctx.t, &ctx.jti, &v1))];
@@ -165,14 +191,17 @@ async fn keys_for(
     account: &AccountId,
     agent: &AgentId,
     callback: &Callback,
-) -> Result<(SigningKey, Option<String>), String> {
+) -> Result<(SigningKey, Option<String>), PushRefusal> {
     let auth = callback.auth.as_ref();
     if let Some(name) = auth.filter(|a| a.scheme == CallbackScheme::Hmac).and_then(|a| a.secret_ref.as_deref()) {
-        let secret = open_secret(hub, account, agent, name).await?.ok_or(format!("secret `{name}` is gone"))?;
+        let secret =
+            open_secret(hub, account, agent, name).await?.ok_or_else(|| PushRefusal::SecretGone(name.into()))?;
         return Ok((SigningKey::Hmac(secret.into_bytes()), None));
     }
     let token = match auth.and_then(|a| a.token_ref.as_deref()) {
-        Some(name) => Some(open_secret(hub, account, agent, name).await?.ok_or(format!("token `{name}` is gone"))?),
+        Some(name) => {
+            Some(open_secret(hub, account, agent, name).await?.ok_or_else(|| PushRefusal::SecretGone(name.into()))?)
+        }
         None => None,
     };
     Ok((agent_signing_key(hub, account, agent).await?, token))
@@ -181,14 +210,14 @@ async fn keys_for(
 /// The key the Hub signs for this agent with — pushes without an `hmac` secret_ref (§9.2) and
 /// every mailbox delivery (§9.7): the Hub's Ed25519 key if the agent chose `ed25519`, else HMAC
 /// with the agent's signing secret.
-pub async fn agent_signing_key(hub: &Hub, account: &AccountId, agent: &AgentId) -> Result<SigningKey, String> {
+pub async fn agent_signing_key(hub: &Hub, account: &AccountId, agent: &AgentId) -> Result<SigningKey, PushRefusal> {
     let alg = open_secret(hub, account, agent, SIGNING_ALG_NAME).await?;
     if alg.as_deref() == Some(signature::ALG_ED25519) {
         return Ok(hub.keys.current.clone());
     }
     let secret = open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME)
         .await?
-        .ok_or("the agent has no signing secret")?;
+        .ok_or(PushRefusal::NoSigningSecret)?;
     Ok(SigningKey::Hmac(secret.into_bytes()))
 }
 
@@ -198,12 +227,13 @@ pub(crate) async fn open_secret(
     account: &AccountId,
     agent: &AgentId,
     name: &str,
-) -> Result<Option<String>, String> {
-    let Some(sealed) = hub.credentials.get_secret(account, agent, name).await.map_err(|e| e.to_string())? else {
+) -> Result<Option<String>, PushRefusal> {
+    let Some(sealed) = hub.credentials.get_secret(account, agent, name).await? else {
         return Ok(None);
     };
-    let plain = hub.master_key.open(&format!("{account}/{agent}/{name}"), &sealed).map_err(|e| e.to_string())?;
-    String::from_utf8(plain).map(Some).map_err(|_| format!("secret `{name}` is not UTF-8"))
+    let bad = || PushRefusal::BadSecret(name.to_owned());
+    let plain = hub.master_key.open(&format!("{account}/{agent}/{name}"), &sealed).map_err(|_| bad())?;
+    String::from_utf8(plain).map(Some).map_err(|_| bad())
 }
 
 /// The lowercase host of a URL (no port), as bindings store it.
