@@ -15,10 +15,9 @@ use ma2h_protocol::signature::{self, SignatureError, VerifyingKey};
 use serde_json::{Value, json};
 
 use crate::replay::{ReplayCache, Seen};
+use crate::verify::JTI_TTL_SLACK_SECS;
 use crate::{Client, ClientError};
 
-/// Slack added to the `jti` TTL beyond `t + window`.
-const JTI_TTL_SLACK_SECS: i64 = 60;
 /// The `resolution_id` under which a directive id is remembered in the replay cache.
 const DIRECTIVE_MARK: &str = "directive";
 

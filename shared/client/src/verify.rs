@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::replay::{ReplayCache, Seen};
 
 /// Slack added to the `jti` TTL beyond `t + window` (so the TTL is always ≥ the window, §9.2).
-const JTI_TTL_SLACK_SECS: i64 = 60;
+pub(crate) const JTI_TTL_SLACK_SECS: i64 = 60;
 
 /// A Response whose signature verified.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,8 +87,7 @@ impl Verifier {
         if header.is_empty() {
             return Err(Rejection::MissingHeader);
         }
-        let value = strip_header_name(header);
-        let parsed = signature::parse_header(value)?;
+        let parsed = ma2h_protocol::inbound::parse_signature_member(header)?;
         let b: Value = serde_json::from_slice(body).map_err(|e| Rejection::BadBody(e.to_string()))?;
         let s = |k: &str| {
             b.get(k)
@@ -109,13 +108,6 @@ impl Verifier {
             Seen::DuplicateResolution => Ok(Verdict::Duplicate(verified)),
             Seen::ReplayedJti => Err(Rejection::Replay(verified.jti)),
         }
-    }
-}
-
-fn strip_header_name(h: &str) -> &str {
-    match h.split_once(':') {
-        Some((name, rest)) if name.trim().eq_ignore_ascii_case(signature::SIGNATURE_HEADER) => rest.trim(),
-        _ => h,
     }
 }
 

@@ -85,6 +85,14 @@ impl Hub {
         DirectiveId::from_parts(self.now_ms(), self.random_u80())
     }
 
+    /// A fresh §9.2 nonce, `jti_` + 128 random bits (every push and every mailbox delivery).
+    pub fn new_jti(&self) -> String {
+        use base64::Engine as _;
+        let mut b = [0u8; 16];
+        self.random.fill(&mut b);
+        format!("jti_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b))
+    }
+
     pub fn new_resolution_id(&self) -> ResolutionId {
         ResolutionId::from_parts(self.now_ms(), self.random_u80())
     }

@@ -80,6 +80,27 @@ pub struct AckRecord {
     pub note: Option<String>,
 }
 
+impl AckRecord {
+    /// The §14.1 ack object acknowledging `in_reply_to` (a directive, or a message whose
+    /// Response carried `resolution_id`).
+    pub fn to_json(&self, in_reply_to: &str, resolution_id: Option<&str>) -> Value {
+        let mut a = serde_json::json!({
+            "ma2h_version": ma2h_protocol::version::HUB_VERSION,
+            "type": "ack",
+            "in_reply_to": in_reply_to,
+            "by": self.by,
+            "acked_at": ma2h_protocol::time::format(self.acked_at),
+        });
+        if let Some(note) = &self.note {
+            a["note"] = Value::String(note.clone());
+        }
+        if let Some(r) = resolution_id {
+            a["resolution_id"] = Value::String(r.to_owned());
+        }
+        a
+    }
+}
+
 /// Why an entry left the mailbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CloseReason {

@@ -413,6 +413,28 @@ mod tests {
     }
 
     #[test]
+    fn mailbox_settings_are_read_and_a_flapping_presence_window_is_refused() {
+        let vars = |pairs: &[(&str, &str)]| {
+            let dev = std::iter::once(("MA2H_MODE".to_owned(), "dev".to_owned()));
+            Settings::from_vars(dev.chain(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))))
+        };
+        let s = vars(&[
+            ("MA2H_INBOX_MAX_BATCH", "5"),
+            ("MA2H_VISIBILITY_TIMEOUT_SECONDS", "2"),
+            ("MA2H_PRESENCE_FRESHNESS_SECONDS", "4"),
+            ("MA2H_LONG_POLL_MAX_SECONDS", "2"),
+        ])
+        .unwrap();
+        assert_eq!((s.mailbox.max_batch, s.mailbox.visibility_timeout), (5, Duration::from_secs(2)));
+        assert_eq!(s.mailbox.presence_granularity(), Duration::from_secs(1), "never under 1 s");
+        // 4 s does not exceed a 3 s long-poll plus its 1 s granularity: a poller would flap.
+        assert!(vars(&[("MA2H_PRESENCE_FRESHNESS_SECONDS", "4"), ("MA2H_LONG_POLL_MAX_SECONDS", "3")]).is_err());
+        assert!(vars(&[("MA2H_INBOX_MAX_BATCH", "0")]).is_err());
+        assert!(vars(&[("MA2H_INBOX_MAX_BATCH", "101")]).is_err());
+        assert!(vars(&[("MA2H_MAILBOX_DEPTH", "0")]).is_err());
+    }
+
+    #[test]
     fn secrets_are_never_printed() {
         let s = Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_MASTER_KEY", "c3VwZXJzZWNyZXQ=")])).unwrap();
         let dbg = format!("{s:?}");

@@ -12,7 +12,6 @@ use ma2h_core::{Hub, HubError, directives, drain, presence, receipt};
 use ma2h_protocol::ProtocolError;
 use ma2h_protocol::error::FieldError;
 use ma2h_protocol::time;
-use ma2h_protocol::version::HUB_VERSION;
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
@@ -61,7 +60,7 @@ pub fn track_body(entry: &MailboxEntry, track: &Track) -> Value {
                 delivery.insert("delivered_at".into(), json!(time::format(*d)));
             }
             delivery.insert("acknowledged_at".into(), json!(time::format(ack.acked_at)));
-            delivery.insert("ack".into(), ack_object(&entry.key, ack));
+            delivery.insert("ack".into(), ack.to_json(&entry.key, None));
         }
     }
     delivery.insert("deliveries".into(), json!(entry.deliveries));
@@ -71,21 +70,6 @@ pub fn track_body(entry: &MailboxEntry, track: &Track) -> Value {
         "directive": entry.payload,
         "delivery": delivery,
     })
-}
-
-/// A §14.1 ack object for `in_reply_to`.
-pub fn ack_object(in_reply_to: &str, ack: &ma2h_core::mailbox::AckRecord) -> Value {
-    let mut a = json!({
-        "ma2h_version": HUB_VERSION,
-        "type": "ack",
-        "in_reply_to": in_reply_to,
-        "by": ack.by,
-        "acked_at": time::format(ack.acked_at),
-    });
-    if let Some(note) = &ack.note {
-        a["note"] = json!(note);
-    }
-    a
 }
 
 /// `GET /v1/inbox?max=N&wait=S` (agent credential).
@@ -186,11 +170,7 @@ pub async fn ack_response(
         return Err(ProtocolError::validation_at(fields).into());
     }
     let r = receipt::ack(&hub, &who, &id, note, resolution_id).await?;
-    let mut a = ack_object(r.in_reply_to.as_str(), &r.ack);
-    if let Some(rid) = r.resolution_id {
-        a["resolution_id"] = json!(rid);
-    }
-    Ok(Json(a))
+    Ok(Json(r.ack.to_json(r.in_reply_to.as_str(), r.resolution_id.as_deref())))
 }
 
 /// An ack's optional `note`: a string of at most 2,000 characters (untrusted text for the human).

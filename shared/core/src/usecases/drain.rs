@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_protocol::ids::DirectiveId;
 use ma2h_protocol::inbound::InboundContext;
 use ma2h_protocol::signature::{self, SigningKey};
@@ -83,7 +81,7 @@ async fn sign_all(hub: &Hub, mailbox: &Mailbox, entries: Vec<MailboxEntry>) -> R
     entries
         .into_iter()
         .map(|entry| {
-            let jti = new_jti(hub);
+            let jti = hub.new_jti();
             let ctx = InboundContext::for_directive(&entry.payload, &jti, &t)
                 .map_err(|m| HubError::Internal(format!("stored entry {} lacks `{m}`", entry.key)))?;
             let v1 = signature::sign_canonical(&ctx.to_canonical(), &key);
@@ -96,12 +94,6 @@ async fn signing_key(hub: &Hub, mailbox: &Mailbox) -> Result<SigningKey, HubErro
     crate::push::agent_signing_key(hub, &mailbox.account, &mailbox.agent)
         .await
         .map_err(|reason| HubError::Internal(format!("cannot sign for agent {}: {reason}", mailbox.agent)))
-}
-
-fn new_jti(hub: &Hub) -> String {
-    let mut b = [0u8; 16];
-    hub.random.fill(&mut b);
-    format!("jti_{}", URL_SAFE_NO_PAD.encode(b))
 }
 
 /// Consume entries (§8.7, §14.3): returns how many this call acknowledged. Ids that are unknown,

@@ -91,29 +91,11 @@ pub fn body(record: &MessageRecord) -> Value {
                 "state": "acknowledged",
                 "delivered_at": fmt(at),
                 "acknowledged_at": fmt(ack.acked_at),
-                "ack": ack_object(record, ack),
+                "ack": ack.to_json(record.id.as_str(), record.resolution_id.as_ref().map(|r| r.as_str())),
             }),
             None => serde_json::json!({ "state": "delivered-to-agent", "delivered_at": fmt(at) }),
         };
         out.insert("delivery".into(), delivery);
     }
     Value::Object(out)
-}
-
-/// The §14.1 ack object for a Response ack.
-pub fn ack_object(record: &MessageRecord, ack: &crate::mailbox::AckRecord) -> Value {
-    let mut a = serde_json::json!({
-        "ma2h_version": ma2h_protocol::version::HUB_VERSION,
-        "type": "ack",
-        "in_reply_to": record.id.as_str(),
-        "by": ack.by,
-        "acked_at": ma2h_protocol::time::format(ack.acked_at),
-    });
-    if let Some(note) = &ack.note {
-        a["note"] = Value::String(note.clone());
-    }
-    if let Some(r) = &record.resolution_id {
-        a["resolution_id"] = Value::String(r.to_string());
-    }
-    a
 }

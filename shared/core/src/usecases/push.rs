@@ -3,8 +3,6 @@
 //! backoff and jitter, capped in attempts and total duration; stops at once on a 4xx or an egress
 //! refusal. After exhaustion the Response stays pullable (§8.2).
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_protocol::envelope::{Callback, CallbackMode, CallbackScheme, Envelope};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::signature::{self, SignedContext, SigningKey};
@@ -168,9 +166,7 @@ async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Res
         return Err(PushRefusal::NotBound { host, agent: record.agent_id.clone() });
     }
 
-    let mut jti = [0u8; 16];
-    hub.random.fill(&mut jti);
-    let jti = format!("jti_{}", URL_SAFE_NO_PAD.encode(jti));
+    let jti = hub.new_jti();
     let ctx = SignedContext::for_response(response, &url, &jti, &now.timestamp().to_string())
         .map_err(|field| PushRefusal::BadRecord(format!("stored Response lacks `{field}`")))?;
     let (key, token) = keys_for(hub, &record.account, &record.agent_id, callback).await?;
