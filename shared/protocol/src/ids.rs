@@ -66,6 +66,12 @@ minted_id!(
     "dir_"
 );
 
+minted_id!(
+    /// A Hub-minted session id (`sess_…`, §16.1): an address, never a secret or a credential.
+    SessionId,
+    "sess_"
+);
+
 macro_rules! name_id {
     ($(#[$doc:meta])* $name:ident $(, forbid $forbidden:literal)?) => {
         $(#[$doc])*
