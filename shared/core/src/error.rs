@@ -25,6 +25,16 @@ pub enum HubError {
     /// 410 `gone`: purged after retention.
     #[error("message was removed after the retention period")]
     Gone,
+    /// 410 `gone` (expired or self-closed) or `session_closed_by_operator`: a presented session
+    /// of the caller's own has ended (§16.3).
+    #[error("{}", if *.by_operator { "stopped by the account operator: do not re-register" } else { "this session has ended: register a new one" })]
+    SessionEnded { by_operator: bool },
+    /// 410 `destination_gone`: a named session has ended (§4, §16.3).
+    #[error("{0}")]
+    DestinationGone(String),
+    /// 403 `session_closed_by_operator`: the principal is stopped (§16.4.1).
+    #[error("stopped by the account operator: only the account's human can lift the stop")]
+    Stopped,
     /// 409 `idempotency_conflict`.
     #[error("idempotency_key `{key}` was already used with a different payload")]
     IdempotencyConflict { key: String },

@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use ma2h_protocol::ids::{DirectiveId, MessageId, ResolutionId};
+use ma2h_protocol::ids::{DirectiveId, MessageId, ResolutionId, SessionId};
 use ma2h_protocol::time::Timestamp;
 
 use crate::keys::HubKeys;
 use crate::ports::{
-    ChangeFeed, Clock, CredentialStore, MailboxStore, MessageStore, OsRandom, PushQueue, Random, SystemClock,
+    ChangeFeed, Clock, CredentialStore, MailboxStore, MessageStore, OsRandom, PushQueue, Random, SessionStore,
+    SystemClock,
 };
 use crate::secrets::MasterKey;
 use crate::settings::Settings;
@@ -19,6 +20,8 @@ pub struct Hub {
     pub credentials: Arc<dyn CredentialStore>,
     /// The §8.7 agent mailboxes and §15 presence.
     pub mailbox: Arc<dyn MailboxStore>,
+    /// §16 sessions and §16.4.1 stop records.
+    pub sessions: Arc<dyn SessionStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub changes: Arc<dyn ChangeFeed>,
@@ -44,12 +47,13 @@ impl Hub {
         push_queue: Arc<dyn PushQueue>,
     ) -> Self
     where
-        S: MessageStore + CredentialStore + MailboxStore + 'static,
+        S: MessageStore + CredentialStore + MailboxStore + SessionStore + 'static,
     {
         Self {
             messages: store.clone(),
             credentials: store.clone(),
-            mailbox: store,
+            mailbox: store.clone(),
+            sessions: store,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
             changes,
@@ -83,6 +87,10 @@ impl Hub {
 
     pub fn new_directive_id(&self) -> DirectiveId {
         DirectiveId::from_parts(self.now_ms(), self.random_u80())
+    }
+
+    pub fn new_session_id(&self) -> SessionId {
+        SessionId::from_parts(self.now_ms(), self.random_u80())
     }
 
     /// A fresh §9.2 nonce, `jti_` + 128 random bits (every push and every mailbox delivery).

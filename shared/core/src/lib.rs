@@ -14,6 +14,7 @@ pub mod mailbox;
 pub mod ports;
 pub mod records;
 pub mod secrets;
+pub mod session;
 pub mod settings;
 pub mod telemetry;
 mod usecases;
@@ -21,7 +22,7 @@ mod usecases;
 pub use error::HubError;
 pub use hub::Hub;
 pub use usecases::{
-    admin, cancel, directives, drain, get, inbox, list, presence, push, receipt, resolve, submit, sweep,
+    admin, cancel, directives, drain, get, inbox, list, presence, push, receipt, resolve, sessions, submit, sweep,
 };
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.

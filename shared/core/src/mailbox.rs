@@ -1,10 +1,10 @@
 //! The agent mailbox (§8.7) as the stores keep it: entries of the four §8.7.1 kinds, their
 //! delivery track (§14.2), acks (§14.1) and presence (§15).
 //!
-//! Only directives are enqueued today; `message`, `response` and `receipt` entries (sessions and
-//! inter-agent) reuse the same record, claim and ack, differing in `kind` and `audience`.
+//! Directives and session `response` entries are enqueued today; `message` and `receipt` entries
+//! (inter-agent) reuse the same record, claim and ack, differing in `kind` and `audience`.
 
-use ma2h_protocol::ids::{AccountId, AgentId, key_part};
+use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::Timestamp;
 use serde_json::Value;
 
@@ -52,21 +52,34 @@ impl EntryKind {
 }
 
 /// Which drains may claim an entry. A session-less drain sees only `Any` (§8.7.1: exactly the
-/// v0.4 shape); sessions add principal-addressed and session-addressed audiences.
+/// v0.4 shape); a drain presenting session `s` sees `Any` and `Session(s)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Audience {
     /// Every drain of the principal.
     Any,
+    /// Only drains presenting this session (§8.7.1 session-addressed entries).
+    Session(SessionId),
 }
 
 impl Audience {
+    /// Stored form: `any`, or the session id itself (`sess_…`, never `any`).
     pub fn as_str(&self) -> &str {
         match self {
             Self::Any => "any",
+            Self::Session(id) => id.as_str(),
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        (s == "any").then_some(Self::Any)
+        match s {
+            "any" => Some(Self::Any),
+            _ => SessionId::parse(s).map(Self::Session),
+        }
+    }
+    pub fn session(&self) -> Option<&SessionId> {
+        match self {
+            Self::Any => None,
+            Self::Session(id) => Some(id),
+        }
     }
 }
 
@@ -108,6 +121,8 @@ pub enum CloseReason {
     Acked(AckRecord),
     /// Its deadline (`expires_at` or inbound retention) passed first (§13.3).
     Deadline,
+    /// Its session ended before an ack (§14.2 `bounced`); `prior` follows from `delivered_at`.
+    Bounced,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +170,12 @@ pub enum Track {
     },
     /// Never delivered before its deadline (§14.2: `expired` never follows a delivery).
     Expired,
+    /// Its destination session ended before an ack (§14.2). `prior` is `delivered` iff
+    /// `delivered_at` is set: one stamp, read the same way on every surface.
+    Bounced {
+        delivered_at: Option<Timestamp>,
+        at: Timestamp,
+    },
 }
 
 impl Track {
@@ -164,6 +185,16 @@ impl Track {
             Self::Delivered { .. } => "delivered",
             Self::Acknowledged { .. } => "acknowledged",
             Self::Expired => "expired",
+            Self::Bounced { .. } => "bounced",
+        }
+    }
+
+    /// The §14.2 `prior` of a bounce.
+    pub fn prior(&self) -> Option<&'static str> {
+        match self {
+            Self::Bounced { delivered_at: Some(_), .. } => Some("delivered"),
+            Self::Bounced { delivered_at: None, .. } => Some("queued"),
+            _ => None,
         }
     }
 }
@@ -177,8 +208,14 @@ impl MailboxEntry {
     /// The track at `now`. A delivered entry whose deadline passes un-acked stays `delivered`:
     /// it was seen, and `expired` must mean "never seen" (§14.2).
     pub fn track(&self, now: Timestamp) -> Track {
-        if let Some(Closed { reason: CloseReason::Acked(ack), .. }) = &self.closed {
-            return Track::Acknowledged { delivered_at: self.delivered_at, ack: ack.clone() };
+        match &self.closed {
+            Some(Closed { reason: CloseReason::Acked(ack), .. }) => {
+                return Track::Acknowledged { delivered_at: self.delivered_at, ack: ack.clone() };
+            }
+            Some(Closed { reason: CloseReason::Bounced, at }) => {
+                return Track::Bounced { delivered_at: self.delivered_at, at: *at };
+            }
+            _ => {}
         }
         match self.delivered_at {
             Some(delivered_at) => Track::Delivered { delivered_at },
@@ -248,6 +285,19 @@ mod tests {
         assert!(!e.is_live(from_millis(5_001)));
         e.delivered_at = Some(from_millis(2_000));
         assert_eq!(e.track(from_millis(9_000)).as_str(), "delivered");
+    }
+
+    #[test]
+    fn a_bounce_keeps_whether_the_entry_was_seen() {
+        let mut e = entry();
+        e.closed = Some(Closed { at: from_millis(3_000), reason: CloseReason::Bounced });
+        assert_eq!(e.track(from_millis(9_000)).prior(), Some("queued"));
+        e.delivered_at = Some(from_millis(2_000));
+        assert_eq!((e.track(from_millis(9_000)).as_str(), e.track(from_millis(9_000)).prior()), ("bounced", Some("delivered")));
+        let sess = Audience::Session(SessionId::from_parts(1, 1));
+        assert_eq!(Audience::parse(sess.as_str()), Some(sess));
+        assert_eq!(Audience::parse("any"), Some(Audience::Any));
+        assert_eq!(Audience::parse("sess_nope"), None);
     }
 
     #[test]

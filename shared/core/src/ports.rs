@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
+use ma2h_protocol::ids::{AccountId, AgentId, MessageId, SessionId};
 use ma2h_protocol::time::Timestamp;
 
 use crate::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
-use crate::mailbox::{AckRecord, Claim, Enqueued, Mailbox, MailboxEntry};
+use crate::mailbox::{AckRecord, Audience, Claim, Enqueued, Mailbox, MailboxEntry};
+use crate::session::{Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 use crate::records::{
     Completion, CredentialRecord, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
 };
@@ -169,25 +170,38 @@ pub trait MailboxStore: Send + Sync + 'static {
     /// deadline`), oldest `visible_at` first. The claiming write sets `visible_at =
     /// invisible_until`, adds one delivery and stamps `delivered_at` if unset, so no two claims
     /// return one entry before `invisible_until` — whatever runs concurrently.
+    /// Only entries whose audience is one of `audiences` are considered.
     async fn claim(
         &self,
         mailbox: &Mailbox,
+        audiences: &[Audience],
         now: Timestamp,
         invisible_until: Timestamp,
         max: usize,
     ) -> Result<Claim, StoreError>;
 
     /// Close as acked each of `keys` that is in `mailbox`, live at `ack.acked_at` and already
-    /// delivered; returns the keys this call closed. Every other key — unknown, another mailbox's,
-    /// never delivered, already acked, expired — is left unchanged and not returned (§8.7: an ack
-    /// cannot fabricate a receipt nor reveal another mailbox).
+    /// delivered; returns the entries this call closed, as written. Every other key — unknown,
+    /// another mailbox's, never delivered, already acked, expired — is left unchanged and not
+    /// returned (§8.7: an ack cannot fabricate a receipt nor reveal another mailbox).
     async fn ack_entries(
         &self,
         mailbox: &Mailbox,
         keys: &[String],
         ack: &AckRecord,
         retain_until: Timestamp,
-    ) -> Result<Vec<String>, StoreError>;
+    ) -> Result<Vec<MailboxEntry>, StoreError>;
+
+    /// §14.2: close as `bounced` at `at` up to `limit` open entries of `mailbox` addressed to
+    /// `session` whose deadline had not passed at `at`. Returns how many; 0 means none is left.
+    async fn bounce_entries(
+        &self,
+        mailbox: &Mailbox,
+        session: &SessionId,
+        at: Timestamp,
+        retain_until: Timestamp,
+        limit: usize,
+    ) -> Result<usize, StoreError>;
 
     /// One entry of the account by key, open or closed, until it is purged.
     async fn get_entry(&self, account: &AccountId, key: &str) -> Result<Option<MailboxEntry>, StoreError>;
@@ -211,6 +225,74 @@ pub trait MailboxStore: Send + Sync + 'static {
     async fn touch_presence(&self, mailbox: &Mailbox, at: Timestamp) -> Result<(), StoreError>;
 
     async fn last_seen(&self, mailbox: &Mailbox) -> Result<Option<Timestamp>, StoreError>;
+}
+
+/// §16 sessions and the §16.4.1 durable stop records.
+#[async_trait]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Insert `session` iff its principal is not stopped and holds fewer than `max_live` live
+    /// sessions (no end, lease not lapsed at `session.created_at`). The stop is checked in the
+    /// same atomic write as the insert, so a registration racing a stop never lands after it.
+    async fn register(&self, session: &SessionRecord, max_live: u32) -> Result<Registered, StoreError>;
+
+    async fn get_session(&self, account: &AccountId, id: &SessionId) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// Sessions of the account (or of one agent), open or terminal, newest first, at most `limit`.
+    async fn list_sessions(
+        &self,
+        account: &AccountId,
+        agent: Option<&AgentId>,
+        limit: usize,
+    ) -> Result<Vec<SessionRecord>, StoreError>;
+
+    /// §16.2 renewal, one compare-and-set: iff the session is `agent`'s, has no end and its lease
+    /// has not lapsed at `now`, set `expires_at = now + ttl_seconds` and `last_seen = now`.
+    /// Returns the renewed record, or `None` when nothing was renewed.
+    async fn renew_session(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        id: &SessionId,
+        now: Timestamp,
+    ) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// The terminal CAS: iff the session has no end and its lease has not lapsed at `end.at`,
+    /// write `end`, `retain_until` and the pending-bounce flag — and `stop` (the principal's
+    /// durable stop record) in the same atomic write.
+    async fn end_session(
+        &self,
+        account: &AccountId,
+        id: &SessionId,
+        end: SessionEnd,
+        retain_until: Timestamp,
+        stop: Option<&StopRecord>,
+    ) -> Result<Ended, StoreError>;
+
+    /// Mark `expired` (at their `expires_at`, retained for `retention`) up to `limit` sessions
+    /// whose lease lapsed before `now`, from an index ordered by `expires_at`. Returns how many.
+    async fn expire_due_sessions(
+        &self,
+        now: Timestamp,
+        retention: chrono::Duration,
+        limit: usize,
+    ) -> Result<usize, StoreError>;
+
+    /// Terminal sessions whose §14.2 bounce is still owed (a durable outbox, from an index).
+    async fn pending_bounces(&self, limit: usize) -> Result<Vec<SessionRecord>, StoreError>;
+
+    /// The bounce of `id` is complete: clear its flag.
+    async fn bounce_done(&self, account: &AccountId, id: &SessionId) -> Result<(), StoreError>;
+
+    /// Delete up to `limit` terminal sessions whose `retain_until` is at or before `now`.
+    async fn purge_sessions(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
+
+    /// Record (or replace) the principal's durable stop (§16.4.1). Never purged.
+    async fn put_stop(&self, mailbox: &Mailbox, stop: &StopRecord) -> Result<(), StoreError>;
+
+    async fn get_stop(&self, mailbox: &Mailbox) -> Result<Option<StopRecord>, StoreError>;
+
+    /// Lift the stop; `true` if there was one.
+    async fn lift_stop(&self, mailbox: &Mailbox) -> Result<bool, StoreError>;
 }
 
 /// Hands a committed push obligation to the delivery worker (in-process wake-up locally; an SQS

@@ -144,6 +144,9 @@ pub struct TerminalWrite {
     /// but only under its CAS: the write must also be refused if the stored record's
     /// `updated_at` differs, and a stale copy then re-read. It must come from this store.
     pub seen: Option<Box<MessageRecord>>,
+    /// A §8.7.1 `response` entry for the submitting session's mailbox, written in the same
+    /// atomic write as the terminal (only when the CAS wins).
+    pub entry: Option<Box<crate::mailbox::MailboxEntry>>,
 }
 
 /// Who a credential authenticates.

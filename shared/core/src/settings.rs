@@ -74,6 +74,49 @@ pub struct Settings {
     pub server: ServerSettings,
     /// The §8.7 agent mailbox and §15 presence (advertised as `inbound` / `presence`).
     pub mailbox: MailboxSettings,
+    /// §16 agent sessions (advertised as `sessions`).
+    pub sessions: SessionSettings,
+}
+
+/// The session primitive's bounds (§8.0 `sessions`, §16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// Shortest lease; a shorter request is clamped up (`MA2H_SESSION_MIN_TTL_SECONDS`).
+    pub min_ttl_seconds: u32,
+    /// Longest lease; a longer request is clamped down (`MA2H_SESSION_MAX_TTL_SECONDS`).
+    pub max_ttl_seconds: u32,
+    /// The lease when the registration names none (`MA2H_SESSION_DEFAULT_TTL_SECONDS`).
+    pub default_ttl_seconds: u32,
+    /// Live sessions one principal may hold; one more answers 429 (`MA2H_SESSION_MAX_LIVE`).
+    pub max_live_per_agent: u32,
+    /// Terminal sessions stay readable this long, then are purged
+    /// (`MA2H_SESSION_RETENTION_SECONDS`).
+    pub terminal_retention_seconds: u32,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            min_ttl_seconds: 60,
+            max_ttl_seconds: 3600,
+            default_ttl_seconds: 900,
+            max_live_per_agent: 16,
+            terminal_retention_seconds: 86_400,
+        }
+    }
+}
+
+impl SessionSettings {
+    /// §16.1: the requested TTL clamped into `[min, max]` (the default when none was asked).
+    pub fn clamp_ttl(&self, requested: Option<u64>) -> u32 {
+        let asked = requested.unwrap_or(u64::from(self.default_ttl_seconds));
+        u32::try_from(asked.clamp(u64::from(self.min_ttl_seconds), u64::from(self.max_ttl_seconds)))
+            .unwrap_or(self.max_ttl_seconds)
+    }
+
+    pub fn terminal_retention(&self) -> chrono::Duration {
+        chrono::Duration::seconds(i64::from(self.terminal_retention_seconds))
+    }
 }
 
 /// The human→agent leg's bounds (§8.0 `inbound`, `presence`).
@@ -203,6 +246,7 @@ impl Default for Settings {
             dev_egress_allow: Vec::new(),
             server: ServerSettings::default(),
             mailbox: MailboxSettings::default(),
+            sessions: SessionSettings::default(),
         }
     }
 }
@@ -284,6 +328,12 @@ impl Settings {
         num("MA2H_INBOUND_RETENTION_DAYS", get("MA2H_INBOUND_RETENTION_DAYS"), &mut s.mailbox.retention_days)?;
         dur("MA2H_PRESENCE_FRESHNESS_SECONDS", 1000, &mut s.mailbox.presence_freshness)?;
         num("MA2H_MAILBOX_DEPTH", get("MA2H_MAILBOX_DEPTH"), &mut s.mailbox.depth)?;
+        let ss = &mut s.sessions;
+        num("MA2H_SESSION_MIN_TTL_SECONDS", get("MA2H_SESSION_MIN_TTL_SECONDS"), &mut ss.min_ttl_seconds)?;
+        num("MA2H_SESSION_MAX_TTL_SECONDS", get("MA2H_SESSION_MAX_TTL_SECONDS"), &mut ss.max_ttl_seconds)?;
+        num("MA2H_SESSION_DEFAULT_TTL_SECONDS", get("MA2H_SESSION_DEFAULT_TTL_SECONDS"), &mut ss.default_ttl_seconds)?;
+        num("MA2H_SESSION_MAX_LIVE", get("MA2H_SESSION_MAX_LIVE"), &mut ss.max_live_per_agent)?;
+        num("MA2H_SESSION_RETENTION_SECONDS", get("MA2H_SESSION_RETENTION_SECONDS"), &mut ss.terminal_retention_seconds)?;
         s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
         let list = |k: &str| -> Vec<String> {
             get(k)
@@ -348,6 +398,13 @@ impl Settings {
         }
         if srv.max_connections == 0 || srv.max_connections_per_ip == 0 {
             return err("MA2H_MAX_CONNECTIONS and MA2H_MAX_CONNECTIONS_PER_IP must be at least 1");
+        }
+        let ss = &self.sessions;
+        if ss.min_ttl_seconds == 0 || ss.min_ttl_seconds > ss.max_ttl_seconds {
+            return err("MA2H_SESSION_MIN_TTL_SECONDS must be at least 1 and at most MA2H_SESSION_MAX_TTL_SECONDS");
+        }
+        if ss.max_live_per_agent == 0 {
+            return err("MA2H_SESSION_MAX_LIVE must be at least 1");
         }
         let mb = &self.mailbox;
         if !(1..=100).contains(&mb.max_batch) {
@@ -432,6 +489,21 @@ mod tests {
         assert!(vars(&[("MA2H_INBOX_MAX_BATCH", "0")]).is_err());
         assert!(vars(&[("MA2H_INBOX_MAX_BATCH", "101")]).is_err());
         assert!(vars(&[("MA2H_MAILBOX_DEPTH", "0")]).is_err());
+    }
+
+    #[test]
+    fn session_ttls_are_clamped_into_the_configured_bounds() {
+        let s = Settings::from_vars([
+            ("MA2H_MODE".to_owned(), "dev".to_owned()),
+            ("MA2H_SESSION_MIN_TTL_SECONDS".to_owned(), "30".to_owned()),
+            ("MA2H_SESSION_MAX_TTL_SECONDS".to_owned(), "600".to_owned()),
+        ])
+        .unwrap();
+        let ss = s.sessions;
+        assert_eq!((ss.clamp_ttl(Some(1)), ss.clamp_ttl(Some(10_000)), ss.clamp_ttl(Some(45))), (30, 600, 45));
+        assert_eq!(ss.clamp_ttl(None), 600, "the 900 s default is clamped like a request");
+        let bad = [("MA2H_MODE", "dev"), ("MA2H_SESSION_MIN_TTL_SECONDS", "700"), ("MA2H_SESSION_MAX_TTL_SECONDS", "600")];
+        assert!(Settings::from_vars(bad.map(|(k, v)| (k.to_owned(), v.to_owned()))).is_err());
     }
 
     #[test]

@@ -10,6 +10,11 @@
 //! deepest location wins, and a failure inside a conditional rule (the `type`/`mode`/`scheme`/
 //! `resolution` switches) carries that rule's `description`, so the reader learns *why*.
 //!
+//! Most kinds are a whole file; a few are a `$defs` entry of a shared file (the §16 session bodies
+//! all live in `session.schema.json`, spec §16.1). Such a kind is compiled as a one-line wrapper
+//! `{"$ref": "<file $id>#<pointer>"}` resolved through the same embedded retriever — the pattern
+//! `directive.schema.json` follows on disk, without a wrapper file per body.
+//!
 //! The schemas cover shape only. Cross-field rules they cannot state (option membership of
 //! `default_on_expire`, `expires_at` in the future, …) are [`crate::rules`]'s job (422).
 
@@ -48,11 +53,19 @@ pub enum SchemaKind {
     Ack,
     /// `GET /v1/agents/{agent_id}/presence` body (spec §15.3).
     Presence,
+    /// The session resource, root of `session.schema.json` (spec §16.1, §16.3, §16.4).
+    Session,
+    /// `POST /v1/sessions` body, `session.schema.json#/$defs/registerRequest` (spec §16.1).
+    SessionRegister,
+    /// `{session}` — the 201 and single-read body, `#/$defs/sessionEnvelope` (spec §16.1).
+    SessionEnvelope,
+    /// `GET /v1/sessions` body `{sessions, scope?}`, `#/$defs/sessionList` (spec §16.1, §16.4).
+    SessionList,
 }
 
 impl SchemaKind {
     /// Every kind, in a fixed order (index = position in the compiled table).
-    pub const ALL: [SchemaKind; 10] = [
+    pub const ALL: [SchemaKind; 14] = [
         SchemaKind::Message,
         SchemaKind::Response,
         SchemaKind::Capability,
@@ -63,6 +76,10 @@ impl SchemaKind {
         SchemaKind::InboundMessage,
         SchemaKind::Ack,
         SchemaKind::Presence,
+        SchemaKind::Session,
+        SchemaKind::SessionRegister,
+        SchemaKind::SessionEnvelope,
+        SchemaKind::SessionList,
     ];
 
     /// File name under `schema/v0.5/` (also the last segment of the `$id`).
@@ -78,10 +95,24 @@ impl SchemaKind {
             SchemaKind::InboundMessage => "inbound-message.schema.json",
             SchemaKind::Ack => "ack.schema.json",
             SchemaKind::Presence => "presence.schema.json",
+            SchemaKind::Session
+            | SchemaKind::SessionRegister
+            | SchemaKind::SessionEnvelope
+            | SchemaKind::SessionList => "session.schema.json",
         }
     }
 
-    /// The schema `$id`.
+    /// JSON pointer of the validated sub-schema inside the file, or `None` for the file's root.
+    pub fn pointer(self) -> Option<&'static str> {
+        match self {
+            SchemaKind::SessionRegister => Some("/$defs/registerRequest"),
+            SchemaKind::SessionEnvelope => Some("/$defs/sessionEnvelope"),
+            SchemaKind::SessionList => Some("/$defs/sessionList"),
+            _ => None,
+        }
+    }
+
+    /// The `$id` of the file holding the schema (kinds sharing a file share it).
     pub fn id(self) -> String {
         format!("{SCHEMA_BASE}{}", self.file_name())
     }
@@ -101,6 +132,10 @@ impl SchemaKind {
             SchemaKind::InboundMessage => include_str!("../../../schema/v0.5/inbound-message.schema.json"),
             SchemaKind::Ack => include_str!("../../../schema/v0.5/ack.schema.json"),
             SchemaKind::Presence => include_str!("../../../schema/v0.5/presence.schema.json"),
+            SchemaKind::Session
+            | SchemaKind::SessionRegister
+            | SchemaKind::SessionEnvelope
+            | SchemaKind::SessionList => include_str!("../../../schema/v0.5/session.schema.json"),
         }
     }
 
@@ -108,9 +143,18 @@ impl SchemaKind {
         self as usize
     }
 
-    /// The parsed schema document.
+    /// The parsed schema document (the whole file, also for a `$defs` kind).
     pub fn document(self) -> &'static Value {
         &DOCUMENTS[self.index()]
+    }
+
+    /// What the validator is compiled from: the document itself, or for a `$defs` kind a wrapper
+    /// referencing into it (resolved by [`EmbeddedOnly`], so errors still point into the file).
+    fn root_schema(self) -> std::borrow::Cow<'static, Value> {
+        match self.pointer() {
+            None => std::borrow::Cow::Borrowed(self.document()),
+            Some(pointer) => std::borrow::Cow::Owned(serde_json::json!({ "$ref": format!("{}#{pointer}", self.id()) })),
+        }
     }
 }
 
@@ -135,13 +179,14 @@ static VALIDATORS: LazyLock<Vec<Validator>> = LazyLock::new(|| {
                 // `date-time` and `uri` are assertions for us, not annotations (spec §4, §8.3).
                 .should_validate_formats(true)
                 .with_retriever(EmbeddedOnly)
-                .build(k.document())
+                .build(&k.root_schema())
                 .unwrap_or_else(|e| panic!("embedded {} does not compile: {e}", k.file_name()))
         })
         .collect()
 });
 
 /// Serves `$ref` targets from the embedded documents; anything else is refused (no network).
+/// Kinds sharing a file share its `$id`, so the first match serves them all.
 struct EmbeddedOnly;
 
 impl Retrieve for EmbeddedOnly {
@@ -262,7 +307,11 @@ fn problem_text(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::MaxItems { limit } => format!("must have at most {limit} item(s)"),
         ValidationErrorKind::Minimum { limit } => format!("must be at least {limit}"),
         ValidationErrorKind::Maximum { limit } => format!("must be at most {limit}"),
+        ValidationErrorKind::MaxProperties { limit } => format!("must have at most {limit} member(s)"),
+        ValidationErrorKind::MinProperties { limit } => format!("must have at least {limit} member(s)"),
         ValidationErrorKind::UniqueItems => "must not contain duplicate items".into(),
+        // The library's own text for this one quotes the offending name; say the rule instead.
+        ValidationErrorKind::PropertyNames { error } => format!("every member name {}", problem_text(error)),
         ValidationErrorKind::Not { .. } => "is not allowed here".into(),
         _ => error.masked().to_string(),
     }

@@ -38,6 +38,7 @@ pub mod credentials;
 pub mod listing;
 pub mod mailbox;
 pub mod messages;
+pub mod sessions;
 mod schema;
 pub mod sql;
 mod wal;

@@ -13,7 +13,7 @@
 use async_trait::async_trait;
 use ma2h_core::mailbox::{AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry};
 use ma2h_core::ports::{MailboxStore, StoreError};
-use ma2h_protocol::ids::{AccountId, AgentId};
+use ma2h_protocol::ids::{AccountId, AgentId, SessionId};
 use ma2h_protocol::time::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -27,10 +27,11 @@ const COUNT_LIVE: &str =
     "SELECT COUNT(*) FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND closed_at IS NULL AND deadline >= ?3";
 const INSERT: &str = "INSERT INTO mailbox (account, entry_key, agent_id, kind, audience, payload, author, \
      enqueued_at, visible_at, deadline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+// `?4`/`?5` are the audiences the drain may see (the same one twice for a session-less drain).
 const CLAIMABLE: &str = "SELECT EXISTS (SELECT 1 FROM mailbox WHERE account = ?1 AND agent_id = ?2 \
-     AND closed_at IS NULL AND visible_at <= ?3 AND deadline >= ?3)";
+     AND closed_at IS NULL AND visible_at <= ?3 AND deadline >= ?3 AND audience IN (?4, ?5))";
 const NEXT_VISIBLE: &str = "SELECT MIN(visible_at) FROM mailbox WHERE account = ?1 AND agent_id = ?2 \
-     AND closed_at IS NULL AND visible_at > ?3 AND deadline >= visible_at";
+     AND closed_at IS NULL AND visible_at > ?3 AND deadline >= visible_at AND audience IN (?4, ?5)";
 const TOUCH: &str = "INSERT INTO presence (account, agent_id, last_seen) VALUES (?1, ?2, ?3) \
      ON CONFLICT (account, agent_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)";
 const LAST_SEEN: &str = "SELECT last_seen FROM presence WHERE account = ?1 AND agent_id = ?2";
@@ -39,16 +40,42 @@ fn claim_sql() -> String {
     format!(
         "UPDATE mailbox SET visible_at = ?4, deliveries = deliveries + 1, delivered_at = COALESCE(delivered_at, ?3) \
          WHERE seq IN (SELECT seq FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND closed_at IS NULL \
-                       AND visible_at <= ?3 AND deadline >= ?3 ORDER BY visible_at, seq LIMIT ?5) \
+                       AND visible_at <= ?3 AND deadline >= ?3 AND audience IN (?6, ?7) \
+                       ORDER BY visible_at, seq LIMIT ?5) \
          RETURNING seq, {COLUMNS}"
     )
 }
 
 fn ack_sql() -> String {
-    "UPDATE mailbox SET closed_at = ?4, closed_reason = 'acked', ack_by = ?5, ack_note = ?6, retain_until = ?7 \
-     WHERE account = ?1 AND entry_key = ?2 AND agent_id = ?3 AND closed_at IS NULL \
-       AND delivered_at IS NOT NULL AND deadline >= ?4"
-        .to_owned()
+    format!(
+        "UPDATE mailbox SET closed_at = ?4, closed_reason = 'acked', ack_by = ?5, ack_note = ?6, retain_until = ?7 \
+         WHERE account = ?1 AND entry_key = ?2 AND agent_id = ?3 AND closed_at IS NULL \
+           AND delivered_at IS NOT NULL AND deadline >= ?4 RETURNING {COLUMNS}"
+    )
+}
+
+/// Insert one entry (inside the caller's write job: an enqueue, or a terminal's `response` entry).
+pub(crate) fn insert_entry(conn: &Connection, e: &MailboxEntry) -> Result<(), DbError> {
+    conn.prepare_cached(INSERT)?.execute(params![
+        e.mailbox.account.as_str(),
+        e.key,
+        e.mailbox.agent.as_str(),
+        e.kind.as_str(),
+        e.audience.as_str(),
+        json_text(&e.payload),
+        e.author,
+        ms(e.enqueued_at),
+        ms(e.visible_at),
+        ms(e.deadline),
+    ])?;
+    Ok(())
+}
+
+/// The two audience parameters of a claim: `[Any]` → ("any", "any").
+fn audience_pair(audiences: &[Audience]) -> (String, String) {
+    let first = audiences.first().map_or("any", Audience::as_str).to_owned();
+    let second = audiences.get(1).map_or(first.clone(), |a| a.as_str().to_owned());
+    (first, second)
 }
 
 #[async_trait]
@@ -62,18 +89,7 @@ impl MailboxStore for SqliteStore {
             if live >= i64::from(depth_cap) {
                 return Ok(Enqueued::Full);
             }
-            conn.prepare_cached(INSERT)?.execute(params![
-                account,
-                e.key,
-                agent,
-                e.kind.as_str(),
-                e.audience.as_str(),
-                json_text(&e.payload),
-                e.author,
-                ms(e.enqueued_at),
-                ms(e.visible_at),
-                ms(e.deadline),
-            ])?;
+            insert_entry(conn, &e)?;
             Ok(Enqueued::New)
         })
         .await
@@ -82,17 +98,23 @@ impl MailboxStore for SqliteStore {
     async fn claim(
         &self,
         mailbox: &Mailbox,
+        audiences: &[Audience],
         now: Timestamp,
         invisible_until: Timestamp,
         max: usize,
     ) -> Result<Claim, StoreError> {
+        if audiences.len() > 2 {
+            return Err(StoreError::Unavailable("a drain sees at most two audiences".into()));
+        }
         let (account, agent) = (mailbox.account.to_string(), mailbox.agent.to_string());
-        let probe = (account.clone(), agent.clone());
+        let (a1, a2) = audience_pair(audiences);
+        let probe = (account.clone(), agent.clone(), a1.clone(), a2.clone());
         let claimable = self
             .read(move |conn| {
+                let (account, agent, a1, a2) = &probe;
                 let any: bool =
-                    conn.prepare_cached(CLAIMABLE)?.query_row(params![probe.0, probe.1, ms(now)], |r| r.get(0))?;
-                if any { Ok(None) } else { next_visible(conn, &probe.0, &probe.1, now).map(Some) }
+                    conn.prepare_cached(CLAIMABLE)?.query_row(params![account, agent, ms(now), a1, a2], |r| r.get(0))?;
+                if any { Ok(None) } else { next_visible(conn, &probe, now).map(Some) }
             })
             .await?;
         if let Some(next_visible_at) = claimable {
@@ -100,14 +122,15 @@ impl MailboxStore for SqliteStore {
         }
         self.write(move |conn| {
             let mut stmt = conn.prepare_cached(&claim_sql())?;
-            let rows = stmt.query_map(params![account, agent, ms(now), ms(invisible_until), limit(max)], |r| {
-                Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?))
-            })?;
+            let rows = stmt.query_map(
+                params![account, agent, ms(now), ms(invisible_until), limit(max), a1, a2],
+                |r| Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?)),
+            )?;
             let mut claimed = rows.collect::<Result<Vec<_>, _>>()?;
             // RETURNING order is unspecified: deliver in first-enqueue order.
             claimed.sort_by_key(|(seq, _)| *seq);
             let entries = claimed.into_iter().map(|(_, raw)| raw.decode()).collect::<Result<Vec<_>, _>>()?;
-            Ok(Claim { entries, next_visible_at: next_visible(conn, &account, &agent, now)? })
+            Ok(Claim { entries, next_visible_at: next_visible(conn, &(account, agent, a1, a2), now)? })
         })
         .await
     }
@@ -118,26 +141,52 @@ impl MailboxStore for SqliteStore {
         keys: &[String],
         ack: &AckRecord,
         retain_until: Timestamp,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<MailboxEntry>, StoreError> {
         let (mailbox, keys, ack) = (mailbox.clone(), keys.to_vec(), ack.clone());
         self.write(move |conn| {
             let mut stmt = conn.prepare_cached(&ack_sql())?;
             let mut acked = Vec::new();
             for key in keys {
-                let changed = stmt.execute(params![
-                    mailbox.account.as_str(),
-                    key,
-                    mailbox.agent.as_str(),
-                    ms(ack.acked_at),
-                    ack.by,
-                    ack.note,
-                    ms(retain_until),
-                ])?;
-                if changed > 0 {
-                    acked.push(key);
+                let row = stmt
+                    .query_row(
+                        params![
+                            mailbox.account.as_str(),
+                            key,
+                            mailbox.agent.as_str(),
+                            ms(ack.acked_at),
+                            ack.by,
+                            ack.note,
+                            ms(retain_until),
+                        ],
+                        |r| RawEntry::read(r, 0),
+                    )
+                    .optional()?;
+                if let Some(raw) = row {
+                    acked.push(raw.decode()?);
                 }
             }
             Ok(acked)
+        })
+        .await
+    }
+
+    async fn bounce_entries(
+        &self,
+        mailbox: &Mailbox,
+        session: &SessionId,
+        at: Timestamp,
+        retain_until: Timestamp,
+        max: usize,
+    ) -> Result<usize, StoreError> {
+        let (account, agent, audience) = (mailbox.account.to_string(), mailbox.agent.to_string(), session.to_string());
+        self.write(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "UPDATE mailbox SET closed_at = ?4, closed_reason = 'bounced', retain_until = ?5 \
+                     WHERE seq IN (SELECT seq FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND audience = ?3 \
+                                   AND closed_at IS NULL AND deadline >= ?4 ORDER BY seq LIMIT ?6)",
+                )?
+                .execute(params![account, agent, audience, ms(at), ms(retain_until), limit(max)])?)
         })
         .await
     }
@@ -216,9 +265,13 @@ impl MailboxStore for SqliteStore {
     }
 }
 
-fn next_visible(conn: &Connection, account: &str, agent: &str, now: Timestamp) -> Result<Option<Timestamp>, DbError> {
+/// `(account, agent, audience, audience)` of a claim.
+type ClaimScope = (String, String, String, String);
+
+fn next_visible(conn: &Connection, scope: &ClaimScope, now: Timestamp) -> Result<Option<Timestamp>, DbError> {
+    let (account, agent, a1, a2) = scope;
     let next: Option<i64> =
-        conn.prepare_cached(NEXT_VISIBLE)?.query_row(params![account, agent, ms(now)], |r| r.get(0))?;
+        conn.prepare_cached(NEXT_VISIBLE)?.query_row(params![account, agent, ms(now), a1, a2], |r| r.get(0))?;
     opt_ts(next, "mailbox.visible_at")
 }
 
@@ -276,6 +329,9 @@ impl RawEntry {
             }
             (Some(at), Some("deadline")) => {
                 Some(Closed { at: ts(at, "mailbox.closed_at")?, reason: CloseReason::Deadline })
+            }
+            (Some(at), Some("bounced")) => {
+                Some(Closed { at: ts(at, "mailbox.closed_at")?, reason: CloseReason::Bounced })
             }
             (Some(_), other) => return Err(DbError::Corrupt(format!("mailbox.closed_reason: {other:?}"))),
         };

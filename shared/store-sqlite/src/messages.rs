@@ -361,6 +361,12 @@ fn complete(
         w.is_expiry,
         w.push,
     ])?;
+    if changed == 1
+        && let Some(entry) = &w.entry
+    {
+        // §8.7.1: the session's `response` entry commits with the terminal, or not at all.
+        crate::mailbox::insert_entry(conn, entry)?;
+    }
     let current = select_message(conn, account, id)?;
     Ok(match (changed, current) {
         (1, Some(record)) => Completion::Applied(record),

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -202,6 +202,40 @@ CREATE TABLE presence (
     last_seen INTEGER NOT NULL,
     PRIMARY KEY (account, agent_id)
 ) WITHOUT ROWID;
+"#;
+
+/// Version 6: §16 sessions (lease, terminal, the pending-bounce outbox flag) and the §16.4.1
+/// durable stop records, which live apart from session rows so no purge touches them.
+const V6: &str = r#"
+CREATE TABLE sessions (
+    account        TEXT    NOT NULL,
+    id             TEXT    NOT NULL,
+    agent_id       TEXT    NOT NULL,
+    created_at     INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL,
+    ttl_seconds    INTEGER NOT NULL,
+    last_seen      INTEGER,
+    meta           TEXT    NOT NULL,
+    end_kind       TEXT,
+    ended_at       INTEGER,
+    retain_until   INTEGER,
+    bounce_pending INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (account, id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX sessions_by_agent ON sessions (account, agent_id, created_at);
+CREATE INDEX sessions_by_account ON sessions (account, created_at);
+CREATE INDEX sessions_due ON sessions (expires_at) WHERE end_kind IS NULL;
+CREATE INDEX sessions_bounce ON sessions (ended_at) WHERE bounce_pending = 1;
+CREATE INDEX sessions_retain ON sessions (retain_until) WHERE retain_until IS NOT NULL;
+CREATE TABLE stops (
+    account    TEXT    NOT NULL,
+    agent_id   TEXT    NOT NULL,
+    stopped_by TEXT    NOT NULL,
+    stopped_at INTEGER NOT NULL,
+    session_id TEXT,
+    PRIMARY KEY (account, agent_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX mailbox_audience ON mailbox (account, agent_id, audience, seq) WHERE closed_at IS NULL;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

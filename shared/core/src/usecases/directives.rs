@@ -4,7 +4,7 @@
 
 use ma2h_protocol::envelope::Priority;
 use ma2h_protocol::error::FieldError;
-use ma2h_protocol::ids::{AgentId, DirectiveId};
+use ma2h_protocol::ids::{AgentId, DirectiveId, SessionId};
 use ma2h_protocol::time::{self, Timestamp};
 use ma2h_protocol::version::HUB_VERSION;
 use ma2h_protocol::{ProtocolError, schema};
@@ -21,7 +21,7 @@ pub const MAX_TITLE_CHARS: usize = 200;
 const REFUSED: [&str; 8] = ["request", "action", "state", "from", "id", "type", "ma2h_version", "created_at"];
 
 /// The one answer for every undeliverable `to` — unknown agent, another account's, malformed,
-/// session-qualified — so the endpoint is no existence oracle (§4, §13.2).
+/// an unknown session — so the endpoint is no existence oracle (§4, §13.2).
 fn unknown_destination() -> HubError {
     HubError::UnknownDestination("`/to`: unknown destination".into())
 }
@@ -90,8 +90,12 @@ pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<Ma
         return Err(HubError::invalid_field("`/expires_at`: must be in the future"));
     }
 
-    let agent = agent_part.and_then(|a| (!a.contains('#')).then(|| AgentId::parse(a)).flatten());
-    let Some(agent) = agent else { return Err(unknown_destination()) };
+    // `agent:<id>` or, §13.2 (v0.5), session-addressed `agent:<id>#sess_…`.
+    let (agent_raw, session_raw) = match agent_part.and_then(|a| a.split_once('#')) {
+        Some((a, s)) => (Some(a), Some(s)),
+        None => (agent_part, None),
+    };
+    let Some(agent) = agent_raw.and_then(AgentId::parse) else { return Err(unknown_destination()) };
     // "Known" = the agent has a signing secret in this account: every agent credential creates
     // it, and it is the key its deliveries are signed with.
     let secret = hub.credentials.get_secret(&principal.account, &agent, crate::admin::SIGNING_SECRET_NAME).await?;
@@ -100,13 +104,27 @@ pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<Ma
     }
 
     let mailbox = Mailbox { account: principal.account.clone(), agent };
+    let audience = match session_raw {
+        None => Audience::Any,
+        Some(raw) => {
+            let id = SessionId::parse(raw).ok_or_else(unknown_destination)?;
+            match hub.sessions.get_session(&mailbox.account, &id).await? {
+                Some(s) if s.agent == mailbox.agent && s.is_live(now) => Audience::Session(id),
+                // §13.2: a terminal session → 410, whoever ended it (§16.3).
+                Some(s) if s.agent == mailbox.agent => {
+                    return Err(HubError::DestinationGone("`/to`: that session has ended".into()));
+                }
+                _ => return Err(unknown_destination()),
+            }
+        }
+    };
     let retention = chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
     let deadline = expires_at.map_or(now + retention, |e| e.min(now + retention));
     let entry = MailboxEntry {
         mailbox: mailbox.clone(),
         key: id.to_string(),
         kind: EntryKind::Directive,
-        audience: Audience::Any,
+        audience,
         payload: directive,
         author: principal.actor().to_string(),
         enqueued_at: now,

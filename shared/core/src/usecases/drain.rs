@@ -6,15 +6,17 @@
 
 use std::time::Duration;
 
-use ma2h_protocol::ids::DirectiveId;
+use ma2h_protocol::ids::{DirectiveId, MessageId, ResolutionId};
+use ma2h_protocol::entries::ResponseEntryContext;
 use ma2h_protocol::inbound::InboundContext;
 use ma2h_protocol::signature::{self, SigningKey};
 use ma2h_protocol::time::Timestamp;
 use serde_json::Value;
 
 use crate::auth::Principal;
-use crate::mailbox::{AckRecord, EntryKind, Mailbox, MailboxEntry};
+use crate::mailbox::{AckRecord, Audience, EntryKind, Mailbox, MailboxEntry};
 use crate::records::PrincipalId;
+use crate::session::SessionRecord;
 use crate::{Hub, HubError};
 
 /// Most ids one ack may carry.
@@ -40,13 +42,25 @@ pub fn own_mailbox(principal: &Principal) -> Result<Mailbox, HubError> {
 
 /// Drain up to `max` entries (clamped to `max_batch`), long-polling up to `wait` (clamped to the
 /// §8.2 maximum) for the first one. An empty list on timeout is the normal answer.
+///
+/// With `session` (§8.7.1) the caller's own live session is renewed and its session-addressed
+/// entries join the principal's; without one the drain sees exactly the v0.4 shape.
 pub async fn drain(
     hub: &Hub,
     principal: &Principal,
+    session: Option<&str>,
     max: Option<u32>,
     wait: Duration,
 ) -> Result<Vec<Delivery>, HubError> {
     let mailbox = own_mailbox(principal)?;
+    let session = match session {
+        Some(raw) => Some(super::sessions::present(hub, principal, raw).await?),
+        None => None,
+    };
+    let mut audiences = vec![Audience::Any];
+    if let Some(s) = &session {
+        audiences.push(Audience::Session(s.id.clone()));
+    }
     let settings = &hub.settings.mailbox;
     let max = max.unwrap_or(settings.max_batch).min(settings.max_batch) as usize;
     let wait = wait.min(Duration::from_secs(u64::from(hub.settings.long_poll_max_seconds)));
@@ -57,9 +71,10 @@ pub async fn drain(
         let subscription = hub.changes.subscribe_mailbox(&mailbox);
         let now = hub.clock.now();
         let window = chrono::Duration::from_std(settings.visibility_timeout).unwrap_or(chrono::Duration::seconds(60));
-        let claim = hub.mailbox.claim(&mailbox, now, now + window, max).await?;
+        let claim = hub.mailbox.claim(&mailbox, &audiences, now, now + window, max).await?;
         if !claim.entries.is_empty() {
-            return sign_all(hub, &mailbox, claim.entries).await;
+            stamp_responses(hub, &mailbox, &claim.entries, now).await;
+            return sign_all(hub, &mailbox, session.as_ref(), claim.entries).await;
         }
         let left = give_up.saturating_duration_since(tokio::time::Instant::now());
         if left.is_zero() || hub.changes.closing() {
@@ -74,17 +89,46 @@ pub async fn drain(
     }
 }
 
-/// Sign each claimed entry for this delivery (§9.7), with the agent's configured key.
-async fn sign_all(hub: &Hub, mailbox: &Mailbox, entries: Vec<MailboxEntry>) -> Result<Vec<Delivery>, HubError> {
+/// §14.2: a drain response is client-originated delivery evidence, so each drained `response`
+/// entry stamps its message `delivered-to-agent` (a failed stamp is logged; the next read
+/// stamps it).
+async fn stamp_responses(hub: &Hub, mailbox: &Mailbox, entries: &[MailboxEntry], now: Timestamp) {
+    for entry in entries.iter().filter(|e| e.kind == EntryKind::Response) {
+        let Some(id) = entry.payload.get("in_reply_to").and_then(Value::as_str).and_then(MessageId::parse) else {
+            continue;
+        };
+        if let Err(e) = hub.messages.mark_delivered(&mailbox.account, &id, now).await {
+            tracing::warn!(message_id = %id, error = %e, "delivered-to-agent stamp failed");
+        }
+    }
+}
+
+/// Sign each claimed entry for this delivery (§9.7, §9.8), with the agent's configured key.
+async fn sign_all(
+    hub: &Hub,
+    mailbox: &Mailbox,
+    session: Option<&SessionRecord>,
+    entries: Vec<MailboxEntry>,
+) -> Result<Vec<Delivery>, HubError> {
     let key = signing_key(hub, mailbox).await?;
     let t = hub.clock.now().timestamp().to_string();
     entries
         .into_iter()
         .map(|entry| {
             let jti = hub.new_jti();
-            let ctx = InboundContext::for_directive(&entry.payload, &jti, &t)
-                .map_err(|m| HubError::Internal(format!("stored entry {} lacks `{m}`", entry.key)))?;
-            let v1 = signature::sign_canonical(&ctx.to_canonical(), &key);
+            let lacks = |m: &str| HubError::Internal(format!("stored entry {} lacks `{m}`", entry.key));
+            let canonical = match (entry.kind, session) {
+                (EntryKind::Response, Some(s)) => {
+                    ResponseEntryContext::for_response(&entry.payload, &s.address(), &jti, &t).map_err(lacks)?.to_canonical()
+                }
+                (EntryKind::Directive, _) => {
+                    InboundContext::for_directive(&entry.payload, &jti, &t).map_err(lacks)?.to_canonical()
+                }
+                (kind, _) => {
+                    return Err(HubError::Internal(format!("entry {} of kind {} is not drainable here", entry.key, kind.as_str())));
+                }
+            };
+            let v1 = signature::sign_canonical(&canonical, &key);
             Ok(Delivery { kind: entry.kind, payload: entry.payload, signature: signature::header_line(&t, &jti, &v1) })
         })
         .collect()
@@ -98,10 +142,25 @@ async fn signing_key(hub: &Hub, mailbox: &Mailbox) -> Result<SigningKey, HubErro
 
 /// Consume entries (§8.7, §14.3): returns how many this call acknowledged. Ids that are unknown,
 /// another mailbox's, never delivered, already acked or expired change nothing and are not
-/// counted — identically, so an ack reveals nothing about other mailboxes.
-pub async fn ack(hub: &Hub, principal: &Principal, ids: &[String], note: Option<String>) -> Result<usize, HubError> {
+/// counted — identically, so an ack reveals nothing about other mailboxes. A presented session
+/// is renewed (lease attribution only, §8.7); it never widens what the credential may ack.
+pub async fn ack(
+    hub: &Hub,
+    principal: &Principal,
+    session: Option<&str>,
+    ids: &[String],
+    note: Option<String>,
+) -> Result<usize, HubError> {
     let mailbox = own_mailbox(principal)?;
-    let mut keys: Vec<String> = ids.iter().filter(|id| DirectiveId::parse(id).is_some()).cloned().collect();
+    if let Some(raw) = session {
+        super::sessions::present(hub, principal, raw).await?;
+    }
+    // §8.7.1 ack keys: a directive's `dir_` id, a response entry's `res_` resolution id.
+    let mut keys: Vec<String> = ids
+        .iter()
+        .filter(|id| DirectiveId::parse(id).is_some() || ResolutionId::parse(id).is_some())
+        .cloned()
+        .collect();
     keys.sort();
     keys.dedup();
     if keys.is_empty() {
@@ -112,6 +171,13 @@ pub async fn ack(hub: &Hub, principal: &Principal, ids: &[String], note: Option<
     let ack = AckRecord { by, acked_at: now, note };
     let retain_until = retain_after(hub, now);
     let acked = hub.mailbox.ack_entries(&mailbox, &keys, &ack, retain_until).await?;
+    // §8.7.1: acking a response entry is a note-less response ack; first ack wins on both paths.
+    let response_ack = AckRecord { note: None, ..ack };
+    for entry in acked.iter().filter(|e| e.kind == EntryKind::Response) {
+        if let Some(id) = entry.payload.get("in_reply_to").and_then(Value::as_str).and_then(MessageId::parse) {
+            hub.messages.ack_response(&mailbox.account, &id, &response_ack).await?;
+        }
+    }
     Ok(acked.len())
 }
 

@@ -65,7 +65,7 @@ pub fn allowed(record: &MessageRecord, envelope: &Envelope, principal: &Principa
     if !record.status.is_open() {
         return Allowed::Closed;
     }
-    match Decision::of(record, envelope, principal) {
+    match Decision::of(record, envelope, principal, &principal.actor()) {
         Decision::Allowed => {}
         Decision::NotResolvable => return Allowed::Closed,
         Decision::NotListed { listed } => {

@@ -1,11 +1,12 @@
 //! The one path every terminal transition takes: build the §6 Response, CAS it into the store,
 //! wake long-polls. Lazy expiry (§7) is applied here on every read and transition.
 
-use ma2h_protocol::envelope::Envelope;
-use ma2h_protocol::ids::{AccountId, MessageId};
+use ma2h_protocol::envelope::{Envelope, MessageType};
+use ma2h_protocol::ids::{AccountId, MessageId, SessionId};
 use ma2h_protocol::lifecycle::{self, Status};
 use ma2h_protocol::response::{Subject, Terminal};
 
+use crate::mailbox::{Audience, EntryKind, Mailbox, MailboxEntry};
 use crate::records::{Completion, Lookup, MessageRecord, TerminalWrite};
 use crate::{Hub, HubError};
 
@@ -35,7 +36,9 @@ pub(crate) async fn apply_terminal(
         // §8.3: every terminal of a push-mode ask/task owes a push (any resolution, §10 parity).
         push: envelope.callback().is_some_and(|c| c.mode == ma2h_protocol::envelope::CallbackMode::Push),
         seen: Some(Box::new(record.clone())),
+        entry: None,
     };
+    let write = TerminalWrite { entry: response_entry(hub, record, envelope, &write).await?.map(Box::new), ..write };
     let outcome = match hub.messages.complete(&record.account, &record.id, &write).await? {
         // Refused while still open: the resolve/cancel landed after `expires_at` (§7), so the
         // expiry wins and the caller sees it as the terminal that beat them.
@@ -46,6 +49,9 @@ pub(crate) async fn apply_terminal(
     };
     if let Completion::Applied(rec) = &outcome {
         hub.changes.publish(&rec.id);
+        if let Some(entry) = &write.entry {
+            hub.changes.publish_mailbox(&entry.mailbox);
+        }
         if write.push
             && let Err(e) = hub.push_queue.enqueue(&rec.account, &rec.id).await
         {
@@ -62,6 +68,44 @@ pub(crate) async fn apply_terminal(
         );
     }
     Ok(outcome)
+}
+
+/// §6/§8.7.1: an ask/task submitted with a session that is still live at resolution owes that
+/// session a `response` entry (ack key: the resolution id). A dead session gets none — the
+/// Response stays pullable and pushable, and nothing bounces (§14.2).
+async fn response_entry(
+    hub: &Hub,
+    record: &MessageRecord,
+    envelope: &Envelope,
+    write: &TerminalWrite,
+) -> Result<Option<MailboxEntry>, HubError> {
+    let Some(id) = envelope.agent.session.as_deref().and_then(SessionId::parse) else { return Ok(None) };
+    if record.kind == MessageType::Notify {
+        return Ok(None);
+    }
+    let live = match hub.sessions.get_session(&record.account, &id).await? {
+        Some(s) => s.agent == record.agent_id && s.is_live(write.resolved_at),
+        None => false,
+    };
+    if !live {
+        return Ok(None);
+    }
+    let deadline = write.resolved_at + chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
+    Ok(Some(MailboxEntry {
+        mailbox: Mailbox { account: record.account.clone(), agent: record.agent_id.clone() },
+        key: write.resolution_id.to_string(),
+        kind: EntryKind::Response,
+        audience: Audience::Session(id),
+        payload: write.response.clone(),
+        author: "system:hub".into(),
+        enqueued_at: write.resolved_at,
+        visible_at: write.resolved_at,
+        deadline,
+        deliveries: 0,
+        delivered_at: None,
+        closed: None,
+        retain_until: None,
+    }))
 }
 
 /// §7 lazy expiry: an open message read strictly after `expires_at` is expired now (with its

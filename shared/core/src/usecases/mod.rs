@@ -15,5 +15,6 @@ mod push_worker;
 pub mod receipt;
 pub mod resolve;
 mod resolvers;
+pub mod sessions;
 pub mod submit;
 pub mod sweep;

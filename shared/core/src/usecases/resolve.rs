@@ -20,10 +20,22 @@ pub struct Resolved {
     pub resolution_id: String,
 }
 
-pub async fn resolve(hub: &Hub, principal: &Principal, id: &str, body: &[u8]) -> Result<Resolved, HubError> {
+/// `session`: the `?session=` an agent resolver presented (§8.8) — renewed, and the attested
+/// actor becomes `agent:<id>#<sess>`.
+pub async fn resolve(
+    hub: &Hub,
+    principal: &Principal,
+    session: Option<&str>,
+    id: &str,
+    body: &[u8],
+) -> Result<Resolved, HubError> {
+    let actor = match session {
+        Some(raw) => Actor::parse(&super::sessions::present(hub, principal, raw).await?.address())
+            .ok_or_else(|| HubError::Internal("a session address is not an actor".into()))?,
+        None => principal.actor(),
+    };
     let record = load_for_resolver(hub, principal, id).await?;
     let envelope = record.envelope()?;
-    let actor = principal.actor();
     authorize(&record, &envelope, principal, &actor)?;
 
     let request = ResolveRequest::parse(body)?;
@@ -79,7 +91,7 @@ fn authorize(
     principal: &Principal,
     actor: &Actor,
 ) -> Result<(), HubError> {
-    let decision = Decision::of(record, envelope, principal);
+    let decision = Decision::of(record, envelope, principal, actor);
     if decision == Decision::Allowed {
         return Ok(());
     }

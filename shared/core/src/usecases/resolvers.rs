@@ -2,6 +2,7 @@
 //! and the web inbox (which shows the buttons or the reason) read. Sessions will extend it here.
 
 use ma2h_protocol::envelope::{Envelope, MessageType};
+use ma2h_protocol::ids::Actor;
 
 use crate::auth::Principal;
 use crate::records::{MessageRecord, PrincipalId};
@@ -20,11 +21,12 @@ pub(crate) enum Decision {
 }
 
 impl Decision {
-    pub(crate) fn of(record: &MessageRecord, envelope: &Envelope, principal: &Principal) -> Self {
+    /// `actor` is the attested resolving actor — session-qualified when the agent presented a
+    /// session (§8.8), which a session-qualified `allowed_resolvers` entry requires (§9.1).
+    pub(crate) fn of(record: &MessageRecord, envelope: &Envelope, principal: &Principal, actor: &Actor) -> Self {
         if record.kind == MessageType::Notify {
             return Self::NotResolvable;
         }
-        let actor = principal.actor();
         match envelope.allowed_resolvers() {
             Some(list) if list.iter().any(|entry| actor.matches_entry(entry)) => Self::Allowed,
             Some(list) => Self::NotListed { listed: list.to_vec() },

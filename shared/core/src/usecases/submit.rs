@@ -42,8 +42,10 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             "`/to`: unknown destination (this hub does not offer the inter-agent leg)".into(),
         ));
     }
-    if envelope.agent.session.is_some() {
-        return Err(HubError::invalid_field("`/agent/session`: unknown session (this hub does not offer sessions)"));
+    if let Some(session) = &envelope.agent.session {
+        // §4.1: own live session → renewed (§16.2); otherwise 422 / 410.
+        let mailbox = crate::mailbox::Mailbox { account: principal.account.clone(), agent: agent_id.clone() };
+        super::sessions::named_in_submit(hub, &mailbox, session).await?;
     }
     super::push::validate_callback(hub, &principal.account, &envelope).await?;
 

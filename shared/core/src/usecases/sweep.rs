@@ -14,6 +14,10 @@ pub struct SweepReport {
     /// Mailbox entries closed at their deadline (§13.3) and deleted after retention.
     pub entries_closed: usize,
     pub entries_purged: usize,
+    /// Sessions whose lease lapsed (§16.3), entries bounced (§14.2), terminal sessions purged.
+    pub sessions_expired: usize,
+    pub entries_bounced: usize,
+    pub sessions_purged: usize,
 }
 
 /// How many due messages one sweep handles before yielding (the next sweep continues).
@@ -36,6 +40,13 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     let retain_until = super::drain::retain_after(hub, now);
     report.entries_closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
     report.entries_purged = hub.mailbox.purge_entries(now, SWEEP_BATCH).await?;
+    // §16.3: lapsed leases become durable `expired`, then the bounce outbox is drained.
+    let retention = hub.settings.sessions.terminal_retention();
+    report.sessions_expired = hub.sessions.expire_due_sessions(now, retention, SWEEP_BATCH).await?;
+    for session in hub.sessions.pending_bounces(SWEEP_BATCH).await? {
+        report.entries_bounced += super::sessions::bounce(hub, &session).await?;
+    }
+    report.sessions_purged = hub.sessions.purge_sessions(now, SWEEP_BATCH).await?;
     Ok(report)
 }
 
