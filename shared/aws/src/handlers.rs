@@ -67,14 +67,44 @@ pub struct SweepOutcome {
     pub requeued: usize,
     pub entries_closed: usize,
     pub entries_purged: usize,
+    pub sessions_expired: usize,
+    pub entries_bounced: usize,
+    pub sessions_purged: usize,
 }
 
 /// Apply due expiries (through the `due` index), purge past retention (through `retain`), and
 /// re-enqueue push obligations whose queue message was lost between commit and enqueue.
 pub async fn sweep(dep: &Deployment) -> Result<SweepOutcome, Error> {
-    let SweepReport { expired, purged, entries_closed, entries_purged } = sweep::sweep_once(&dep.hub).await?;
+    let SweepReport {
+        expired,
+        purged,
+        entries_closed,
+        entries_purged,
+        sessions_expired,
+        entries_bounced,
+        sessions_purged,
+    } = sweep::sweep_once(&dep.hub).await?;
     let requeued = sweep::requeue_lost_pushes(&dep.hub).await?;
-    let outcome = SweepOutcome { expired, purged, requeued, entries_closed, entries_purged };
-    tracing::info!(expired, purged, requeued, entries_closed, entries_purged, "sweep");
+    let outcome = SweepOutcome {
+        expired,
+        purged,
+        requeued,
+        entries_closed,
+        entries_purged,
+        sessions_expired,
+        entries_bounced,
+        sessions_purged,
+    };
+    tracing::info!(
+        expired,
+        purged,
+        requeued,
+        entries_closed,
+        entries_purged,
+        sessions_expired,
+        entries_bounced,
+        sessions_purged,
+        "sweep"
+    );
     Ok(outcome)
 }

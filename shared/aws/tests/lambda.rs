@@ -123,7 +123,7 @@ async fn pushed_and_resolved(e: &Env, key: &str, url: &str) -> String {
     assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
     let id = ack["id"].as_str().unwrap().to_owned();
     let who = auth::authenticate(&e.dep.hub, Some(&e.operator)).await.unwrap();
-    resolve::resolve(&e.dep.hub, &who, &id, br#"{"resolution":"declined"}"#).await.unwrap();
+    resolve::resolve(&e.dep.hub, &who, None, &id, br#"{"resolution":"declined"}"#).await.unwrap();
     id
 }
 

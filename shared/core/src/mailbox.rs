@@ -293,7 +293,10 @@ mod tests {
         e.closed = Some(Closed { at: from_millis(3_000), reason: CloseReason::Bounced });
         assert_eq!(e.track(from_millis(9_000)).prior(), Some("queued"));
         e.delivered_at = Some(from_millis(2_000));
-        assert_eq!((e.track(from_millis(9_000)).as_str(), e.track(from_millis(9_000)).prior()), ("bounced", Some("delivered")));
+        assert_eq!(
+            (e.track(from_millis(9_000)).as_str(), e.track(from_millis(9_000)).prior()),
+            ("bounced", Some("delivered"))
+        );
         let sess = Audience::Session(SessionId::from_parts(1, 1));
         assert_eq!(Audience::parse(sess.as_str()), Some(sess));
         assert_eq!(Audience::parse("any"), Some(Audience::Any));

@@ -8,10 +8,10 @@ use ma2h_protocol::time::Timestamp;
 
 use crate::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
 use crate::mailbox::{AckRecord, Audience, Claim, Enqueued, Mailbox, MailboxEntry};
-use crate::session::{Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 use crate::records::{
     Completion, CredentialRecord, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
 };
+use crate::session::{Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 
 // Timestamps: stores keep whole milliseconds; the Hub clock yields millisecond precision so every
 // record round-trips exactly.
@@ -193,7 +193,7 @@ pub trait MailboxStore: Send + Sync + 'static {
     ) -> Result<Vec<MailboxEntry>, StoreError>;
 
     /// §14.2: close as `bounced` at `at` up to `limit` open entries of `mailbox` addressed to
-    /// `session` whose deadline had not passed at `at`. Returns how many; 0 means none is left.
+    /// `session` whose deadline had not passed at `at`. Returns how many; callers repeat until 0.
     async fn bounce_entries(
         &self,
         mailbox: &Mailbox,

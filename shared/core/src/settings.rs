@@ -333,7 +333,11 @@ impl Settings {
         num("MA2H_SESSION_MAX_TTL_SECONDS", get("MA2H_SESSION_MAX_TTL_SECONDS"), &mut ss.max_ttl_seconds)?;
         num("MA2H_SESSION_DEFAULT_TTL_SECONDS", get("MA2H_SESSION_DEFAULT_TTL_SECONDS"), &mut ss.default_ttl_seconds)?;
         num("MA2H_SESSION_MAX_LIVE", get("MA2H_SESSION_MAX_LIVE"), &mut ss.max_live_per_agent)?;
-        num("MA2H_SESSION_RETENTION_SECONDS", get("MA2H_SESSION_RETENTION_SECONDS"), &mut ss.terminal_retention_seconds)?;
+        num(
+            "MA2H_SESSION_RETENTION_SECONDS",
+            get("MA2H_SESSION_RETENTION_SECONDS"),
+            &mut ss.terminal_retention_seconds,
+        )?;
         s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
         let list = |k: &str| -> Vec<String> {
             get(k)
@@ -502,7 +506,8 @@ mod tests {
         let ss = s.sessions;
         assert_eq!((ss.clamp_ttl(Some(1)), ss.clamp_ttl(Some(10_000)), ss.clamp_ttl(Some(45))), (30, 600, 45));
         assert_eq!(ss.clamp_ttl(None), 600, "the 900 s default is clamped like a request");
-        let bad = [("MA2H_MODE", "dev"), ("MA2H_SESSION_MIN_TTL_SECONDS", "700"), ("MA2H_SESSION_MAX_TTL_SECONDS", "600")];
+        let bad =
+            [("MA2H_MODE", "dev"), ("MA2H_SESSION_MIN_TTL_SECONDS", "700"), ("MA2H_SESSION_MAX_TTL_SECONDS", "600")];
         assert!(Settings::from_vars(bad.map(|(k, v)| (k.to_owned(), v.to_owned()))).is_err());
     }
 

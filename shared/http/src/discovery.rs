@@ -37,7 +37,7 @@ pub fn capability_document(hub: &Hub) -> Value {
         // §9.2: the Hub's Ed25519 public keys (current, plus previous ones during a rotation).
         "signing_keys": hub.keys.published(),
     });
-    // §8.0: the human→agent leg. `session_param` stays off until sessions exist; no webhook.
+    // §8.0: the human→agent leg; drains accept `?session=` (§8.7.1); no webhook.
     let mb = &s.mailbox;
     doc["inbound"] = json!({
         "enabled": true,
@@ -48,6 +48,19 @@ pub fn capability_document(hub: &Hub) -> Value {
         "retention_days": mb.retention_days,
         "signature_algs": ["hmac-sha256", "ed25519"],
         "webhook_supported": false,
+        "session_param": true,
+    });
+    // §16: sessions, with the §16.4.1 hard stop (every point of its checklist holds). Agents
+    // never hold the account-wide listing grant here.
+    let ss = &s.sessions;
+    doc["sessions"] = json!({
+        "enabled": true,
+        "min_ttl_seconds": ss.min_ttl_seconds,
+        "max_ttl_seconds": ss.max_ttl_seconds,
+        "max_live_per_agent": ss.max_live_per_agent,
+        "agent_list_visibility": false,
+        "terminal_retention_seconds": ss.terminal_retention_seconds,
+        "operator_hard_stop": true,
     });
     // §14: acks of directives (the inbox ack) and of Responses (`POST /v1/messages/{id}/ack`),
     // pulled only — so no `signature_algs` (those name a pushed ack's algorithms).

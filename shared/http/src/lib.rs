@@ -9,6 +9,7 @@ pub mod extract;
 mod mailbox;
 mod messages;
 mod operator;
+mod sessions;
 pub mod ui;
 
 use std::time::Instant;
@@ -38,7 +39,9 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/operator/directives/{id}", get(mailbox::track))
         .route("/v1/inbox", get(mailbox::drain))
         .route("/v1/inbox/ack", post(mailbox::ack))
-        .route("/v1/agents/{*rest}", get(mailbox::presence))
+        .route("/v1/agents/{*rest}", get(sessions::agent_get).post(sessions::agent_post).delete(sessions::agent_delete))
+        .route("/v1/sessions", post(sessions::register).get(sessions::list))
+        .route("/v1/sessions/{id}", get(sessions::read).delete(sessions::close))
         .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -52,6 +52,12 @@ pub fn track_body(entry: &MailboxEntry, track: &Track) -> Value {
     delivery.insert("state".into(), json!(track.as_str()));
     match track {
         Track::Queued | Track::Expired => {}
+        Track::Bounced { delivered_at, at } => {
+            if let Some(d) = delivered_at {
+                delivery.insert("delivered_at".into(), json!(time::format(*d)));
+            }
+            delivery.insert("bounced_at".into(), json!(time::format(*at)));
+        }
         Track::Delivered { delivered_at } => {
             delivery.insert("delivered_at".into(), json!(time::format(*delivered_at)));
         }
@@ -63,6 +69,10 @@ pub fn track_body(entry: &MailboxEntry, track: &Track) -> Value {
             delivery.insert("ack".into(), ack.to_json(&entry.key, None));
         }
     }
+    if let Some(prior) = track.prior() {
+        // §14.2: stamped once at the bounce; equal to what a receipt would carry.
+        delivery.insert("prior".into(), json!(prior));
+    }
     delivery.insert("deliveries".into(), json!(entry.deliveries));
     json!({
         "id": entry.key,
@@ -72,15 +82,14 @@ pub fn track_body(entry: &MailboxEntry, track: &Track) -> Value {
     })
 }
 
-/// `GET /v1/inbox?max=N&wait=S` (agent credential).
+/// `GET /v1/inbox?max=N&wait=S[&session=sess_…]` (agent credential).
 pub async fn drain(State(hub): State<Hub>, Caller(who): Caller, params: Params) -> Result<Response, ApiError> {
-    reject_session(&params)?;
     let max = params.u32("max")?;
     if max == Some(0) {
         return Err(HubError::validation("query `max` must be at least 1").into());
     }
     let wait = Duration::from_secs(u64::from(params.u32("wait")?.unwrap_or(0)));
-    let deliveries = drain::drain(&hub, &who, max, wait).await?;
+    let deliveries = drain::drain(&hub, &who, params.get("session"), max, wait).await?;
     let messages: Vec<Value> = deliveries
         .into_iter()
         .map(|d| {
@@ -95,14 +104,6 @@ pub async fn drain(State(hub): State<Hub>, Caller(who): Caller, params: Params) 
     Ok(resp)
 }
 
-/// Sessions are not offered here (§8.7.1): any presented session is unknown — 404.
-fn reject_session(params: &Params) -> Result<(), HubError> {
-    match params.get("session") {
-        Some(_) => Err(HubError::NotFound),
-        None => Ok(()),
-    }
-}
-
 /// `POST /v1/inbox/ack {"ids": [...], "note"?}` → `{"acked": n}`.
 pub async fn ack(
     State(hub): State<Hub>,
@@ -110,9 +111,8 @@ pub async fn ack(
     params: Params,
     Body(body): Body,
 ) -> Result<Json<Value>, ApiError> {
-    reject_session(&params)?;
     let (ids, note) = parse_ack(&json_body(&body)?)?;
-    let acked = drain::ack(&hub, &who, &ids, note).await?;
+    let acked = drain::ack(&hub, &who, params.get("session"), &ids, note).await?;
     Ok(Json(json!({ "acked": acked })))
 }
 

@@ -42,11 +42,13 @@ pub async fn cancel(State(hub): State<Hub>, Caller(who): Caller, Path(id): Path<
     Ok(Json(cancel::cancel(&hub, &who, &id).await?).into_response())
 }
 
+/// `POST /v1/messages/{id}/resolve[?session=sess_…]` (§8.8).
 pub async fn resolve(
     State(hub): State<Hub>,
     Caller(who): Caller,
     Path(id): Path<String>,
+    params: Params,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    Ok(Json(resolve::resolve(&hub, &who, &id, &body).await?).into_response())
+    Ok(Json(resolve::resolve(&hub, &who, params.get("session"), &id, &body).await?).into_response())
 }

@@ -81,7 +81,7 @@ async fn long_poll_returns_as_soon_as_the_message_resolves() {
     let resolver = tokio::spawn(async move {
         tokio::time::sleep(StdDuration::from_millis(150)).await;
         let who = ma2h_core::auth::authenticate(&app_hub, Some(&op)).await.unwrap();
-        ma2h_core::resolve::resolve(&app_hub, &who, &id2, br#"{"resolution":"declined"}"#).await.unwrap();
+        ma2h_core::resolve::resolve(&app_hub, &who, None, &id2, br#"{"resolution":"declined"}"#).await.unwrap();
     });
     let started = Instant::now();
     let r = t.call(Method::GET, &format!("/v1/messages/{id}?wait=20"), Some(&t.agent), None).await;

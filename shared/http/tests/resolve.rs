@@ -181,7 +181,7 @@ async fn concurrent_terminals_produce_exactly_one_winner_and_one_resolution_id()
                         .await
                         .map(|c| c.response.unwrap()["resolution_id"].as_str().unwrap().to_owned())
                 } else {
-                    ma2h_core::resolve::resolve(&hub, &who, &id, br#"{"resolution":"declined"}"#)
+                    ma2h_core::resolve::resolve(&hub, &who, None, &id, br#"{"resolution":"declined"}"#)
                         .await
                         .map(|r| r.resolution_id)
                 }

@@ -155,6 +155,7 @@ pub fn terminal(status: Status, resolved_at: Timestamp) -> TerminalWrite {
         is_expiry: status == Status::Expired,
         push: false,
         seen: None,
+        entry: None,
     }
 }
 

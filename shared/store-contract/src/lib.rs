@@ -21,7 +21,7 @@
 //! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` follows the listing order (ties by id);
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
-use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore};
+use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore, SessionStore};
 
 pub mod credentials;
 pub mod fixtures;
@@ -30,6 +30,7 @@ pub mod mailbox;
 pub mod maintenance;
 pub mod messages;
 pub mod push;
+pub mod sessions;
 
 pub use credentials::*;
 pub use listing::*;
@@ -37,11 +38,12 @@ pub use mailbox::*;
 pub use maintenance::*;
 pub use messages::*;
 pub use push::*;
+pub use sessions::*;
 
 /// Every store port, as one bound.
-pub trait Store: MessageStore + CredentialStore + MailboxStore {}
+pub trait Store: MessageStore + CredentialStore + MailboxStore + SessionStore {}
 
-impl<T: MessageStore + CredentialStore + MailboxStore> Store for T {}
+impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore> Store for T {}
 
 /// The names of every check, in the order [`run_all`] runs them.
 pub const CHECKS: &[&str] = &[
@@ -74,6 +76,12 @@ pub const CHECKS: &[&str] = &[
     "acks_close_only_own_delivered_live_entries",
     "due_entries_close_and_purge_from_indexes_and_presence_keeps_the_latest",
     "responses_are_stamped_once_and_the_first_ack_wins",
+    "sessions_register_renew_and_end_by_compare_and_set",
+    "an_operator_close_records_a_stop_that_gates_registration_until_lifted",
+    "concurrent_session_transitions_leave_exactly_one_terminal",
+    "session_addressed_entries_reach_only_their_session_and_bounce_with_prior",
+    "lapsed_sessions_expire_from_an_index_and_are_purged_once_bounced",
+    "a_response_entry_commits_with_its_terminal_only",
 ];
 
 /// Run every check against a fresh store from `make`. Panics on the first failure, naming the
@@ -119,5 +127,11 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         acks_close_only_own_delivered_live_entries,
         due_entries_close_and_purge_from_indexes_and_presence_keeps_the_latest,
         responses_are_stamped_once_and_the_first_ack_wins,
+        sessions_register_renew_and_end_by_compare_and_set,
+        an_operator_close_records_a_stop_that_gates_registration_until_lifted,
+        concurrent_session_transitions_leave_exactly_one_terminal,
+        session_addressed_entries_reach_only_their_session_and_bounce_with_prior,
+        lapsed_sessions_expire_from_an_index_and_are_purged_once_bounced,
+        a_response_entry_commits_with_its_terminal_only,
     );
 }

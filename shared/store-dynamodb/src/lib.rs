@@ -18,6 +18,7 @@ mod listing;
 mod mailbox;
 mod messages;
 pub mod provision;
+mod sessions;
 
 use aws_sdk_dynamodb::Client;
 use ma2h_core::ports::StoreError;

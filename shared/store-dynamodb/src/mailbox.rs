@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
 use ma2h_core::mailbox::{AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry};
 use ma2h_core::ports::{MailboxStore, StoreError};
-use ma2h_protocol::ids::{AccountId, AgentId, key_part};
+use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::{self, Timestamp};
 
 use crate::codec::*;
@@ -52,7 +52,7 @@ where
     e.as_service_error().and_then(|s| s.code()) == Some("ConditionalCheckFailedException")
 }
 
-fn entry_item(e: &MailboxEntry) -> Item {
+pub(crate) fn entry_item(e: &MailboxEntry) -> Item {
     let mut item = key(entry_pk(&e.mailbox.account, &e.key), ENTRY_SK);
     let mut put = |k: &str, v: AttributeValue| {
         item.insert(k.to_owned(), v);
@@ -88,6 +88,7 @@ fn entry_from(item: &Item) -> R<MailboxEntry> {
             Some(Closed { at, reason: CloseReason::Acked(ack) })
         }
         (Some(at), Some("deadline")) => Some(Closed { at, reason: CloseReason::Deadline }),
+        (Some(at), Some("bounced")) => Some(Closed { at, reason: CloseReason::Bounced }),
         (Some(_), other) => return Err(corrupt(&format!("closed_reason {other:?}"))),
     };
     let payload = serde_json::from_str(get_s(item, "payload")?).map_err(|_| corrupt("payload is not JSON"))?;
@@ -118,6 +119,49 @@ fn parse_ready_sk(sk: &str) -> Option<(i64, &str)> {
 }
 
 impl DynamoStore {
+    /// Up to `max` claimable positions of one audience partition at `now`, and the next instant
+    /// one becomes visible.
+    async fn claim_candidates(
+        &self,
+        mailbox: &Mailbox,
+        audience: &Audience,
+        now: Timestamp,
+        max: usize,
+    ) -> R<(Vec<(i64, String, String)>, Option<Timestamp>)> {
+        let mut candidates = Vec::new();
+        let mut start = None;
+        for _ in 0..CLAIM_PAGES {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name("mailbox")
+                .key_condition_expression("mbx_pk = :p")
+                .expression_attribute_values(":p", s(ready_pk(mailbox, audience)))
+                .limit(i32::try_from(max + 8).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| unavailable("Query", e))?;
+            for item in out.items() {
+                let position = get_s(item, "mbx_sk")?;
+                let (visible_ms, key) =
+                    parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
+                if visible_ms > ms(now) {
+                    return Ok((candidates, Some(time::from_millis(visible_ms))));
+                }
+                if candidates.len() < max && get_n(item, "deadline")? >= ms(now) {
+                    candidates.push((visible_ms, key.to_owned(), position.to_owned()));
+                }
+            }
+            match out.last_evaluated_key {
+                Some(k) => start = Some(k),
+                None => break,
+            }
+        }
+        Ok((candidates, None))
+    }
+
     /// Close a live entry: drop its ready/due keys, add retain keys and the TTL backstop.
     fn close_expression(ack: bool) -> String {
         let extra = if ack { ", ack_by = :by, ack_note = :note" } else { "" };
@@ -127,7 +171,8 @@ impl DynamoStore {
         )
     }
 
-    async fn live_count(&self, mailbox: &Mailbox, now: Timestamp) -> R<u64> {
+    /// Live entries of one audience partition (the depth cap counts the new entry's own).
+    async fn live_count(&self, mailbox: &Mailbox, audience: &Audience, now: Timestamp) -> R<u64> {
         let mut pages = self
             .client
             .query()
@@ -135,7 +180,7 @@ impl DynamoStore {
             .index_name("mailbox")
             .key_condition_expression("mbx_pk = :p")
             .filter_expression("deadline >= :now")
-            .expression_attribute_values(":p", s(ready_pk(mailbox, &Audience::Any)))
+            .expression_attribute_values(":p", s(ready_pk(mailbox, audience)))
             .expression_attribute_values(":now", n(ms(now)))
             .select(Select::Count)
             .into_paginator()
@@ -178,7 +223,7 @@ impl DynamoStore {
 impl MailboxStore for DynamoStore {
     async fn enqueue(&self, entry: &MailboxEntry, depth_cap: u32) -> R<Enqueued> {
         // A soft cap: two racing enqueues may each see room for one.
-        if self.live_count(&entry.mailbox, entry.enqueued_at).await? >= u64::from(depth_cap) {
+        if self.live_count(&entry.mailbox, &entry.audience, entry.enqueued_at).await? >= u64::from(depth_cap) {
             return Ok(Enqueued::Full);
         }
         self.client
@@ -192,42 +237,29 @@ impl MailboxStore for DynamoStore {
         Ok(Enqueued::New)
     }
 
-    async fn claim(&self, mailbox: &Mailbox, now: Timestamp, invisible_until: Timestamp, max: usize) -> R<Claim> {
-        let mut candidates: Vec<(String, String)> = Vec::new(); // (key, index position read)
+    async fn claim(
+        &self,
+        mailbox: &Mailbox,
+        audiences: &[Audience],
+        now: Timestamp,
+        invisible_until: Timestamp,
+        max: usize,
+    ) -> R<Claim> {
+        // Each audience is its own index partition: read each, then claim the oldest first.
+        let mut candidates: Vec<(i64, String, String)> = Vec::new(); // (visible_at, key, position read)
         let mut next_visible_at: Option<Timestamp> = None;
-        let mut start = None;
-        'pages: for _ in 0..CLAIM_PAGES {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name("mailbox")
-                .key_condition_expression("mbx_pk = :p")
-                .expression_attribute_values(":p", s(ready_pk(mailbox, &Audience::Any)))
-                .limit(i32::try_from(max + 8).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| unavailable("Query", e))?;
-            for item in out.items() {
-                let position = get_s(item, "mbx_sk")?;
-                let (visible_ms, key) =
-                    parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
-                if visible_ms > ms(now) {
-                    next_visible_at = Some(time::from_millis(visible_ms));
-                    break 'pages;
-                }
-                if candidates.len() < max && get_n(item, "deadline")? >= ms(now) {
-                    candidates.push((key.to_owned(), position.to_owned()));
-                }
-            }
-            match out.last_evaluated_key {
-                Some(k) => start = Some(k),
-                None => break,
-            }
+        for audience in audiences {
+            let (found, next) = self.claim_candidates(mailbox, audience, now, max).await?;
+            candidates.extend(found);
+            next_visible_at = match (next_visible_at, next) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
+        candidates.sort();
+        candidates.truncate(max);
         let mut entries = Vec::new();
-        for (entry_key, position) in candidates {
+        for (_, entry_key, position) in candidates {
             let res = self
                 .client
                 .update_item()
@@ -265,7 +297,7 @@ impl MailboxStore for DynamoStore {
         keys: &[String],
         ack: &AckRecord,
         retain_until: Timestamp,
-    ) -> R<Vec<String>> {
+    ) -> R<Vec<MailboxEntry>> {
         let mut acked = Vec::new();
         for entry_key in keys {
             let res = self
@@ -289,15 +321,66 @@ impl MailboxStore for DynamoStore {
                     ":note",
                     ack.note.clone().map_or(AttributeValue::Null(true), AttributeValue::S),
                 )
+                .return_values(ReturnValue::AllNew)
                 .send()
                 .await;
             match res {
-                Ok(_) => acked.push(entry_key.clone()),
+                Ok(out) => acked.push(entry_from(&out.attributes.unwrap_or_default())?),
                 Err(e) if is_condition_failure(&e) => {}
                 Err(e) => return Err(unavailable("UpdateItem", e)),
             }
         }
         Ok(acked)
+    }
+
+    async fn bounce_entries(
+        &self,
+        mailbox: &Mailbox,
+        session: &SessionId,
+        at: Timestamp,
+        retain_until: Timestamp,
+        limit: usize,
+    ) -> R<usize> {
+        // Live entries of the session's audience partition (closed ones have left the index).
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("mailbox")
+            .key_condition_expression("mbx_pk = :p")
+            .expression_attribute_values(":p", s(ready_pk(mailbox, &Audience::Session(session.clone()))))
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|e| unavailable("Query", e))?;
+        let mut bounced = 0;
+        for item in out.items() {
+            let position = get_s(item, "mbx_sk")?;
+            let (_, entry_key) =
+                parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(entry_pk(&mailbox.account, entry_key), ENTRY_SK)))
+                .update_expression(Self::close_expression(false))
+                .condition_expression("attribute_exists(mbx_pk) AND deadline >= :at")
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":at", n(ms(at)))
+                .expression_attribute_values(":why", s("bounced"))
+                .expression_attribute_values(":ret", n(ms(retain_until)))
+                .expression_attribute_values(":rp", s(RETAIN_PARTITION))
+                .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
+                .send()
+                .await;
+            match res {
+                Ok(_) => bounced += 1,
+                // Acked, or past its deadline (the sweeper closes it as expired): not a bounce.
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
+            }
+        }
+        Ok(bounced)
     }
 
     async fn get_entry(&self, account: &AccountId, entry_key: &str) -> R<Option<MailboxEntry>> {

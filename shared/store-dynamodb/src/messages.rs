@@ -33,7 +33,7 @@ fn vals(pairs: &[(&str, AttributeValue)]) -> HashMap<String, AttributeValue> {
 }
 
 impl DynamoStore {
-    fn put(
+    pub(crate) fn put(
         &self,
         item: Item,
         condition: Option<&str>,
@@ -65,7 +65,7 @@ impl DynamoStore {
     /// lost). A cancellation for any other reason — most often `TransactionConflict` with a
     /// concurrent transaction on a shared item such as the agent's open counter — wrote nothing
     /// and decided nothing, so it is retried, and reported `Unavailable` (503) if it persists.
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<bool, StoreError> {
+    pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<bool, StoreError> {
         let mut attempt = 0u32;
         loop {
             let e = match self.client.transact_write_items().set_transact_items(Some(items.clone())).send().await {
@@ -118,11 +118,19 @@ impl DynamoStore {
             .build()
             .map_err(|e| unavailable("put", e))?;
         let (account, id) = (&current.account, &current.id);
-        let items = vec![
+        let mut items = vec![
             TransactWriteItem::builder().put(put).build(),
             self.open_delta(account, &current.agent_id, -1)?,
             self.put(tombstone_item(account, id, &current.agent_id, w.retain_until), None, HashMap::new())?,
         ];
+        if let Some(entry) = &w.entry {
+            // §8.7.1: the session's `response` entry commits with the terminal, or not at all.
+            items.push(self.put(
+                crate::mailbox::entry_item(entry),
+                Some("attribute_not_exists(pk)"),
+                HashMap::new(),
+            )?);
+        }
         Ok((next, items))
     }
 

@@ -112,8 +112,9 @@ impl MailboxStore for SqliteStore {
         let claimable = self
             .read(move |conn| {
                 let (account, agent, a1, a2) = &probe;
-                let any: bool =
-                    conn.prepare_cached(CLAIMABLE)?.query_row(params![account, agent, ms(now), a1, a2], |r| r.get(0))?;
+                let any: bool = conn
+                    .prepare_cached(CLAIMABLE)?
+                    .query_row(params![account, agent, ms(now), a1, a2], |r| r.get(0))?;
                 if any { Ok(None) } else { next_visible(conn, &probe, now).map(Some) }
             })
             .await?;
@@ -122,10 +123,10 @@ impl MailboxStore for SqliteStore {
         }
         self.write(move |conn| {
             let mut stmt = conn.prepare_cached(&claim_sql())?;
-            let rows = stmt.query_map(
-                params![account, agent, ms(now), ms(invisible_until), limit(max), a1, a2],
-                |r| Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?)),
-            )?;
+            let rows = stmt
+                .query_map(params![account, agent, ms(now), ms(invisible_until), limit(max), a1, a2], |r| {
+                    Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?))
+                })?;
             let mut claimed = rows.collect::<Result<Vec<_>, _>>()?;
             // RETURNING order is unspecified: deliver in first-enqueue order.
             claimed.sort_by_key(|(seq, _)| *seq);

@@ -50,9 +50,10 @@ fn decode(raw: Raw) -> Result<SessionRecord, DbError> {
     let (account, id, agent, created, expires, ttl, seen, meta, end_kind, ended_at, retain, bounce) = raw;
     let end = match (end_kind, ended_at) {
         (None, _) => None,
-        (Some(k), Some(at)) => {
-            Some(SessionEnd { at: ts(at, "sessions.ended_at")?, kind: parsed(&k, "sessions.end_kind", EndKind::parse)? })
-        }
+        (Some(k), Some(at)) => Some(SessionEnd {
+            at: ts(at, "sessions.ended_at")?,
+            kind: parsed(&k, "sessions.end_kind", EndKind::parse)?,
+        }),
         (Some(_), None) => return Err(DbError::Corrupt("sessions: end_kind without ended_at".into())),
     };
     let meta = match json_value(&meta, "sessions.meta")? {
@@ -153,7 +154,9 @@ impl SessionStore for SqliteStore {
             ),
             None => collect(
                 conn,
-                &format!("SELECT {COLUMNS} FROM sessions WHERE account = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"),
+                &format!(
+                    "SELECT {COLUMNS} FROM sessions WHERE account = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
+                ),
                 params![account, limit(max)],
             ),
         })
@@ -279,7 +282,9 @@ impl SessionStore for SqliteStore {
         let (account, agent) = (mailbox.account.to_string(), mailbox.agent.to_string());
         self.read(move |conn| {
             let row = conn
-                .prepare_cached("SELECT stopped_by, stopped_at, session_id FROM stops WHERE account = ?1 AND agent_id = ?2")?
+                .prepare_cached(
+                    "SELECT stopped_by, stopped_at, session_id FROM stops WHERE account = ?1 AND agent_id = ?2",
+                )?
                 .query_row(params![account, agent], |r| {
                     Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<String>>(2)?))
                 })

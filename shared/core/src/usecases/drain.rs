@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use ma2h_protocol::ids::{DirectiveId, MessageId, ResolutionId};
 use ma2h_protocol::entries::ResponseEntryContext;
+use ma2h_protocol::ids::{DirectiveId, MessageId, ResolutionId};
 use ma2h_protocol::inbound::InboundContext;
 use ma2h_protocol::signature::{self, SigningKey};
 use ma2h_protocol::time::Timestamp;
@@ -119,13 +119,19 @@ async fn sign_all(
             let lacks = |m: &str| HubError::Internal(format!("stored entry {} lacks `{m}`", entry.key));
             let canonical = match (entry.kind, session) {
                 (EntryKind::Response, Some(s)) => {
-                    ResponseEntryContext::for_response(&entry.payload, &s.address(), &jti, &t).map_err(lacks)?.to_canonical()
+                    ResponseEntryContext::for_response(&entry.payload, &s.address(), &jti, &t)
+                        .map_err(lacks)?
+                        .to_canonical()
                 }
                 (EntryKind::Directive, _) => {
                     InboundContext::for_directive(&entry.payload, &jti, &t).map_err(lacks)?.to_canonical()
                 }
                 (kind, _) => {
-                    return Err(HubError::Internal(format!("entry {} of kind {} is not drainable here", entry.key, kind.as_str())));
+                    return Err(HubError::Internal(format!(
+                        "entry {} of kind {} is not drainable here",
+                        entry.key,
+                        kind.as_str()
+                    )));
                 }
             };
             let v1 = signature::sign_canonical(&canonical, &key);

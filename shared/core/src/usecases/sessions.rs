@@ -77,7 +77,9 @@ fn parse_register(body: &Value) -> Result<(Map<String, Value>, Option<u64>), Hub
         None | Some(Value::Null) => {}
         Some(Value::Object(labels))
             if labels.len() <= 32
-                && labels.iter().all(|(k, v)| k.len() <= 64 && v.as_str().is_some_and(|s| s.chars().count() <= 256)) =>
+                && labels
+                    .iter()
+                    .all(|(k, v)| k.len() <= 64 && v.as_str().is_some_and(|s| s.chars().count() <= 256)) =>
         {
             meta.insert("labels".into(), Value::Object(labels.clone()));
         }
@@ -107,7 +109,9 @@ pub async fn list(hub: &Hub, principal: &Principal) -> Result<(Vec<SessionRecord
         PrincipalId::Agent(agent) => {
             Ok((hub.sessions.list_sessions(&principal.account, Some(agent), LIST_LIMIT).await?, "own"))
         }
-        PrincipalId::Operator(_) => Ok((hub.sessions.list_sessions(&principal.account, None, LIST_LIMIT).await?, "account")),
+        PrincipalId::Operator(_) => {
+            Ok((hub.sessions.list_sessions(&principal.account, None, LIST_LIMIT).await?, "account"))
+        }
     }
 }
 
@@ -180,7 +184,7 @@ pub(crate) async fn bounce(hub: &Hub, session: &SessionRecord) -> Result<usize, 
     loop {
         let n = hub.mailbox.bounce_entries(&mailbox, &session.id, end.at, retain_until, BATCH).await?;
         total += n;
-        if n < BATCH {
+        if n == 0 {
             break;
         }
     }

@@ -188,7 +188,7 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
         }
     };
     let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
-    match resolve::resolve(&hub, &session.principal, &id, &bytes).await {
+    match resolve::resolve(&hub, &session.principal, None, &id, &bytes).await {
         Ok(_) => Redirect::to(&format!("/inbox/{id}?done=1")).into_response(),
         Err(HubError::Protocol(e @ (ProtocolError::InvalidField { .. } | ProtocolError::Validation { .. }))) => {
             // Every answer field the rules named is marked at once; anything else is the banner.

@@ -63,7 +63,11 @@ pub async fn hub_with(settings: Settings) -> TestHub {
 }
 
 fn assemble<
-    S: ma2h_core::ports::MessageStore + ma2h_core::ports::CredentialStore + ma2h_core::ports::MailboxStore + 'static,
+    S: ma2h_core::ports::MessageStore
+        + ma2h_core::ports::CredentialStore
+        + ma2h_core::ports::MailboxStore
+        + ma2h_core::ports::SessionStore
+        + 'static,
 >(
     store: S,
     settings: Settings,

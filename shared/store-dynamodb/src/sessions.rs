@@ -1,0 +1,457 @@
+//! [`SessionStore`] on DynamoDB (design: `docs/dynamodb.md`, "Sessions").
+//!
+//! * A session is one item `SESS#{account}#{id}` / `SESSION`. Its indexes, all sparse:
+//!   `inbox` (`list_pk = {account}#sess#{agent}`: an agent's sessions by creation), `push`
+//!   (`push_pk = SESSACCT#{account}`: the account's, by creation), `mailbox`
+//!   (`mbx_pk = {account}#{agent}#@live`, with the lease end in `deadline`: live sessions, for
+//!   the cap) and `due` — `SESSDUE` by lease end while active, then `SESSBNC` while its bounce
+//!   is owed — and, once terminal, `retain` (`SESSRET`) for the purge.
+//! * Every transition is one conditional write on "no end yet and the lease not lapsed".
+//! * The stop record `STOP#{account}#{agent}` / `STOP` lives apart from session items; a
+//!   registration is a transaction that checks it is absent while putting the session, so a
+//!   stop and a registration cannot interleave.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, KeysAndAttributes, ReturnValue, TransactWriteItem, Update,
+};
+use ma2h_core::mailbox::Mailbox;
+use ma2h_core::ports::{SessionStore, StoreError};
+use ma2h_core::session::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
+use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
+use ma2h_protocol::time::{self, Timestamp};
+
+use crate::codec::*;
+use crate::{DynamoStore, unavailable};
+
+type R<T> = Result<T, StoreError>;
+
+const SESSION_SK: &str = "SESSION";
+const STOP_SK: &str = "STOP";
+const DUE: &str = "SESSDUE";
+const BOUNCE: &str = "SESSBNC";
+const RETAIN: &str = "SESSRET";
+
+fn session_pk(account: &AccountId, id: &SessionId) -> String {
+    format!("SESS#{}#{}", key_part(account.as_str()), id)
+}
+fn stop_pk(m: &Mailbox) -> String {
+    format!("STOP#{}#{}", key_part(m.account.as_str()), key_part(m.agent.as_str()))
+}
+fn agent_list_pk(account: &AccountId, agent: &AgentId) -> String {
+    format!("{}#sess#{}", key_part(account.as_str()), key_part(agent.as_str()))
+}
+fn account_list_pk(account: &AccountId) -> String {
+    format!("SESSACCT#{}", key_part(account.as_str()))
+}
+fn live_pk(account: &AccountId, agent: &AgentId) -> String {
+    format!("{}#{}#@live", key_part(account.as_str()), key_part(agent.as_str()))
+}
+
+fn is_condition_failure<E, Rs>(e: &aws_sdk_dynamodb::error::SdkError<E, Rs>) -> bool
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    e.as_service_error().and_then(|s| s.code()) == Some("ConditionalCheckFailedException")
+}
+
+fn session_item(x: &SessionRecord) -> Item {
+    let mut item = key(session_pk(&x.account, &x.id), SESSION_SK);
+    let created = ms(x.created_at);
+    let mut put = |k: &str, v: AttributeValue| {
+        item.insert(k.to_owned(), v);
+    };
+    put("account", s(x.account.as_str()));
+    put("agent_id", s(x.agent.as_str()));
+    put("id", s(x.id.as_str()));
+    put("created_at", n(created));
+    put("expires_at", n(ms(x.expires_at)));
+    put("ttl_seconds", n(i64::from(x.ttl_seconds)));
+    put("ttl_ms", n(i64::from(x.ttl_seconds) * 1000));
+    if let Some(seen) = x.last_seen {
+        put("last_seen", n(ms(seen)));
+    }
+    put("meta", s(serde_json::Value::Object(x.meta.clone()).to_string()));
+    put("bounce_pending", AttributeValue::Bool(false));
+    put("list_pk", s(agent_list_pk(&x.account, &x.agent)));
+    put("list_sk", s(format!("{created:015}#{}", x.id)));
+    put("push_pk", s(account_list_pk(&x.account)));
+    put("push_sk", n(created));
+    put("mbx_pk", s(live_pk(&x.account, &x.agent)));
+    put("mbx_sk", s(x.id.as_str()));
+    put("deadline", n(ms(x.expires_at)));
+    put("due_pk", s(DUE));
+    put("due_sk", n(ms(x.expires_at)));
+    item
+}
+
+fn session_from(item: &Item) -> R<SessionRecord> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("dynamodb session item: {what}"));
+    let end = match (opt_s(item, "end_kind"), opt_n(item, "ended_at")?) {
+        (None, _) => None,
+        (Some(k), Some(at)) => {
+            Some(SessionEnd { at: time::from_millis(at), kind: EndKind::parse(&k).ok_or_else(|| corrupt("end_kind"))? })
+        }
+        (Some(_), None) => return Err(corrupt("end_kind without ended_at")),
+    };
+    let meta = match serde_json::from_str(get_s(item, "meta")?) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => return Err(corrupt("meta")),
+    };
+    Ok(SessionRecord {
+        account: AccountId::parse(get_s(item, "account")?).ok_or_else(|| corrupt("account"))?,
+        agent: AgentId::parse(get_s(item, "agent_id")?).ok_or_else(|| corrupt("agent_id"))?,
+        id: SessionId::from_trusted(get_s(item, "id")?.to_owned()),
+        created_at: time::from_millis(get_n(item, "created_at")?),
+        expires_at: time::from_millis(get_n(item, "expires_at")?),
+        ttl_seconds: u32::try_from(get_n(item, "ttl_seconds")?).unwrap_or(u32::MAX),
+        last_seen: opt_n(item, "last_seen")?.map(time::from_millis),
+        meta,
+        end,
+        retain_until: opt_n(item, "retain_until")?.map(time::from_millis),
+        bounce_pending: matches!(item.get("bounce_pending"), Some(AttributeValue::Bool(true))),
+    })
+}
+
+/// The terminal update: end stamped, live/due keys swapped for bounce/retain keys.
+const END_EXPRESSION: &str = "SET end_kind = :kind, ended_at = :at, retain_until = :ret, retain_pk = :rp, \
+     retain_sk = :ret, bounce_pending = :true, due_pk = :bp, due_sk = :at, #ttl = :ttl REMOVE mbx_pk, mbx_sk";
+const END_CONDITION: &str = "attribute_exists(pk) AND attribute_not_exists(end_kind) AND expires_at >= :at";
+
+impl DynamoStore {
+    /// Full items for index rows (`pk` of each), in the rows' order; purged ones are skipped.
+    async fn sessions_by_keys(&self, rows: &[Item]) -> R<Vec<SessionRecord>> {
+        let mut found: HashMap<String, Item> = HashMap::new();
+        for chunk in rows.chunks(100) {
+            let mut keys: Vec<Item> =
+                chunk.iter().map(|r| Ok(key(get_s(r, "pk")?.to_owned(), SESSION_SK))).collect::<R<_>>()?;
+            while !keys.is_empty() {
+                let ka = KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|e| unavailable("BatchGetItem", e))?;
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, ka)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("BatchGetItem", e))?;
+                for item in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
+                    found.insert(get_s(&item, "pk")?.to_owned(), item);
+                }
+                keys = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).map(|k| k.keys).unwrap_or_default();
+            }
+        }
+        rows.iter().filter_map(|r| found.get(get_s(r, "pk").ok()?)).map(session_from).collect()
+    }
+
+    async fn index_rows(
+        &self,
+        index: &str,
+        condition: &str,
+        values: &[(&str, AttributeValue)],
+        forward: bool,
+        limit: usize,
+    ) -> R<Vec<Item>> {
+        let mut q = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index)
+            .key_condition_expression(condition)
+            .scan_index_forward(forward)
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX));
+        for (k, v) in values {
+            q = q.expression_attribute_values(*k, v.clone());
+        }
+        Ok(q.send().await.map_err(|e| unavailable("Query", e))?.items.unwrap_or_default())
+    }
+
+    fn end_update(&self, account: &AccountId, id: &SessionId, end: SessionEnd, retain_until: Timestamp) -> R<Update> {
+        Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(session_pk(account, id), SESSION_SK)))
+            .update_expression(END_EXPRESSION)
+            .condition_expression(END_CONDITION)
+            .expression_attribute_names("#ttl", "ttl")
+            .set_expression_attribute_values(Some(end_values(end, retain_until)))
+            .build()
+            .map_err(|e| unavailable("update", e))
+    }
+}
+
+fn end_values(end: SessionEnd, retain_until: Timestamp) -> HashMap<String, AttributeValue> {
+    [
+        (":kind", s(end.kind.as_str())),
+        (":at", n(ms(end.at))),
+        (":ret", n(ms(retain_until))),
+        (":rp", s(RETAIN)),
+        (":true", AttributeValue::Bool(true)),
+        (":bp", s(BOUNCE)),
+        (":ttl", ttl_secs(retain_until + chrono::Duration::days(1))),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+fn stop_item(m: &Mailbox, stop: &StopRecord) -> Item {
+    let mut item = key(stop_pk(m), STOP_SK);
+    item.insert("stopped_by".into(), s(stop.by.clone()));
+    item.insert("stopped_at".into(), n(ms(stop.at)));
+    if let Some(sess) = &stop.session {
+        item.insert("session_id".into(), s(sess.as_str()));
+    }
+    item
+}
+
+#[async_trait]
+impl SessionStore for DynamoStore {
+    async fn register(&self, session: &SessionRecord, max_live: u32) -> R<Registered> {
+        let mailbox = session.mailbox();
+        // A soft cap (like the mailbox depth): two racing registrations may each see room.
+        let live = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name("mailbox")
+            .key_condition_expression("mbx_pk = :p")
+            .filter_expression("deadline >= :now")
+            .expression_attribute_values(":p", s(live_pk(&session.account, &session.agent)))
+            .expression_attribute_values(":now", n(ms(session.created_at)))
+            .select(aws_sdk_dynamodb::types::Select::Count)
+            .send()
+            .await
+            .map_err(|e| unavailable("Query", e))?;
+        if u32::try_from(live.count).unwrap_or(0) >= max_live {
+            // A stopped principal is told so, not "full".
+            return Ok(if self.get_stop(&mailbox).await?.is_some() { Registered::Stopped } else { Registered::Full });
+        }
+        // §16.4.1: the stop is checked in the transaction that inserts.
+        let check = ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(stop_pk(&mailbox), STOP_SK)))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|e| unavailable("condition", e))?;
+        let items = vec![
+            TransactWriteItem::builder().condition_check(check).build(),
+            self.put(session_item(session), Some("attribute_not_exists(pk)"), HashMap::new())?,
+        ];
+        if self.transact(items).await? { Ok(Registered::New) } else { Ok(Registered::Stopped) }
+    }
+
+    async fn get_session(&self, account: &AccountId, id: &SessionId) -> R<Option<SessionRecord>> {
+        self.get(key(session_pk(account, id), SESSION_SK)).await?.as_ref().map(session_from).transpose()
+    }
+
+    async fn list_sessions(&self, account: &AccountId, agent: Option<&AgentId>, limit: usize) -> R<Vec<SessionRecord>> {
+        let rows = match agent {
+            Some(agent) => {
+                self.index_rows("inbox", "list_pk = :p", &[(":p", s(agent_list_pk(account, agent)))], false, limit)
+                    .await?
+            }
+            None => {
+                self.index_rows("push", "push_pk = :p", &[(":p", s(account_list_pk(account)))], false, limit).await?
+            }
+        };
+        self.sessions_by_keys(&rows).await
+    }
+
+    async fn renew_session(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        id: &SessionId,
+        now: Timestamp,
+    ) -> R<Option<SessionRecord>> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(session_pk(account, id), SESSION_SK)))
+            .update_expression(
+                "SET expires_at = ttl_ms + :now, deadline = ttl_ms + :now, due_sk = ttl_ms + :now, last_seen = :now",
+            )
+            .condition_expression("agent_id = :me AND attribute_not_exists(end_kind) AND expires_at >= :now")
+            .expression_attribute_values(":me", s(agent.as_str()))
+            .expression_attribute_values(":now", n(ms(now)))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await;
+        match res {
+            Ok(out) => Ok(Some(session_from(&out.attributes.unwrap_or_default())?)),
+            Err(e) if is_condition_failure(&e) => Ok(None),
+            Err(e) => Err(unavailable("UpdateItem", e)),
+        }
+    }
+
+    async fn end_session(
+        &self,
+        account: &AccountId,
+        id: &SessionId,
+        end: SessionEnd,
+        retain_until: Timestamp,
+        stop: Option<&StopRecord>,
+    ) -> R<Ended> {
+        let applied = match stop {
+            Some(stop) => {
+                let Some(current) = self.get_session(account, id).await? else { return Ok(Ended::Missing) };
+                let items = vec![
+                    TransactWriteItem::builder().update(self.end_update(account, id, end, retain_until)?).build(),
+                    self.put(stop_item(&current.mailbox(), stop), None, HashMap::new())?,
+                ];
+                self.transact(items).await?
+            }
+            None => {
+                let u = self.end_update(account, id, end, retain_until)?;
+                let res = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(u.key))
+                    .update_expression(END_EXPRESSION)
+                    .condition_expression(END_CONDITION)
+                    .expression_attribute_names("#ttl", "ttl")
+                    .set_expression_attribute_values(u.expression_attribute_values)
+                    .send()
+                    .await;
+                match res {
+                    Ok(_) => true,
+                    Err(e) if is_condition_failure(&e) => false,
+                    Err(e) => return Err(unavailable("UpdateItem", e)),
+                }
+            }
+        };
+        Ok(match (applied, self.get_session(account, id).await?) {
+            (_, None) => Ended::Missing,
+            (true, Some(rec)) => Ended::Applied(rec),
+            (false, Some(rec)) => Ended::AlreadyTerminal(rec),
+        })
+    }
+
+    async fn expire_due_sessions(&self, now: Timestamp, retention: chrono::Duration, limit: usize) -> R<usize> {
+        let rows = self
+            .index_rows("due", "due_pk = :p AND due_sk < :now", &[(":p", s(DUE)), (":now", n(ms(now)))], true, limit)
+            .await?;
+        let mut expired = 0;
+        for row in rows {
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), SESSION_SK)))
+                .update_expression(
+                    "SET end_kind = :kind, ended_at = expires_at, retain_until = expires_at + :ret, retain_pk = :rp, \
+                     retain_sk = expires_at + :ret, bounce_pending = :true, due_pk = :bp, due_sk = expires_at, \
+                     #ttl = :ttl REMOVE mbx_pk, mbx_sk",
+                )
+                .condition_expression("attribute_not_exists(end_kind) AND expires_at < :now")
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":kind", s(EndKind::Expired.as_str()))
+                .expression_attribute_values(":ret", n(retention.num_milliseconds()))
+                .expression_attribute_values(":rp", s(RETAIN))
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+                .expression_attribute_values(":bp", s(BOUNCE))
+                .expression_attribute_values(":now", n(ms(now)))
+                .expression_attribute_values(":ttl", ttl_secs(now + retention + chrono::Duration::days(1)))
+                .send()
+                .await;
+            match res {
+                Ok(_) => expired += 1,
+                // Renewed or ended since the index read.
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("UpdateItem", e)),
+            }
+        }
+        Ok(expired)
+    }
+
+    async fn pending_bounces(&self, limit: usize) -> R<Vec<SessionRecord>> {
+        let rows = self.index_rows("due", "due_pk = :p", &[(":p", s(BOUNCE))], true, limit).await?;
+        self.sessions_by_keys(&rows).await
+    }
+
+    async fn bounce_done(&self, account: &AccountId, id: &SessionId) -> R<()> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(session_pk(account, id), SESSION_SK)))
+            .update_expression("SET bounce_pending = :false REMOVE due_pk, due_sk")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":false", AttributeValue::Bool(false))
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| if is_condition_failure(&e) { Ok(()) } else { Err(unavailable("UpdateItem", e)) })
+    }
+
+    async fn purge_sessions(&self, now: Timestamp, limit: usize) -> R<usize> {
+        let rows = self
+            .index_rows(
+                "retain",
+                "retain_pk = :p AND retain_sk <= :now",
+                &[(":p", s(RETAIN)), (":now", n(ms(now)))],
+                true,
+                limit,
+            )
+            .await?;
+        let mut purged = 0;
+        for row in rows {
+            let res = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), SESSION_SK)))
+                // A session whose bounce is still owed stays until the bounce is done.
+                .condition_expression("retain_sk <= :now AND bounce_pending = :false")
+                .expression_attribute_values(":now", n(ms(now)))
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .send()
+                .await;
+            match res {
+                Ok(_) => purged += 1,
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("DeleteItem", e)),
+            }
+        }
+        Ok(purged)
+    }
+
+    async fn put_stop(&self, mailbox: &Mailbox, stop: &StopRecord) -> R<()> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(stop_item(mailbox, stop)))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem", e))?;
+        Ok(())
+    }
+
+    async fn get_stop(&self, mailbox: &Mailbox) -> R<Option<StopRecord>> {
+        let Some(item) = self.get(key(stop_pk(mailbox), STOP_SK)).await? else { return Ok(None) };
+        Ok(Some(StopRecord {
+            by: get_s(&item, "stopped_by")?.to_owned(),
+            at: time::from_millis(get_n(&item, "stopped_at")?),
+            session: opt_s(&item, "session_id").map(SessionId::from_trusted),
+        }))
+    }
+
+    async fn lift_stop(&self, mailbox: &Mailbox) -> R<bool> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(stop_pk(mailbox), STOP_SK)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| unavailable("DeleteItem", e))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+}
