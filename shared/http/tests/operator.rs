@@ -83,9 +83,16 @@ async fn the_capability_document_reflects_the_configuration() {
     let key = &r.body["signing_keys"][0];
     assert_eq!((key["alg"].as_str(), key["status"].as_str()), (Some("ed25519"), Some("current")));
     assert_eq!(key["public_key"].as_str().unwrap().len(), 43, "32 bytes, base64url");
-    // Advertised: the mailbox, acks and presence; not yet: sessions and the inter-agent leg.
+    // Advertised: the mailbox, acks, presence and sessions (with the hard stop); not yet: the
+    // inter-agent leg.
     assert_eq!((r.body["inbound"]["enabled"].as_bool(), r.body["ack"]["enabled"].as_bool()), (Some(true), Some(true)));
-    assert!(r.body.get("sessions").is_none() && r.body.get("inter_agent").is_none());
+    assert_eq!(r.body["inbound"]["session_param"], true);
+    assert_eq!(
+        r.body["sessions"],
+        json!({"enabled": true, "min_ttl_seconds": 60, "max_ttl_seconds": 3600, "max_live_per_agent": 16,
+               "agent_list_visibility": false, "terminal_retention_seconds": 86400, "operator_hard_stop": true})
+    );
+    assert!(r.body.get("inter_agent").is_none());
 }
 
 /// Issue 13 item 4: 504 open asks from one agent, then one from another. Nothing hides: the

@@ -252,7 +252,7 @@ async fn confirm_without_options_gets_approve_and_deny() {
 }
 
 #[tokio::test]
-async fn an_addressed_or_session_bound_submit_is_refused() {
+async fn an_addressed_submit_or_an_unknown_session_is_refused() {
     let t = hub().await;
     let r = t.submit(&t.agent, with(notify(), "/to", json!("agent:other"))).await;
     assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "unknown_destination"));

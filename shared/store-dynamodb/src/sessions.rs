@@ -318,10 +318,12 @@ impl SessionStore for DynamoStore {
                     .condition_expression(END_CONDITION)
                     .expression_attribute_names("#ttl", "ttl")
                     .set_expression_attribute_values(u.expression_attribute_values)
+                    .return_values(ReturnValue::AllNew)
                     .send()
                     .await;
                 match res {
-                    Ok(_) => true,
+                    // The write hands back the record: no read-back.
+                    Ok(out) => return Ok(Ended::Applied(session_from(&out.attributes.unwrap_or_default())?)),
                     Err(e) if is_condition_failure(&e) => false,
                     Err(e) => return Err(unavailable("UpdateItem", e)),
                 }

@@ -10,6 +10,7 @@
 mod env;
 mod mailbox;
 mod metering;
+mod sessions;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]
 mod support;
@@ -222,8 +223,9 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         let outcome = handlers::sweep(&e.dep).await.unwrap();
         assert_eq!((outcome.expired, outcome.purged, outcome.requeued), (0, 3, 0), "{outcome:?}");
         let purge = e.meter.take();
-        // `due`, `retain`, `push`, and the mailbox's MBXDUE and MBXRET partitions (empty here)
-        assert_eq!(purge.requests, expect(&[("dynamodb:Query", 5), ("dynamodb:DeleteItem", 3)]), "purge");
+        // `due`, `retain`, `push`, the mailbox's MBXDUE and MBXRET and the sessions' SESSDUE,
+        // SESSBNC and SESSRET partitions (empty here)
+        assert_eq!(purge.requests, expect(&[("dynamodb:Query", 8), ("dynamodb:DeleteItem", 3)]), "purge");
         assert_eq!(purge.scanned, 3, "the three `retain` keys");
         rows.push(("sweep after retention (purges 3 messages)".into(), purge));
 

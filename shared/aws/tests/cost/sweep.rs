@@ -138,12 +138,13 @@ async fn the_sweepers_cost_does_not_grow_with_the_open_set() {
     let Some(small) = sweep_over(1_000).await else { return };
     let big = sweep_over(large).await.unwrap();
     // Per due ask: the lookup (Query MSG) and the CAS (TransactWriteItems, written from the
-    // lookup's record); per sweep: one Query on each of `due`, `retain` and `push`, and one on
-    // each of the mailbox's `due` and `retain` partitions (MBXDUE, MBXRET).
-    let with_due = expect(&[("dynamodb:Query", 5 + DUE as u64), ("dynamodb:TransactWriteItems", DUE as u64)]);
+    // lookup's record); per sweep: one Query on each of `due`, `retain` and `push`, one on each
+    // of the mailbox's `due` and `retain` partitions (MBXDUE, MBXRET), and one on each of the
+    // sessions' lapsed-lease, bounce-outbox and retention partitions (SESSDUE, SESSBNC, SESSRET).
+    let with_due = expect(&[("dynamodb:Query", 8 + DUE as u64), ("dynamodb:TransactWriteItems", DUE as u64)]);
     for run in [&small, &big] {
         assert_eq!(run.sweep.requests, with_due, "{} open", run.open);
-        assert_eq!(run.idle.requests, expect(&[("dynamodb:Query", 5)]), "{} open", run.open);
+        assert_eq!(run.idle.requests, expect(&[("dynamodb:Query", 8)]), "{} open", run.open);
         // DUE keys from `due`, DUE message partitions (one item each): nothing open is read.
         assert_eq!(run.sweep.scanned, 2 * DUE as u64, "{} open", run.open);
         assert_eq!(run.idle.scanned, 0, "{} open", run.open);
