@@ -67,3 +67,35 @@ async fn an_unknown_agent_gets_the_form_error_and_nothing_is_sent() {
     let index = t.page(Method::GET, "/inbox/agents?agent=deploy/web", Some(&cookie), None).await;
     assert_eq!((index.status, index.location()), (StatusCode::SEE_OTHER, "/inbox/agents/deploy/web"));
 }
+
+#[tokio::test]
+async fn the_agent_page_lists_sessions_and_its_kill_switch_stops_the_agent_until_lifted() {
+    let t = hub().await;
+    let reg = t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({"label": "nightly <b>run</b>"}))).await;
+    let id = reg.body["session"]["id"].as_str().unwrap().to_owned();
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, "/inbox/agents/bot", Some(&cookie), None).await;
+    assert!(page.html.contains(&id) && page.html.contains("active"), "{}", page.html);
+    assert!(page.html.contains("nightly &lt;b&gt;run&lt;/b&gt;"), "the label is agent text, escaped");
+    let csrf = page.csrf();
+    let action = format!("/inbox/sessions/{id}/close");
+    let refused = t.page(Method::POST, &action, Some(&cookie), Some(&[("agent", "bot")])).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "no CSRF token, nothing closed");
+
+    let closed = t.page(Method::POST, &action, Some(&cookie), Some(&[("csrf", csrf.as_str()), ("agent", "bot")])).await;
+    assert_eq!(closed.status, StatusCode::SEE_OTHER, "{}", closed.html);
+    let after = t.page(Method::GET, closed.location(), Some(&cookie), None).await;
+    assert!(after.html.contains("closed by an operator") && after.html.contains("Stopped"), "{}", after.html);
+    let r = t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({}))).await;
+    assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "session_closed_by_operator"));
+
+    let form = [("csrf", csrf.as_str()), ("agent", "bot"), ("action", "lift")];
+    let lifted = t.page(Method::POST, "/inbox/agent-stop", Some(&cookie), Some(&form)).await;
+    assert_eq!(lifted.status, StatusCode::SEE_OTHER, "{}", lifted.html);
+    assert_eq!(t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({}))).await.status, StatusCode::CREATED);
+    let form = [("csrf", csrf.as_str()), ("agent", "bot"), ("action", "stop")];
+    let stopped = t.page(Method::POST, "/inbox/agent-stop", Some(&cookie), Some(&form)).await;
+    assert_eq!(stopped.status, StatusCode::SEE_OTHER);
+    let list = t.call(Method::GET, "/v1/sessions", Some(&t.agent), None).await.body;
+    assert!(list["sessions"].as_array().unwrap().iter().all(|s| s["state"] == "closed"), "{list}");
+}

@@ -181,7 +181,8 @@ pub async fn recent(
     let entries = hub.mailbox.recent_entries(&mailbox, limit).await?;
     Ok(entries
         .into_iter()
-        .filter(|e| e.retain_until.is_none_or(|r| r > now))
+        // The mailbox also holds session `response` entries; this is the directives' history.
+        .filter(|e| e.kind == EntryKind::Directive && e.retain_until.is_none_or(|r| r > now))
         .map(|e| {
             let t = e.track(now);
             (e, t)

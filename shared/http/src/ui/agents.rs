@@ -29,7 +29,7 @@ use crate::extract::{Body, Params};
 /// Recent directives shown on an agent page.
 const RECENT: usize = 20;
 
-fn agent_href(agent: &str) -> String {
+pub(super) fn agent_href(agent: &str) -> String {
     format!(
         "/inbox/agents/{}",
         agent
@@ -77,7 +77,10 @@ pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> 
 
 /// `GET /inbox/agents/{*agent}`.
 pub async fn agent(State(hub): State<Hub>, session: Session, Path(agent): Path<String>, params: Params) -> Response {
-    let info = params.get("sent").map(|id| format!("Directive {id} queued."));
+    let info = params
+        .get("sent")
+        .map(|id| format!("Directive {id} queued."))
+        .or_else(|| params.get("done").map(str::to_owned));
     render_agent(&hub, &session, &agent, info, None, StatusCode::OK).await
 }
 
@@ -89,12 +92,13 @@ async fn render_agent(
     error: Option<(String, Vec<(String, String)>)>,
     status: StatusCode,
 ) -> Response {
-    let (presence, recent) = match (
+    let (presence, recent, sessions) = match (
         presence::read(hub, &session.principal, agent).await,
         directives::recent(hub, &session.principal, agent, RECENT).await,
+        agent_sessions(hub, session, agent).await,
     ) {
-        (Ok(p), Ok(r)) => (p, r),
-        (Err(e), _) | (_, Err(e)) => {
+        (Ok(p), Ok(r), Ok(s)) => (p, r, s),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             tracing::error!(error = %e, "agent page failed");
             return notice(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -118,6 +122,7 @@ async fn render_agent(
             }
             @if let Some(seen) = presence.last_seen { " · last seen " (ago(seen, now)) }
         }
+        (super::agent_sessions::section(session, agent, &sessions.0, sessions.1.as_ref(), now))
         h2 #send { "Send a directive" }
         form method="post" action="/inbox/directives" {
             input type="hidden" name="csrf" value=(session.csrf);
@@ -154,6 +159,17 @@ async fn render_agent(
         }
     };
     respond(status, page(&format!("Agent {agent}"), Some(session), body))
+}
+
+/// The agent's sessions and its stop record (none for an id that cannot be an agent's).
+async fn agent_sessions(
+    hub: &Hub,
+    session: &Session,
+    agent: &str,
+) -> Result<(Vec<ma2h_core::session::SessionRecord>, Option<ma2h_core::session::StopRecord>), HubError> {
+    let Some(id) = ma2h_protocol::ids::AgentId::parse(agent) else { return Ok((Vec::new(), None)) };
+    let list = ma2h_core::sessions::of_agent(hub, &session.principal, &id).await?;
+    Ok((list, ma2h_core::sessions::stop_status(hub, &session.principal, agent).await?))
 }
 
 fn title_of(e: &MailboxEntry) -> String {

@@ -15,6 +15,7 @@
 //! Every UI response carries a script-free Content-Security-Policy, `nosniff`, `no-referrer` and
 //! `no-store`.
 
+mod agent_sessions;
 mod agents;
 mod answer;
 mod list;
@@ -52,6 +53,8 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/agents", get(agents::index))
         .route("/inbox/agents/{*agent}", get(agents::agent))
         .route("/inbox/directives", post(agents::send))
+        .route("/inbox/sessions/{id}/close", post(agent_sessions::close))
+        .route("/inbox/agent-stop", post(agent_sessions::stop))
         .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
         .route("/inbox/{id}/resolve", post(answer::resolve))

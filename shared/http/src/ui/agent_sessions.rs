@@ -1,0 +1,152 @@
+//! The agent page's sessions (§16): each session with its state, lease and last sighting, the
+//! operator's kill-switch per live session, and the agent's durable stop (§16.4.1) with the one
+//! control that lifts it. Every control is a CSRF-checked form through the same use cases as the
+//! API.
+//!
+//! | route | action |
+//! |---|---|
+//! | `POST /inbox/sessions/{id}/close` | close a session as the operator (also stops the agent) |
+//! | `POST /inbox/agent-stop` | `action=stop` (close every live session) or `action=lift` |
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use ma2h_core::session::{EndKind, SessionRecord, SessionState, StopRecord};
+use ma2h_core::{Hub, HubError, sessions};
+use ma2h_protocol::time::{self, Timestamp};
+use maud::{Markup, html};
+use serde_json::Value;
+
+use super::session::Session;
+use super::{csrf_refused, form_get, form_pairs, human_duration, notice};
+use crate::extract::Body;
+
+/// The sessions section of the agent page.
+pub fn section(
+    session: &Session,
+    agent: &str,
+    list: &[SessionRecord],
+    stop: Option<&StopRecord>,
+    now: Timestamp,
+) -> Markup {
+    html! {
+        h2 #sessions { "Sessions" }
+        @if let Some(s) = stop {
+            div.notice.error role="status" {
+                strong { "Stopped" } " by " (s.by) " " (ago(s.at, now))
+                " — this agent cannot register new sessions until you lift the stop."
+                (control(session, "/inbox/agent-stop", agent, "lift", "Lift the stop"))
+            }
+        } @else {
+            p.hint { "Stopping the agent closes every live session and refuses new ones until you lift it." }
+            (control(session, "/inbox/agent-stop", agent, "stop", "Stop this agent"))
+        }
+        @if list.is_empty() { p { "No sessions." } }
+        @else {
+            table {
+                thead { tr { th { "Session" } th { "State" } th { "Lease" } th { "Last seen" } th {} } }
+                tbody {
+                    @for s in list {
+                        tr {
+                            td { code { (s.id) } @if let Some(l) = s.meta.get("label").and_then(Value::as_str) { br; (l) } }
+                            td { (state_text(s, now)) }
+                            td {
+                                @match s.state(now) {
+                                    SessionState::Active => { "expires in " (human_duration(s.expires_at - now)) }
+                                    SessionState::Ended(end) => { "ended " (ago(end.at, now)) }
+                                }
+                            }
+                            td { @if let Some(seen) = s.last_seen { (ago(seen, now)) } }
+                            td {
+                                @if s.is_live(now) {
+                                    form.inline method="post" action=(format!("/inbox/sessions/{}/close", s.id)) {
+                                        input type="hidden" name="csrf" value=(session.csrf);
+                                        input type="hidden" name="agent" value=(agent);
+                                        button type="submit" { "Close (kill-switch)" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn control(session: &Session, action: &str, agent: &str, what: &str, label: &str) -> Markup {
+    html! {
+        form.inline method="post" action=(action) {
+            input type="hidden" name="csrf" value=(session.csrf);
+            input type="hidden" name="agent" value=(agent);
+            input type="hidden" name="action" value=(what);
+            button type="submit" { (label) }
+        }
+    }
+}
+
+fn state_text(s: &SessionRecord, now: Timestamp) -> &'static str {
+    match s.state(now) {
+        SessionState::Active => "active",
+        SessionState::Ended(end) => match end.kind {
+            EndKind::Closed => "closed by the agent",
+            EndKind::ClosedByOperator => "closed by an operator",
+            EndKind::Expired => "expired (lease lapsed)",
+        },
+    }
+}
+
+fn ago(t: Timestamp, now: Timestamp) -> Markup {
+    html! { time datetime=(time::format(t)) { (human_duration(now - t)) " ago" } }
+}
+
+/// `POST /inbox/sessions/{id}/close`.
+pub async fn close(State(hub): State<Hub>, session: Session, Path(id): Path<String>, Body(body): Body) -> Response {
+    let pairs = form_pairs(&body);
+    if !session.csrf_ok(form_get(&pairs, "csrf")) {
+        return csrf_refused(Some(&session));
+    }
+    match sessions::close(&hub, &session.principal, &id).await {
+        Ok(s) => back_to(s.agent.as_str(), &format!("Session {} closed; the agent is stopped.", s.id)),
+        Err(e) => failed(&session, e),
+    }
+}
+
+/// `POST /inbox/agent-stop` (`action=stop|lift`).
+pub async fn stop(State(hub): State<Hub>, session: Session, Body(body): Body) -> Response {
+    let pairs = form_pairs(&body);
+    if !session.csrf_ok(form_get(&pairs, "csrf")) {
+        return csrf_refused(Some(&session));
+    }
+    let agent = form_get(&pairs, "agent").unwrap_or_default().to_owned();
+    let result = match form_get(&pairs, "action") {
+        Some("stop") => sessions::stop_agent(&hub, &session.principal, &agent).await.map(|_| "Agent stopped."),
+        Some("lift") => sessions::lift_stop(&hub, &session.principal, &agent).await.map(|_| "Stop lifted."),
+        _ => Err(HubError::validation("action must be stop or lift")),
+    };
+    match result {
+        Ok(done) => back_to(&agent, done),
+        Err(e) => failed(&session, e),
+    }
+}
+
+fn back_to(agent: &str, done: &str) -> Response {
+    let done: String = url::form_urlencoded::byte_serialize(done.as_bytes()).collect();
+    Redirect::to(&format!("{}?done={done}#sessions", super::agents::agent_href(agent))).into_response()
+}
+
+fn failed(session: &Session, e: HubError) -> Response {
+    match e {
+        HubError::NotFound => notice(
+            StatusCode::NOT_FOUND,
+            Some(session),
+            "Not found",
+            "There is no such session or agent in your account.",
+        ),
+        HubError::Protocol(_) => notice(StatusCode::BAD_REQUEST, Some(session), "Not done", &e.to_string()),
+        e => {
+            tracing::error!(error = %e, "session control failed");
+            notice(StatusCode::INTERNAL_SERVER_ERROR, Some(session), "Something went wrong", "Please try again.")
+        }
+    }
+}
