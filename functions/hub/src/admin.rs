@@ -99,6 +99,21 @@ pub enum AdminCommand {
         #[command(flatten)]
         target: Agent,
     },
+    /// Stop an agent (§16.4.1): close its live sessions and refuse new ones until lifted.
+    StopAgent {
+        #[command(flatten)]
+        target: Agent,
+    },
+    /// Lift an agent's stop (set by an operator's kill-switch or `stop-agent`).
+    LiftStop {
+        #[command(flatten)]
+        target: Agent,
+    },
+    /// Show whether an agent is stopped, by whom and since when.
+    StopStatus {
+        #[command(flatten)]
+        target: Agent,
+    },
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -199,6 +214,20 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
             json!({ "account": t.account, "agent": t.agent, "hosts": admin::list_bindings(hub, &t.account, &t.agent).await? }),
             t.json,
         ),
+        AdminCommand::StopAgent { target: t } => {
+            let stop = admin::stop_agent(hub, &t.account, &t.agent).await?;
+            (stop_json(&t, Some(&stop)), t.json)
+        }
+        AdminCommand::LiftStop { target: t } => {
+            let lifted = admin::lift_stop(hub, &t.account, &t.agent).await?;
+            let mut v = stop_json(&t, None);
+            v["lifted"] = json!(lifted);
+            (v, t.json)
+        }
+        AdminCommand::StopStatus { target: t } => {
+            let stop = admin::stop_status(hub, &t.account, &t.agent).await?;
+            (stop_json(&t, stop.as_ref()), t.json)
+        }
         AdminCommand::SetSigning { target: t, alg } => {
             admin::set_signing_alg(hub, &t.account, &t.agent, &alg).await?;
             (json!({ "account": t.account, "agent": t.agent, "signing_alg": alg }), t.json)
@@ -210,6 +239,12 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         print_text(&value);
     }
     Ok(())
+}
+
+fn stop_json(t: &Agent, stop: Option<&ma2h_core::session::StopRecord>) -> Value {
+    let mut v = ma2h_core::session::StopRecord::status_json(&t.agent, stop);
+    v["account"] = json!(t.account);
+    v
 }
 
 fn print_text(value: &Value) {

@@ -150,6 +150,23 @@ pub struct StopRecord {
     pub session: Option<SessionId>,
 }
 
+impl StopRecord {
+    /// `{agent_id, stopped, stopped_by, stopped_at, session_id?}` — or `stopped: false` for none.
+    pub fn status_json(agent: &str, stop: Option<&StopRecord>) -> Value {
+        let Some(s) = stop else { return json!({ "agent_id": agent, "stopped": false }) };
+        let mut body = json!({
+            "agent_id": agent,
+            "stopped": true,
+            "stopped_by": s.by,
+            "stopped_at": time::format(s.at),
+        });
+        if let Some(sess) = &s.session {
+            body["session_id"] = json!(sess.as_str());
+        }
+        body
+    }
+}
+
 /// Result of [`crate::ports::SessionStore::register`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Registered {

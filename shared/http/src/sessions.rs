@@ -7,7 +7,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::session::StopRecord;
 use ma2h_core::{Hub, HubError, sessions};
-use ma2h_protocol::time;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -65,21 +64,7 @@ fn split_agent(rest: &str, resource: &str) -> Option<String> {
 }
 
 fn stop_body(agent: &str, stop: Option<&StopRecord>) -> Value {
-    match stop {
-        None => json!({ "agent_id": agent, "stopped": false }),
-        Some(s) => {
-            let mut body = json!({
-                "agent_id": agent,
-                "stopped": true,
-                "stopped_by": s.by,
-                "stopped_at": time::format(s.at),
-            });
-            if let Some(sess) = &s.session {
-                body["session_id"] = json!(sess.as_str());
-            }
-            body
-        }
-    }
+    StopRecord::status_json(agent, stop)
 }
 
 /// `GET /v1/agents/{agent_id}/presence` (§15.3) or `/stop` (§16.4.1, operator).

@@ -330,3 +330,20 @@ async fn stopping_an_agent_closes_every_live_session_and_bounces_their_mail() {
     assert_eq!(t["delivery"]["state"], "bounced");
     assert_eq!(h.register(&h.agent, json!({})).await.status, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn the_admin_console_stops_and_lifts_an_agent_like_an_operator() {
+    let h = hub().await;
+    let live = h.session().await;
+    let stop = ma2h_core::admin::stop_agent(&h.hub, "acme", "bot").await.unwrap();
+    assert_eq!(stop.by, ma2h_core::admin::ADMIN_ACTOR);
+    assert_eq!(h.read_session(&h.agent, &live).await.body["session"]["closed_by_operator"], true);
+    assert_eq!(h.register(&h.agent, json!({})).await.code(), "session_closed_by_operator");
+    let seen = h.call(Method::GET, "/v1/agents/bot/stop", Some(&h.operator), None).await.body;
+    assert_eq!((seen["stopped"].as_bool(), seen["stopped_by"].as_str()), (Some(true), Some("system:admin")));
+    assert!(ma2h_core::admin::stop_status(&h.hub, "acme", "bot").await.unwrap().is_some());
+    assert!(ma2h_core::admin::lift_stop(&h.hub, "acme", "bot").await.unwrap());
+    assert!(!ma2h_core::admin::lift_stop(&h.hub, "acme", "bot").await.unwrap(), "nothing left to lift");
+    assert_eq!(h.register(&h.agent, json!({})).await.status, StatusCode::CREATED);
+    assert!(ma2h_core::admin::stop_agent(&h.hub, "acme", "bot#sess_x").await.is_err(), "not an agent id");
+}

@@ -245,6 +245,31 @@ pub async fn list_secrets(hub: &Hub, account: &str, agent: &str) -> Result<Vec<S
 /// §9.4 operator approval: the agent may receive push callbacks on `host`. A literal address the
 /// egress guard would refuse anyway (loopback, private, link-local/metadata, …) is refused here
 /// outside dev mode, so an operator learns at once instead of from a failed push.
+/// Who the admin CLI acts as in a stop record (§16.4.1): a human at the Hub's console, not an agent.
+pub const ADMIN_ACTOR: &str = "system:admin";
+
+/// Stop an agent as `ma2h-hub admin stop-agent` (the operator API's stop, from the console).
+pub async fn stop_agent(hub: &Hub, account: &str, agent: &str) -> Result<crate::session::StopRecord, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    super::sessions::stop_mailbox(hub, &crate::mailbox::Mailbox { account, agent }, ADMIN_ACTOR.into()).await
+}
+
+/// Lift an agent's stop (`ma2h-hub admin lift-stop`); `true` if there was one.
+pub async fn lift_stop(hub: &Hub, account: &str, agent: &str) -> Result<bool, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    super::sessions::lift_mailbox(hub, &crate::mailbox::Mailbox { account, agent }, ADMIN_ACTOR).await
+}
+
+/// The agent's stop record, if stopped.
+pub async fn stop_status(
+    hub: &Hub,
+    account: &str,
+    agent: &str,
+) -> Result<Option<crate::session::StopRecord>, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    Ok(hub.sessions.get_stop(&crate::mailbox::Mailbox { account, agent }).await?)
+}
+
 pub async fn bind_callback(hub: &Hub, account: &str, agent: &str, host: &str) -> Result<String, HubError> {
     let (account, agent) = parse_agent(account, agent)?;
     let host = normalize_host(host)?;

@@ -196,8 +196,14 @@ pub(crate) async fn bounce(hub: &Hub, session: &SessionRecord) -> Result<usize, 
 /// the durable stop, then every live session of it closed by the operator.
 pub async fn stop_agent(hub: &Hub, principal: &Principal, agent: &str) -> Result<StopRecord, HubError> {
     let mailbox = operator_target(principal, agent)?;
+    stop_mailbox(hub, &mailbox, principal.actor().to_string()).await
+}
+
+/// The stop itself, attributed to `by` (the operator, or `system:admin` from the admin CLI).
+pub(crate) async fn stop_mailbox(hub: &Hub, mailbox: &Mailbox, by: String) -> Result<StopRecord, HubError> {
+    let mailbox = mailbox.clone();
     let now = hub.clock.now();
-    let stop = StopRecord { by: principal.actor().to_string(), at: now, session: None };
+    let stop = StopRecord { by, at: now, session: None };
     // Stop first: from here no registration can land, so the sweep below misses nothing.
     hub.sessions.put_stop(&mailbox, &stop).await?;
     for s in hub.sessions.list_sessions(&mailbox.account, Some(&mailbox.agent), LIST_LIMIT).await? {
@@ -212,9 +218,14 @@ pub async fn stop_agent(hub: &Hub, principal: &Principal, agent: &str) -> Result
 /// `DELETE /v1/agents/{agent}/stop`: only the account's human lifts a stop (§16.4.1).
 pub async fn lift_stop(hub: &Hub, principal: &Principal, agent: &str) -> Result<bool, HubError> {
     let mailbox = operator_target(principal, agent)?;
-    let lifted = hub.sessions.lift_stop(&mailbox).await?;
+    lift_mailbox(hub, &mailbox, &principal.actor().to_string()).await
+}
+
+/// Lift, audited like the stop (§16.4.1: "SHOULD be audited like the close that created it").
+pub(crate) async fn lift_mailbox(hub: &Hub, mailbox: &Mailbox, by: &str) -> Result<bool, HubError> {
+    let lifted = hub.sessions.lift_stop(mailbox).await?;
     if lifted {
-        tracing::info!(agent_id = %mailbox.agent, by = %principal.actor(), "agent stop lifted");
+        tracing::info!(agent_id = %mailbox.agent, by, "agent stop lifted");
     }
     Ok(lifted)
 }
