@@ -268,3 +268,46 @@ async fn directives_are_drained_and_acked_through_lambda_events() {
     let (_, presence) = call(&e, event("GET", "/v1/agents/bot/presence", &e.operator, None)).await;
     assert_eq!(presence["state"], "online");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_registered_renewed_killed_and_swept_through_lambda_events() {
+    let Some(e) = env().await else { return };
+    let (status, reg) = call(&e, event("POST", "/v1/sessions", &e.agent, Some(&json!({"ttl_seconds": 60})))).await;
+    assert_eq!(status, StatusCode::CREATED, "{reg}");
+    let sess = reg["session"]["id"].as_str().unwrap().to_owned();
+    let directive = json!({"to": format!("agent:bot#{sess}"), "title": "Only this run"});
+    let (status, sent) = call(&e, event("POST", "/v1/operator/directives", &e.operator, Some(&directive))).await;
+    assert_eq!(status, StatusCode::CREATED, "{sent}");
+    let (_, plain) = call(&e, event("GET", "/v1/inbox", &e.agent, None)).await;
+    assert_eq!(plain["messages"], json!([]), "session-addressed: not on a session-less drain");
+    let (_, drained) = call(&e, event("GET", &format!("/v1/inbox?session={sess}"), &e.agent, None)).await;
+    assert_eq!(drained["messages"][0]["directive"]["id"], sent["id"]);
+
+    // The operator's kill-switch: the session ends, its mail bounces, the agent is stopped.
+    let (status, killed) = call(&e, event("DELETE", &format!("/v1/sessions/{sess}"), &e.operator, None)).await;
+    assert_eq!((status, killed["session"]["closed_by_operator"].as_bool()), (StatusCode::OK, Some(true)));
+    let id = sent["id"].as_str().unwrap();
+    let (_, track) = call(&e, event("GET", &format!("/v1/operator/directives/{id}"), &e.operator, None)).await;
+    assert_eq!(
+        (track["delivery"]["state"].as_str(), track["delivery"]["prior"].as_str()),
+        (Some("bounced"), Some("delivered"))
+    );
+    let (status, refused) = call(&e, event("POST", "/v1/sessions", &e.agent, Some(&json!({})))).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("session_closed_by_operator"))
+    );
+    let (status, _) = call(&e, event("DELETE", "/v1/agents/bot/stop", &e.operator, None)).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // A lapsed lease is expired by the scheduled sweep, and purged after retention.
+    let (_, reg) = call(&e, event("POST", "/v1/sessions", &e.agent, Some(&json!({"ttl_seconds": 60})))).await;
+    let lapsing = reg["session"]["id"].as_str().unwrap().to_owned();
+    e.clock.advance(chrono::Duration::seconds(61));
+    let outcome = handlers::sweep(&e.dep).await.unwrap();
+    assert_eq!(outcome.sessions_expired, 1, "{outcome:?}");
+    let (_, read) = call(&e, event("GET", &format!("/v1/sessions/{lapsing}"), &e.agent, None)).await;
+    assert_eq!(read["session"]["state"], "expired");
+    e.clock.advance(chrono::Duration::days(2));
+    assert_eq!(handlers::sweep(&e.dep).await.unwrap().sessions_purged, 2);
+}
