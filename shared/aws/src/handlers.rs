@@ -59,52 +59,27 @@ pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: 
     response
 }
 
-/// What one scheduled sweep did.
+/// What one scheduled sweep did: the sweep's report, plus the lost pushes it re-enqueued.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepOutcome {
-    pub expired: usize,
-    pub purged: usize,
+    #[serde(flatten)]
+    pub report: SweepReport,
     pub requeued: usize,
-    pub entries_closed: usize,
-    pub entries_purged: usize,
-    pub sessions_expired: usize,
-    pub entries_bounced: usize,
-    pub sessions_purged: usize,
+}
+
+impl std::ops::Deref for SweepOutcome {
+    type Target = SweepReport;
+    fn deref(&self) -> &SweepReport {
+        &self.report
+    }
 }
 
 /// Apply due expiries (through the `due` index), purge past retention (through `retain`), and
 /// re-enqueue push obligations whose queue message was lost between commit and enqueue.
 pub async fn sweep(dep: &Deployment) -> Result<SweepOutcome, Error> {
-    let SweepReport {
-        expired,
-        purged,
-        entries_closed,
-        entries_purged,
-        sessions_expired,
-        entries_bounced,
-        sessions_purged,
-    } = sweep::sweep_once(&dep.hub).await?;
+    let report = sweep::sweep_once(&dep.hub).await?;
     let requeued = sweep::requeue_lost_pushes(&dep.hub).await?;
-    let outcome = SweepOutcome {
-        expired,
-        purged,
-        requeued,
-        entries_closed,
-        entries_purged,
-        sessions_expired,
-        entries_bounced,
-        sessions_purged,
-    };
-    tracing::info!(
-        expired,
-        purged,
-        requeued,
-        entries_closed,
-        entries_purged,
-        sessions_expired,
-        entries_bounced,
-        sessions_purged,
-        "sweep"
-    );
+    let outcome = SweepOutcome { report, requeued };
+    tracing::info!(?report, requeued, "sweep");
     Ok(outcome)
 }

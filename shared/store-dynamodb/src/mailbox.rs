@@ -171,6 +171,37 @@ impl DynamoStore {
         )
     }
 
+    /// Close one entry for `why` at `at` iff `condition` (over `:at`) holds; `false` if it did not.
+    async fn close_entry(
+        &self,
+        pk: String,
+        why: &str,
+        condition: &str,
+        at: Timestamp,
+        retain_until: Timestamp,
+    ) -> R<bool> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, ENTRY_SK)))
+            .update_expression(Self::close_expression(false))
+            .condition_expression(condition)
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":at", n(ms(at)))
+            .expression_attribute_values(":why", s(why))
+            .expression_attribute_values(":ret", n(ms(retain_until)))
+            .expression_attribute_values(":rp", s(RETAIN_PARTITION))
+            .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failure(&e) => Ok(false),
+            Err(e) => Err(unavailable("UpdateItem", e)),
+        }
+    }
+
     /// Live entries of one audience partition (the depth cap counts the new entry's own).
     async fn live_count(&self, mailbox: &Mailbox, audience: &Audience, now: Timestamp) -> R<u64> {
         let mut pages = self
@@ -358,26 +389,11 @@ impl MailboxStore for DynamoStore {
             let position = get_s(item, "mbx_sk")?;
             let (_, entry_key) =
                 parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
-            let res = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(key(entry_pk(&mailbox.account, entry_key), ENTRY_SK)))
-                .update_expression(Self::close_expression(false))
-                .condition_expression("attribute_exists(mbx_pk) AND deadline >= :at")
-                .expression_attribute_names("#ttl", "ttl")
-                .expression_attribute_values(":at", n(ms(at)))
-                .expression_attribute_values(":why", s("bounced"))
-                .expression_attribute_values(":ret", n(ms(retain_until)))
-                .expression_attribute_values(":rp", s(RETAIN_PARTITION))
-                .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
-                .send()
-                .await;
-            match res {
-                Ok(_) => bounced += 1,
-                // Acked, or past its deadline (the sweeper closes it as expired): not a bounce.
-                Err(e) if is_condition_failure(&e) => {}
-                Err(e) => return Err(unavailable("UpdateItem", e)),
+            // Acked, or past its deadline (the sweeper closes it as expired): not a bounce.
+            let pk = entry_pk(&mailbox.account, entry_key);
+            if self.close_entry(pk, "bounced", "attribute_exists(mbx_pk) AND deadline >= :at", at, retain_until).await?
+            {
+                bounced += 1;
             }
         }
         Ok(bounced)
@@ -413,25 +429,12 @@ impl MailboxStore for DynamoStore {
     async fn close_due_entries(&self, now: Timestamp, retain_until: Timestamp, limit: usize) -> R<usize> {
         let mut closed = 0;
         for row in self.due_keys("due", DUE_PARTITION, now, false, limit).await? {
-            let res = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), ENTRY_SK)))
-                .update_expression(Self::close_expression(false))
-                .condition_expression("attribute_exists(mbx_pk) AND deadline < :at")
-                .expression_attribute_names("#ttl", "ttl")
-                .expression_attribute_values(":at", n(ms(now)))
-                .expression_attribute_values(":why", s("deadline"))
-                .expression_attribute_values(":ret", n(ms(retain_until)))
-                .expression_attribute_values(":rp", s(RETAIN_PARTITION))
-                .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
-                .send()
-                .await;
-            match res {
-                Ok(_) => closed += 1,
-                Err(e) if is_condition_failure(&e) => {}
-                Err(e) => return Err(unavailable("UpdateItem", e)),
+            let pk = get_s(&row, "pk")?.to_owned();
+            if self
+                .close_entry(pk, "deadline", "attribute_exists(mbx_pk) AND deadline < :at", now, retain_until)
+                .await?
+            {
+                closed += 1;
             }
         }
         Ok(closed)

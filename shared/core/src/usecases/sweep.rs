@@ -7,7 +7,7 @@ use crate::records::Lookup;
 use crate::{Hub, HubError};
 
 /// What one sweep did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepReport {
     pub expired: usize,
     pub purged: usize,
