@@ -1,7 +1,7 @@
 //! Exit codes (documented in `ma2h --help` and docs/cli.md) and the mapping from outcomes and
 //! errors to them.
 
-use ma2h_client::ClientError;
+use ma2h_client::{ClientError, SessionError};
 use serde_json::Value;
 
 pub const OK: u8 = 0;
@@ -17,6 +17,10 @@ pub const EXPIRED: u8 = 11;
 pub const CANCELLED: u8 = 12;
 pub const STILL_OPEN: u8 = 13;
 pub const EMPTY: u8 = 14;
+/// The presented session ended (expired, closed by its owner, or purged): register a new one.
+pub const SESSION_ENDED: u8 = 15;
+/// `session_closed_by_operator`: the account's human stopped this agent — never retry (§16.4.1).
+pub const STOPPED: u8 = 16;
 
 pub const TABLE: &str = "\
 EXIT CODES:
@@ -32,7 +36,9 @@ EXIT CODES:
   11  expired (default_on_expire may have applied)
   12  cancelled
   13  still open (no --wait, or --wait N elapsed)
-  14  inbox: the mailbox is empty (or --wait elapsed)";
+  14  inbox: the mailbox is empty (or --wait elapsed)
+  15  session ended or unknown (expired, closed, or purged): run `ma2h session start` and continue
+  16  stopped by the operator (session_closed_by_operator): do not retry or re-register; tell a human";
 
 /// A failure that carries its exit code.
 #[derive(Debug)]
@@ -60,11 +66,23 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
 /// A client error as an exit.
 pub fn client(e: ClientError) -> anyhow::Error {
     let code = match &e {
+        _ if e.is_stopped_by_operator() => STOPPED,
         ClientError::Config(_) => USAGE,
         ClientError::Unreachable { .. } => UNREACHABLE,
         ClientError::Hub(_) | ClientError::Protocol(_) => HUB_ERROR,
     };
     fail(code, e.to_string())
+}
+
+/// A session error as an exit: 16 for the operator's stop, 15 when a new session is the remedy.
+pub fn session(e: SessionError) -> anyhow::Error {
+    match e {
+        SessionError::Client(c) => client(c),
+        SessionError::StoppedByOperator { .. } => fail(STOPPED, e.to_string()),
+        SessionError::Ended { .. } | SessionError::Unknown { .. } => fail(SESSION_ENDED, e.to_string()),
+        SessionError::RateLimited { .. } => fail(HUB_ERROR, e.to_string()),
+        SessionError::LeaseClosed => fail(FAILURE, e.to_string()),
+    }
 }
 
 /// The resolution a GET body (or a Response, or a cancel body) reports: the embedded

@@ -1,11 +1,15 @@
 //! `ma2h inbox` and `ma2h ack`: drain the agent's mailbox (§8.7), verify every directive as §9.7
-//! requires before printing it, and acknowledge what was processed.
+//! requires before printing it, and acknowledge what was processed. With `--session` the drain
+//! presents a session (§8.7.1): it renews the session's lease and also delivers `response`
+//! entries — answers to asks submitted with that session — verified per §9.8.
 
 use anyhow::Result;
 use clap::Args;
-use ma2h_client::inbox::{EntryVerdict, EntryVerifier};
+use ma2h_client::inbox::EntryVerifier;
 use ma2h_client::replay::ReplayCache;
-use ma2h_client::{Client, Config, verify};
+use ma2h_client::{
+    AckOptions, Client, ClientError, Config, DrainOptions, DrainVerdict, SessionError, VerifiedEntry, verify,
+};
 use serde_json::{Value, json};
 
 use crate::exit::{self, fail, usage};
@@ -27,16 +31,34 @@ pub struct InboxArgs {
     /// Replay-cache directory (default $XDG_STATE_HOME/ma2h or ~/.local/state/ma2h).
     #[arg(long)]
     state_dir: Option<std::path::PathBuf>,
+    /// Drain as this session (`sess_…`, §8.7.1): renews its lease and also receives its response
+    /// entries (answers to asks submitted with --session). Exit 15 if it ended, 16 if the
+    /// operator stopped this agent.
+    #[arg(long, value_name = "SESS", env = "MA2H_SESSION")]
+    session: Option<String>,
 }
 
 #[derive(Args, Debug)]
 pub struct AckArgs {
-    /// Directive ids (`dir_…`) to acknowledge.
+    /// Ack keys to acknowledge: directive ids (`dir_…`) and response-entry resolution ids
+    /// (`res_…`).
     #[arg(required = true)]
     ids: Vec<String>,
-    /// A short note for the human.
+    /// A short note for the human (directives).
     #[arg(long)]
     note: Option<String>,
+    /// Present this session (`sess_…`) on the ack: renews its lease (the ack itself is the
+    /// agent's either way).
+    #[arg(long, value_name = "SESS", env = "MA2H_SESSION")]
+    session: Option<String>,
+}
+
+/// A failed drain/ack as an exit: with a session presented, 15/16 for an ended/stopped one.
+fn presenting(session: Option<&str>, e: ClientError) -> anyhow::Error {
+    match session {
+        Some(s) => exit::session(SessionError::from_presenting(s, e)),
+        None => exit::client(e),
+    }
 }
 
 /// Verification keys: the agent's signing secret (HMAC) if configured, and the Ed25519 keys the
@@ -55,37 +77,83 @@ async fn keys(client: &Client, config: &Config) -> Result<Vec<ma2h_protocol::sig
 
 pub async fn inbox(args: &InboxArgs, config: &Config, json_out: bool) -> Result<u8> {
     let agent = config.agent_id().map_err(|e| usage(e.to_string()))?.to_owned();
+    let session = args.session.as_deref();
+    if let Some(s) = session {
+        crate::session::check_id(s)?;
+    }
     let client = Client::from_config(config).map_err(exit::client)?;
     let cache = ReplayCache::open(args.state_dir.clone().unwrap_or_else(ReplayCache::default_dir))?;
     let verifier = EntryVerifier::new(&agent, keys(&client, config).await?, Some(cache));
-    let entries = client.drain(args.max, args.wait).await.map_err(exit::client)?;
+    let entries = client
+        .drain_with(&DrainOptions { max: args.max, wait: args.wait, session })
+        .await
+        .map_err(|e| presenting(session, e))?;
     if entries.is_empty() {
         eprintln!("the mailbox is empty");
         return Ok(exit::EMPTY);
     }
     let (mut verified, mut rejected) = (Vec::new(), 0usize);
     for entry in &entries {
-        match verifier.verify(entry, ma2h_client::now_unix()) {
+        match verifier.verify_drained(entry, session, ma2h_client::now_unix()) {
             Ok(verdict) => {
-                let (label, d) = match &verdict {
-                    EntryVerdict::Accepted(d) => ("new", d),
-                    EntryVerdict::Duplicate(d) => ("duplicate", d),
-                };
-                print_directive(label, &d.directive, json_out);
-                verified.push(d.id.clone());
+                let label = if verdict.is_duplicate() { "duplicate" } else { "new" };
+                let (DrainVerdict::Accepted(e) | DrainVerdict::Duplicate(e)) = &verdict;
+                match e {
+                    VerifiedEntry::Directive(d) => print_directive(label, &d.directive, json_out),
+                    VerifiedEntry::Response(r) => print_response(label, &r.body, json_out),
+                }
+                verified.push(e.ack_key().to_owned());
             }
             Err(e) => {
                 rejected += 1;
-                let id = entry.pointer("/directive/id").and_then(Value::as_str).unwrap_or("?");
-                eprintln!("rejected {id}: {e}");
+                eprintln!("rejected {}: {e}", entry_name(entry));
             }
         }
     }
     if args.ack && !verified.is_empty() {
-        let n = client.ack_inbox(&verified, args.note.as_deref()).await.map_err(exit::client)?;
+        let opts = AckOptions { note: args.note.as_deref(), session };
+        let n = client.ack_inbox_with(&verified, &opts).await.map_err(|e| presenting(session, e))?;
         eprintln!("acknowledged {n} of {}", verified.len());
     }
     Ok(if rejected > 0 { exit::REJECTED } else { exit::OK })
+}
+
+/// How a (possibly unverifiable) entry is named on stderr: its kind's ack key, as received.
+fn entry_name(entry: &Value) -> String {
+    let s = |p: &str| entry.pointer(p).and_then(Value::as_str);
+    if let Some(id) = s("/directive/id") {
+        return id.to_owned();
+    }
+    if let Some(rid) = s("/response/resolution_id") {
+        return format!("response {rid}");
+    }
+    match entry.as_object().and_then(|o| o.keys().find(|k| *k != "signature")) {
+        Some(kind) => format!("{kind} {}", s(&format!("/{kind}/id")).unwrap_or("?")),
+        None => "?".to_owned(),
+    }
+}
+
+/// A verified §6 Response delivered to the session: `<in_reply_to> (<label>) response
+/// <resolution> value=… actor=… comment=… ack=<resolution_id>`.
+fn print_response(label: &str, r: &Value, json_out: bool) {
+    if json_out {
+        println!("{}", json!({ "verdict": label, "response": r }));
+        return;
+    }
+    let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    let detail = r.get("response");
+    let mut line = format!("{} ({label}) response {}", s("in_reply_to"), s("resolution"));
+    if let Some(v) = detail.and_then(|d| d.get("value")) {
+        line.push_str(&format!(" value={v}"));
+    }
+    if let Some(a) = detail.and_then(|d| d.get("actor")).and_then(Value::as_str) {
+        line.push_str(&format!(" actor={a}"));
+    }
+    if let Some(c) = detail.and_then(|d| d.get("comment")).and_then(Value::as_str) {
+        line.push_str(&format!(" comment={}", Value::String(c.to_owned())));
+    }
+    line.push_str(&format!(" ack={}", s("resolution_id")));
+    println!("{line}");
 }
 
 fn print_directive(label: &str, d: &Value, json_out: bool) {
@@ -104,11 +172,18 @@ fn print_directive(label: &str, d: &Value, json_out: bool) {
 }
 
 pub async fn ack(args: &AckArgs, config: &Config, json_out: bool) -> Result<u8> {
-    if let Some(other) = args.ids.iter().find(|id| !id.starts_with("dir_")) {
-        return Err(usage(format!("`{other}` is not a directive id (dir_…); only directives are acknowledged here")));
+    if let Some(other) = args.ids.iter().find(|id| !(id.starts_with("dir_") || id.starts_with("res_"))) {
+        return Err(usage(format!(
+            "`{other}` is not a directive id (dir_…) or a response entry's resolution id (res_…)"
+        )));
+    }
+    let session = args.session.as_deref();
+    if let Some(s) = session {
+        crate::session::check_id(s)?;
     }
     let client = Client::from_config(config).map_err(exit::client)?;
-    let n = client.ack_inbox(&args.ids, args.note.as_deref()).await.map_err(exit::client)?;
+    let opts = AckOptions { note: args.note.as_deref(), session };
+    let n = client.ack_inbox_with(&args.ids, &opts).await.map_err(|e| presenting(session, e))?;
     if json_out {
         println!("{}", json!({ "acked": n }));
     } else {

@@ -1,12 +1,14 @@
 //! `ma2h` — the MA2H agent CLI (spec v0.5). Configuration comes from `MA2H_HUB_URL`,
-//! `MA2H_API_KEY`, `MA2H_AGENT_ID`, `MA2H_SIGNING_SECRET`, `MA2H_STATE_KEY` and
-//! `MA2H_RESOLVERS`; see docs/cli.md. Every outcome has its own exit code ([`exit::TABLE`]).
+//! `MA2H_API_KEY`, `MA2H_AGENT_ID`, `MA2H_SIGNING_SECRET`, `MA2H_STATE_KEY`, `MA2H_RESOLVERS`
+//! and `MA2H_SESSION` (the default `--session`); see docs/cli.md. Every outcome has its own exit
+//! code ([`exit::TABLE`]).
 
 mod check;
 mod compose;
 mod exit;
 mod inbox;
 mod listen;
+mod session;
 mod wait;
 
 use std::process::ExitCode;
@@ -40,6 +42,8 @@ enum Command {
     Notify {
         #[command(flatten)]
         common: compose::Common,
+        #[command(flatten)]
+        session: session::SubmitSession,
     },
     /// Ask a human to decide (§5.2); prints the id, or waits with --wait.
     Ask {
@@ -51,6 +55,8 @@ enum Command {
         decision: compose::Decision,
         #[command(flatten)]
         wait: WaitArg,
+        #[command(flatten)]
+        session: session::SubmitSession,
     },
     /// Ask a human to do something (§5.3); prints the id, or waits with --wait.
     Task {
@@ -62,6 +68,8 @@ enum Command {
         decision: compose::Decision,
         #[command(flatten)]
         wait: WaitArg,
+        #[command(flatten)]
+        session: session::SubmitSession,
     },
     /// Read a message (§8.2); the exit code reports its outcome.
     Get {
@@ -86,10 +94,14 @@ enum Command {
     OpenState(check::StateArgs),
     /// Run a callback receiver that verifies each Response and runs a command once per resolution.
     Listen(listen::ListenArgs),
-    /// Drain this agent's mailbox (§8.7): verify each directive (§9.7), print it, optionally ack.
+    /// Drain this agent's mailbox (§8.7): verify each directive (§9.7) — and, with --session, each
+    /// response entry (§9.8) — print it, optionally ack.
     Inbox(inbox::InboxArgs),
-    /// Acknowledge drained directives (§8.7, §14) by id.
+    /// Acknowledge drained entries (§8.7, §14) by ack key: directive ids, response resolution ids.
     Ack(inbox::AckArgs),
+    /// Sessions (§16): start, list, show, close a lease-bound address for one run of this agent.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
     /// Print the Hub's capability document (§8.0).
     Discover,
 }
@@ -111,10 +123,25 @@ fn client(config: &Config) -> Result<Client> {
     Client::from_config(config).map_err(exit::client)
 }
 
-async fn submit(config: &Config, builder: MessageBuilder, wait: Option<u64>, json: bool) -> Result<u8> {
-    let envelope = builder.build(&compose::agent(config)?).map_err(exit::client)?;
+async fn submit(
+    config: &Config,
+    builder: MessageBuilder,
+    as_session: &session::SubmitSession,
+    wait: Option<u64>,
+    json: bool,
+) -> Result<u8> {
+    let mut envelope = builder.build(&compose::agent(config)?).map_err(exit::client)?;
     let client = client(config)?;
-    let ack = client.submit(envelope).await.map_err(exit::client)?;
+    if let Some(s) = &as_session.session {
+        session::check_id(s)?;
+        envelope["agent"]["session"] = s.as_str().into();
+    }
+    let ack = match (client.submit(envelope).await, &as_session.session) {
+        (Ok(ack), _) => ack,
+        // A 410/422 may be about the session or about another field: ask the Hub which (§16.3).
+        (Err(e), Some(s)) => return Err(exit::session(client.explain_session_error(s, e).await)),
+        (Err(e), None) => return Err(exit::client(e)),
+    };
     match wait {
         Some(limit) => {
             eprintln!("submitted {}", ack.id);
@@ -149,15 +176,15 @@ async fn run(cli: Cli) -> Result<u8> {
     let config = Config::from_env();
     let json = cli.json;
     match cli.command {
-        Command::Notify { common } => {
+        Command::Notify { common, session } => {
             let b = compose::apply_common(MessageBuilder::notify(&common.title), &common)?;
-            submit(&config, b, None, json).await
+            submit(&config, b, &session, None, json).await
         }
-        Command::Ask { common, ask, decision, wait } => {
-            submit(&config, compose::ask(&common, &ask, &decision, &config)?, wait.wait, json).await
+        Command::Ask { common, ask, decision, wait, session } => {
+            submit(&config, compose::ask(&common, &ask, &decision, &config)?, &session, wait.wait, json).await
         }
-        Command::Task { common, task, decision, wait } => {
-            submit(&config, compose::task(&common, &task, &decision, &config)?, wait.wait, json).await
+        Command::Task { common, task, decision, wait, session } => {
+            submit(&config, compose::task(&common, &task, &decision, &config)?, &session, wait.wait, json).await
         }
         Command::Get { id, wait, once, state_dir } => {
             let client = client(&config)?;
@@ -183,6 +210,7 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Listen(a) => listen::listen(&a, &config).await,
         Command::Inbox(a) => inbox::inbox(&a, &config, json).await,
         Command::Ack(a) => inbox::ack(&a, &config, json).await,
+        Command::Session(cmd) => session::run(&cmd, &config, json).await,
         Command::Discover => {
             let hub = config.hub_url().map_err(|e| exit::usage(e.to_string()))?;
             let doc = Client::new(hub, "").map_err(exit::client)?.discover().await.map_err(exit::client)?;

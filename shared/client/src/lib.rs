@@ -10,7 +10,11 @@
 //! - [`verify`]: §9.2 Response verification for a callback receiver, backed by the persistent
 //!   [`replay`] cache (`jti` replay + `(in_reply_to, resolution_id)` dedup, §6);
 //! - [`inbox`]: the agent mailbox (§8.7): drain, §9.7 entry verification (with the replay
-//!   cache deduplicating directive ids, §13.4) and ack;
+//!   cache deduplicating directive ids, §13.4) and ack — with a session presented (§8.7.1), also
+//!   §9.8 `response` entries;
+//! - [`session`]: §16 sessions — register, list, read, close, and [`SessionLease`], renewed by
+//!   use, re-registered when it ends, stopped for good when the operator says so (§16.4.1);
+//! - [`resolve`]: an agent resolver's answer (§8.8), optionally as a session;
 //! - [`seal`]: §9.3 state sealing with XChaCha20-Poly1305 under a per-agent key that never
 //!   enters `state` or the Hub.
 //!
@@ -22,16 +26,26 @@ pub mod config;
 pub mod error;
 pub mod inbox;
 pub mod replay;
+pub mod resolve;
 pub mod seal;
+pub mod session;
 pub mod verify;
 
 pub use builder::MessageBuilder;
 pub use client::{Ack, CancelOutcome, Client, RetryPolicy};
 pub use config::Config;
 pub use error::{ClientError, HubErrorBody};
-pub use inbox::{EntryRejection, EntryVerdict, EntryVerifier};
+pub use inbox::{
+    AckOptions, DrainOptions, DrainVerdict, EntryRejection, EntryVerdict, EntryVerifier, VerifiedDirective,
+    VerifiedEntry,
+};
 pub use replay::ReplayCache;
+pub use resolve::ResolveOutcome;
 pub use seal::StateKey;
+pub use session::{
+    Drained, RegisterSession, STOPPED_BY_OPERATOR, Session, SessionError, SessionLease, SessionList, SessionScope,
+    SessionState,
+};
 pub use verify::{Rejection, Verdict, VerifiedResponse, Verifier};
 
 /// Current unix time in seconds.
