@@ -242,7 +242,7 @@ pub async fn stop_status(hub: &Hub, principal: &Principal, agent: &str) -> Resul
 pub async fn present(hub: &Hub, principal: &Principal, raw: &str) -> Result<SessionRecord, HubError> {
     let mailbox = agent_mailbox(principal).map_err(|_| HubError::NotFound)?;
     match touch(hub, &mailbox, raw).await? {
-        Touch::Live(s) => Ok(s),
+        Touch::Live(s) => Ok(*s),
         Touch::Unknown => Err(HubError::NotFound),
         Touch::Ended(kind) => Err(HubError::SessionEnded { by_operator: kind == EndKind::ClosedByOperator }),
     }
@@ -252,7 +252,7 @@ pub async fn present(hub: &Hub, principal: &Principal, raw: &str) -> Result<Sess
 /// ended → 410 `destination_gone`, or `session_closed_by_operator` after an operator close.
 pub async fn named_in_submit(hub: &Hub, mailbox: &Mailbox, raw: &str) -> Result<SessionRecord, HubError> {
     match touch(hub, mailbox, raw).await? {
-        Touch::Live(s) => Ok(s),
+        Touch::Live(s) => Ok(*s),
         Touch::Unknown => Err(HubError::invalid_field("`/agent/session`: unknown session")),
         Touch::Ended(EndKind::ClosedByOperator) => Err(HubError::SessionEnded { by_operator: true }),
         Touch::Ended(_) => Err(HubError::DestinationGone("`/agent/session`: this session has ended".into())),
@@ -260,7 +260,7 @@ pub async fn named_in_submit(hub: &Hub, mailbox: &Mailbox, raw: &str) -> Result<
 }
 
 enum Touch {
-    Live(SessionRecord),
+    Live(Box<SessionRecord>),
     Unknown,
     Ended(EndKind),
 }
@@ -270,7 +270,7 @@ async fn touch(hub: &Hub, mailbox: &Mailbox, raw: &str) -> Result<Touch, HubErro
     let Some(id) = SessionId::parse(raw) else { return Ok(Touch::Unknown) };
     let now = hub.clock.now();
     if let Some(s) = hub.sessions.renew_session(&mailbox.account, &mailbox.agent, &id, now).await? {
-        return Ok(Touch::Live(s));
+        return Ok(Touch::Live(Box::new(s)));
     }
     Ok(match hub.sessions.get_session(&mailbox.account, &id).await? {
         Some(s) if s.agent == mailbox.agent => match s.state(now) {
