@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Run the black-box conformance runner (conformance/) against a fresh local Hub:
-# build both binaries (debug), create three agents and an operator in a temporary data directory
+# build both binaries (debug), create four agents and an operator in a temporary data directory
 # (plus an agent of a second account for the cross-account mailbox checks), bind 127.0.0.1 as the
 # first agent's callback host, register its HMAC secret and bearer/apikey token and sign its
 # token-scheme pushes and drained directives with Ed25519, start `ma2h-hub serve` on a free port
-# with short mailbox windows, run `ma2h-conformance` with its own callback receiver, stop the Hub,
-# and exit with the runner's status. Extra arguments go to the runner (e.g. --json).
+# with short mailbox and session windows, run `ma2h-conformance` with its own callback receiver,
+# stop the Hub, and exit with the runner's status. Extra arguments go to the runner (e.g. --json).
 set -euo pipefail
 
 CARGO=${CARGO:-cargo}
@@ -34,6 +34,8 @@ ACCOUNT=conformance
 AGENT_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-bot --label conformance --json | hub_field api_key)
 OTHER_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-other --label conformance --json | hub_field api_key)
 LIMITED_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-limited --label conformance --json | hub_field api_key)
+# §16.4/§16.4.1: the agent the kill-switch and hard-stop checks stop and resume
+STOP_KEY=$("$HUB" admin create-agent --account $ACCOUNT --agent conf-stop --label conformance --json | hub_field api_key)
 OP_KEY=$("$HUB" admin create-operator --account $ACCOUNT --human conf-alice --json | hub_field api_key)
 # §8.7/§13.2/§15.3: an agent of another account, for the cross-account mailbox and presence checks
 FOREIGN_KEY=$("$HUB" admin create-agent --account $ACCOUNT-elsewhere --agent conf-elsewhere --label conformance --json |
@@ -57,10 +59,15 @@ RPM=${MA2H_CONFORMANCE_RPM:-400}
 # §8.7/§15.2: mailbox windows short enough for the runner to wait out (it skips those checks above
 # 10 s): a drained, unacked directive is redelivered after 2 s and an idle agent reads offline after
 # 4 s — which must exceed the long-poll maximum by more than its sixth, so long-polls cap at 2 s.
+# §16: leases as short as 2 s (the lapse checks register 3 s ones), and terminal sessions purged
+# 5 s after they end by a sweeper running every 500 ms, so the §16.4.1 stop is seen to outlive
+# the purge; long leases are still allowed (the other session checks ask for 600 s).
 HUB_OUT="$DATA/hub.out"
 MA2H_BIND=127.0.0.1:0 MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 MA2H_PUSH_BACKOFF_MS=100 \
     MA2H_REQUESTS_PER_MINUTE=$RPM MA2H_INBOX_DEPTH=0 \
     MA2H_VISIBILITY_TIMEOUT_SECONDS=2 MA2H_PRESENCE_FRESHNESS_SECONDS=4 MA2H_LONG_POLL_MAX_SECONDS=2 \
+    MA2H_SESSION_MIN_TTL_SECONDS=2 MA2H_SESSION_MAX_TTL_SECONDS=3600 MA2H_SESSION_RETENTION_SECONDS=5 \
+    MA2H_SWEEP_INTERVAL_MS=500 \
     "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
 HUB_PID=$!
 ADDR=$(hub_address "$HUB_PID" "$HUB_OUT" "$DATA/hub.err" conformance)
@@ -75,6 +82,7 @@ MA2H_CONFORMANCE_URL="http://$ADDR" \
     MA2H_CONFORMANCE_TOKEN="$TOKEN" \
     MA2H_CONFORMANCE_LIMITED_AGENT_KEY="$LIMITED_KEY" MA2H_CONFORMANCE_LIMITED_AGENT_ID=conf-limited \
     MA2H_CONFORMANCE_FOREIGN_AGENT_KEY="$FOREIGN_KEY" MA2H_CONFORMANCE_FOREIGN_AGENT_ID=conf-elsewhere \
+    MA2H_CONFORMANCE_STOP_AGENT_KEY="$STOP_KEY" MA2H_CONFORMANCE_STOP_AGENT_ID=conf-stop \
     "$RUNNER" "$@" || status=$?
 if [ "$status" -ne 0 ]; then
     echo "conformance: runner exited $status; the hub's log (warnings and errors) follows" >&2

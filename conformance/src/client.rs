@@ -15,6 +15,8 @@ pub struct Resp {
     /// The `Date` header, when sent (used to estimate the Hub clock, §9.5).
     pub date: Option<String>,
     pub retry_after: Option<String>,
+    /// The `Location` header, when sent (a 201's new resource).
+    pub location: Option<String>,
 }
 
 impl Resp {
@@ -90,15 +92,24 @@ impl Hub {
         }
         let resp = match req.send().await {
             Ok(r) => r,
-            Err(e) => return Resp { status: 0, body: Value::String(format!("{e}")), date: None, retry_after: None },
+            Err(e) => {
+                return Resp {
+                    status: 0,
+                    body: Value::String(format!("{e}")),
+                    date: None,
+                    retry_after: None,
+                    location: None,
+                };
+            }
         };
         let status = resp.status().as_u16();
         let header = |name| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let date = header(DATE);
         let retry_after = header(reqwest::header::RETRY_AFTER);
+        let location = header(reqwest::header::LOCATION);
         let bytes = resp.bytes().await.unwrap_or_default();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        let r = Resp { status, body, date, retry_after };
+        let r = Resp { status, body, date, retry_after, location };
         if status >= 400 && method != reqwest::Method::HEAD {
             self.note_error(path, &r);
         }

@@ -78,6 +78,15 @@ pub struct Config {
     /// `agent.id` of that agent (not an agent id of the first account).
     #[arg(long, env = "MA2H_CONFORMANCE_FOREIGN_AGENT_ID", default_value = "conf-elsewhere")]
     pub foreign_agent_id: String,
+    /// API key of an agent of the account that the §16.4 kill-switch and §16.4.1 hard-stop checks
+    /// stop (an operator close of its session, `POST /v1/agents/{id}/stop`) and resume. Use an
+    /// agent nothing else relies on; the runner lifts its stop afterwards. Without it those checks
+    /// are skipped.
+    #[arg(long, env = "MA2H_CONFORMANCE_STOP_AGENT_KEY", hide_env_values = true)]
+    pub stop_agent_key: Option<String>,
+    /// `agent.id` of that agent.
+    #[arg(long, env = "MA2H_CONFORMANCE_STOP_AGENT_ID", default_value = "conf-stop")]
+    pub stop_agent_id: String,
     /// How long to wait for a push to arrive (and to observe that a 4xx is not retried).
     #[arg(long, env = "MA2H_CONFORMANCE_PUSH_WAIT_SECONDS", default_value_t = 10)]
     pub push_wait_seconds: u64,

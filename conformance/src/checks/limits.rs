@@ -85,7 +85,7 @@ mod tests {
 
     fn resp(status: u16, code: &str, retry_after: Option<&str>) -> Resp {
         let body = json!({ "error": { "code": code, "message": "slow down" } });
-        Resp { status, body, date: None, retry_after: retry_after.map(str::to_owned) }
+        Resp { status, body, date: None, retry_after: retry_after.map(str::to_owned), location: None }
     }
 
     #[test]

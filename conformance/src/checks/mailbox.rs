@@ -69,7 +69,7 @@ const NOT_OURS: Check =
     ("15.3", "the operator reads `unknown` (no last_seen) for an unknown agent and for another account's active agent");
 const PRESENCE: [Check; 5] = [NEVER_SEEN, NOT_OURS, OFFLINE, ONLINE, OWNER_ONLY];
 
-const DIRECTIVES: &str = "/v1/operator/directives";
+pub(super) const DIRECTIVES: &str = "/v1/operator/directives";
 /// The longest visibility / freshness window the runner waits out.
 const MAX_WINDOW: u64 = 10;
 /// The directive members §9.7 binds; the drained directive must carry them exactly as authored.
@@ -280,7 +280,7 @@ impl<'a> Mailbox<'a> {
 
 /// Why an entry failed: its signature (explained with the keys tried), or anything else.
 #[derive(Debug)]
-enum Failure {
+pub(super) enum Failure {
     Signature(String),
     Other(String),
 }
@@ -295,7 +295,7 @@ impl From<String> for Failure {
 /// schema, the context rebuilt from the received directive (recomputing `payload_sha256`), the
 /// signature, the replay window around `now`, `to` is `me`. The signature must also stop binding
 /// once the `body` or `to` is changed. Returns `(jti, t)`.
-fn verify_entry(
+pub(super) fn verify_entry(
     entry: &Value,
     keys: &[VerifyingKey],
     me: &str,
@@ -384,7 +384,7 @@ async fn sleep_until(at: Instant) {
 }
 
 /// A directive body from the operator to `to`, expiring in ten minutes so nothing lingers.
-fn directive(cx: &Ctx, to: &str, label: &str) -> Value {
+pub(super) fn directive(cx: &Ctx, to: &str, label: &str) -> Value {
     json!({ "to": to, "title": format!("conformance: {label}"),
         "body": "Nothing to do: a **conformance** check.", "priority": "high", "tags": ["conformance", label],
         "context": [{ "kind": "text", "text": format!("run {}", cx.nonce) }],
@@ -392,7 +392,7 @@ fn directive(cx: &Ctx, to: &str, label: &str) -> Value {
 }
 
 /// A well-formed directive id (`dir_` + a ULID) no mailbox holds, from the run nonce.
-fn unknown_id(nonce: &str) -> String {
+pub(super) fn unknown_id(nonce: &str) -> String {
     let tail: String = nonce.to_uppercase().chars().filter(char::is_ascii_alphanumeric).collect();
     format!("dir_01{:0>24}", &tail[tail.len().saturating_sub(24)..])
 }
@@ -804,7 +804,7 @@ mod tests {
     }
 
     fn resp(status: u16, body: Value) -> Resp {
-        Resp { status, body, date: None, retry_after: None }
+        Resp { status, body, date: None, retry_after: None, location: None }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod authz;
 mod cancel;
+mod hard_stop;
 mod lifecycle;
 mod limits;
 mod mailbox;
@@ -10,6 +11,10 @@ mod push;
 mod push_tokens;
 mod read;
 mod resolve;
+mod session_api;
+mod session_mail;
+mod session_touch;
+mod sessions;
 mod submit;
 mod vectors;
 mod versions;
@@ -150,6 +155,9 @@ pub async fn run(cfg: Config) -> anyhow::Result<Report> {
     push::run(&cx, &mut r, &probe.body).await;
     limits::run(&cx, &mut r, &probe.body).await;
     mailbox::run(&cx, &mut r, &probe.body, before).await;
+    // §16 after the mailbox checks: a session-presenting drain also claims principal-addressed
+    // directives, and the first agent's presence must be left to those checks until then.
+    sessions::run(&cx, &mut r, &probe.body).await;
     lifecycle::finish(&cx, &mut r, pending).await;
 
     // §8.5: every error response of the whole run used the canonical envelope.

@@ -81,11 +81,19 @@ async fn a_session_is_registered_clamped_listed_and_visible_only_to_its_owner_an
         assert_eq!((r.status, &r.body), (StatusCode::NOT_FOUND, &unknown.body), "indistinguishable from unknown");
         assert_eq!(h.close_session(key, id).await.status, StatusCode::NOT_FOUND);
     }
-    for bad in [json!({"ttl_seconds": 0}), json!({"labels": {"a": 1}}), json!({"run_id": ""}), json!([])] {
+    for bad in [
+        json!({"ttl_seconds": 0}),
+        json!({"labels": {"a": 1}}),
+        json!({"run_id": ""}),
+        json!([]),
+        json!({"labels": {"k": "v".repeat(201)}}),
+    ] {
         let r = h.register(&h.agent, bad.clone()).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}: {}", r.body);
     }
     assert_eq!(h.register(&h.operator, json!({})).await.status, StatusCode::FORBIDDEN, "agents register");
+    let edge = h.register(&h.agent, json!({"label": "", "labels": {"k".repeat(100): "v".repeat(200)}})).await;
+    assert_eq!(edge.status, StatusCode::CREATED, "the published limits are the enforced ones: {}", edge.body);
 }
 
 #[tokio::test]
@@ -283,6 +291,11 @@ async fn the_operator_kill_switch_is_a_hard_stop_only_a_human_can_lift() {
     let (killed, sibling) = (h.session().await, h.session().await);
     let r = h.close_session(&h.operator, &killed).await;
     assert_eq!((r.status, r.body["session"]["closed_by_operator"].as_bool()), (StatusCode::OK, Some(true)));
+    let first = h.call(Method::GET, "/v1/agents/bot/stop", Some(&h.operator), None).await.body;
+    h.advance(Duration::seconds(1));
+    h.close_session(&h.operator, &killed).await;
+    let again = h.call(Method::GET, "/v1/agents/bot/stop", Some(&h.operator), None).await.body;
+    assert_eq!(first, again, "a repeated kill keeps the stop as first recorded");
     validate(SchemaKind::SessionEnvelope, &r.body).unwrap();
     // The killed party's own touchpoints say "stop; do not re-register" (§16.3).
     let d = h.drain_in(&h.agent, &killed).await;

@@ -54,51 +54,17 @@ pub async fn register(hub: &Hub, principal: &Principal, body: &Value) -> Result<
     }
 }
 
-/// The registration body (`registerRequest`): every member optional; unknown members ignored.
+/// The registration body: validated against our `registerRequest` schema (the one published
+/// limit set; every violation listed), then its descriptive members kept. Unknown members are
+/// ignored.
 fn parse_register(body: &Value) -> Result<(Map<String, Value>, Option<u64>), HubError> {
-    let Some(obj) = body.as_object() else {
-        return Err(HubError::validation("`/`: the body must be a JSON object"));
-    };
-    let mut fields = Vec::new();
-    let mut meta = Map::new();
-    for (name, max) in [("run_id", 200), ("label", 200), ("kind", 100), ("project", 100)] {
-        match obj.get(name) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(v)) if !v.is_empty() && v.chars().count() <= max && !v.chars().any(char::is_control) => {
-                meta.insert(name.into(), Value::String(v.clone()));
-            }
-            Some(_) => fields.push(ma2h_protocol::error::FieldError::new(
-                format!("/{name}"),
-                format!("must be a non-empty string of at most {max} characters without control characters"),
-            )),
-        }
-    }
-    match obj.get("labels") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(labels))
-            if labels.len() <= 32
-                && labels
-                    .iter()
-                    .all(|(k, v)| k.len() <= 64 && v.as_str().is_some_and(|s| s.chars().count() <= 256)) =>
-        {
-            meta.insert("labels".into(), Value::Object(labels.clone()));
-        }
-        Some(_) => fields.push(ma2h_protocol::error::FieldError::new(
-            "/labels",
-            "must be an object of at most 32 string values (keys ≤ 64 bytes, values ≤ 256 characters)",
-        )),
-    }
-    let ttl = match obj.get("ttl_seconds") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_u64().filter(|t| *t >= 1) {
-            Some(t) => Some(t),
-            None => {
-                fields.push(ma2h_protocol::error::FieldError::new("/ttl_seconds", "must be an integer of at least 1"));
-                None
-            }
-        },
-    };
-    if fields.is_empty() { Ok((meta, ttl)) } else { Err(ma2h_protocol::ProtocolError::validation_at(fields).into()) }
+    ma2h_protocol::schema::validate(ma2h_protocol::schema::SchemaKind::SessionRegister, body)?;
+    let obj = body.as_object().ok_or_else(|| HubError::validation("`/`: the body must be a JSON object"))?;
+    let meta = ["run_id", "label", "kind", "project", "labels"]
+        .into_iter()
+        .filter_map(|k| obj.get(k).filter(|v| !v.is_null()).map(|v| (k.to_owned(), v.clone())))
+        .collect();
+    Ok((meta, obj.get("ttl_seconds").and_then(Value::as_u64)))
 }
 
 /// `GET /v1/sessions`: an agent's own sessions (`scope: own`), or the whole account's for its
@@ -151,8 +117,11 @@ pub async fn close(hub: &Hub, principal: &Principal, id: &str) -> Result<Session
     };
     let ended = end(hub, &session, SessionEnd { at: now, kind }, stop.as_ref()).await?;
     if let (Some(stop), false) = (&stop, matches!(ended, Ended::Applied(_))) {
-        // The session had already ended: the operator's intent to stop the principal still holds.
-        hub.sessions.put_stop(&session.mailbox(), stop).await?;
+        // The session had already ended: the operator's intent to stop the principal still holds,
+        // but a stop already in force is kept as first recorded (a repeated DELETE is idempotent).
+        if hub.sessions.get_stop(&session.mailbox()).await?.is_none() {
+            hub.sessions.put_stop(&session.mailbox(), stop).await?;
+        }
     }
     match ended {
         Ended::Applied(s) | Ended::AlreadyTerminal(s) => Ok(s),
