@@ -45,7 +45,8 @@ fn history_pk(mailbox: &Mailbox) -> String {
     format!("{}#mbx#{}", key_part(mailbox.account.as_str()), key_part(mailbox.agent.as_str()))
 }
 
-fn is_condition_failure<E, R>(e: &aws_sdk_dynamodb::error::SdkError<E, R>) -> bool
+/// Was this write refused by its condition (a lost compare-and-set, not a failure)?
+pub(crate) fn is_condition_failure<E, R>(e: &aws_sdk_dynamodb::error::SdkError<E, R>) -> bool
 where
     E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
 {

@@ -24,6 +24,7 @@ use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::{self, Timestamp};
 
 use crate::codec::*;
+use crate::mailbox::is_condition_failure;
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
@@ -48,13 +49,6 @@ fn account_list_pk(account: &AccountId) -> String {
 }
 fn live_pk(account: &AccountId, agent: &AgentId) -> String {
     format!("{}#{}#@live", key_part(account.as_str()), key_part(agent.as_str()))
-}
-
-fn is_condition_failure<E, Rs>(e: &aws_sdk_dynamodb::error::SdkError<E, Rs>) -> bool
-where
-    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
-{
-    e.as_service_error().and_then(|s| s.code()) == Some("ConditionalCheckFailedException")
 }
 
 fn session_item(x: &SessionRecord) -> Item {

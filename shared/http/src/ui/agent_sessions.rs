@@ -13,10 +13,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use ma2h_core::session::{EndKind, SessionRecord, SessionState, StopRecord};
 use ma2h_core::{Hub, HubError, sessions};
-use ma2h_protocol::time::{self, Timestamp};
+use ma2h_protocol::time::Timestamp;
 use maud::{Markup, html};
 use serde_json::Value;
 
+use super::agents::ago;
 use super::session::Session;
 use super::{csrf_refused, form_get, form_pairs, human_duration, notice};
 use crate::extract::Body;
@@ -94,10 +95,6 @@ fn state_text(s: &SessionRecord, now: Timestamp) -> &'static str {
             EndKind::Expired => "expired (lease lapsed)",
         },
     }
-}
-
-fn ago(t: Timestamp, now: Timestamp) -> Markup {
-    html! { time datetime=(time::format(t)) { (human_duration(now - t)) " ago" } }
 }
 
 /// `POST /inbox/sessions/{id}/close`.

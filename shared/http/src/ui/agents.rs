@@ -176,7 +176,7 @@ fn title_of(e: &MailboxEntry) -> String {
     e.payload.get("title").and_then(Value::as_str).unwrap_or(&e.key).to_owned()
 }
 
-fn ago(t: Timestamp, now: Timestamp) -> Markup {
+pub(super) fn ago(t: Timestamp, now: Timestamp) -> Markup {
     html! { time datetime=(time::format(t)) { (human_duration(now - t)) " ago" } }
 }
 
