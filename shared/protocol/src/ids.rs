@@ -67,6 +67,12 @@ minted_id!(
 );
 
 minted_id!(
+    /// A Hub-minted receipt id (`rcpt_…`, §8.7.1): the ack key of a `receipt` entry.
+    ReceiptId,
+    "rcpt_"
+);
+
+minted_id!(
     /// A Hub-minted session id (`sess_…`, §16.1): an address, never a secret or a credential.
     SessionId,
     "sess_"

@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod error;
 pub mod ids;
 pub mod inbound;
+pub mod inter_agent;
 pub mod jcs;
 pub mod lifecycle;
 pub mod resolve;

@@ -21,6 +21,11 @@ pub enum Status {
     Expired,
     Completed,
     Dismissed,
+    /// v0.5: an addressed notify's status mirrors its §14.2 mailbox track (§5.1, §8.2) — these
+    /// three (with `delivered`/`expired`) are read from the track, never stored.
+    Queued,
+    Acknowledged,
+    Bounced,
 }
 
 impl Status {
@@ -34,6 +39,9 @@ impl Status {
             Self::Expired => "expired",
             Self::Completed => "completed",
             Self::Dismissed => "dismissed",
+            Self::Queued => "queued",
+            Self::Acknowledged => "acknowledged",
+            Self::Bounced => "bounced",
         }
     }
 
@@ -48,7 +56,7 @@ impl Status {
     /// The resolution this status represents, for a resolved ask/task.
     pub fn resolution(self) -> Option<Resolution> {
         match self {
-            Self::Open | Self::Delivered => None,
+            Self::Open | Self::Delivered | Self::Queued | Self::Acknowledged | Self::Bounced => None,
             Self::Answered => Some(Resolution::Answered),
             Self::Declined => Some(Resolution::Declined),
             Self::Cancelled => Some(Resolution::Cancelled),

@@ -129,7 +129,15 @@ fn valid_envelopes_pass() {
         ]
     });
     pass(M, &rich);
-    pass(M, &with(notify(), "/to", json!("agent:reviewer")));
+    pass(M, &with(with(notify(), "/ma2h_version", json!("0.5")), "/to", json!("agent:reviewer")));
+}
+
+#[test]
+fn a_pre_05_envelope_may_carry_neither_to_nor_a_session() {
+    // upstream conformance vector sv-038: a 0.4 envelope with `to` is invalid, never inbox mail.
+    let old = with(notify(), "/ma2h_version", json!("0.4"));
+    fail(M, &with(old.clone(), "/to", json!("agent:reviewer")), &["/ma2h_version", "`to` is a v0.5 field"]);
+    fail(M, &with(old, "/agent/session", json!("sess_01")), &["/ma2h_version", "`agent.session` is a v0.5 field"]);
 }
 
 #[test]
