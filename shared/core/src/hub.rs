@@ -89,6 +89,10 @@ impl Hub {
         DirectiveId::from_parts(self.now_ms(), self.random_u80())
     }
 
+    pub fn new_receipt_id(&self) -> ma2h_protocol::ids::ReceiptId {
+        ma2h_protocol::ids::ReceiptId::from_parts(self.now_ms(), self.random_u80())
+    }
+
     pub fn new_session_id(&self) -> SessionId {
         SessionId::from_parts(self.now_ms(), self.random_u80())
     }

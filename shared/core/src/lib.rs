@@ -11,6 +11,7 @@ pub mod hub;
 pub mod keys;
 pub mod listing;
 pub mod mailbox;
+pub mod policy;
 pub mod ports;
 pub mod records;
 pub mod secrets;
@@ -22,7 +23,7 @@ mod usecases;
 pub use error::HubError;
 pub use hub::Hub;
 pub use usecases::{
-    admin, cancel, directives, drain, get, inbox, list, presence, push, receipt, resolve, sessions, submit, sweep,
+    addressed, admin, cancel, directives, drain, get, inbox, inter_agent, list, presence, push, receipt, resolve, sessions, submit, sweep,
 };
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.

@@ -1,8 +1,8 @@
 //! The agent mailbox (§8.7) as the stores keep it: entries of the four §8.7.1 kinds, their
 //! delivery track (§14.2), acks (§14.1) and presence (§15).
 //!
-//! Directives and session `response` entries are enqueued today; `message` and `receipt` entries
-//! (inter-agent) reuse the same record, claim and ack, differing in `kind` and `audience`.
+//! Directives, addressed `message` entries, session `response` entries and bounce `receipt`s share
+//! one record, claim and ack, differing in `kind` and `audience`.
 
 use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::Timestamp;
@@ -52,33 +52,46 @@ impl EntryKind {
 }
 
 /// Which drains may claim an entry. A session-less drain sees only `Any` (§8.7.1: exactly the
-/// v0.4 shape); a drain presenting session `s` sees `Any` and `Session(s)`.
+/// v0.4 shape); a drain presenting session `s` sees `Any`, `Sessions` and `Session(s)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Audience {
     /// Every drain of the principal.
     Any,
+    /// Any session-presenting drain of the principal — a principal-addressed `message` entry,
+    /// first claim wins (§8.7.1 role delivery).
+    Sessions,
     /// Only drains presenting this session (§8.7.1 session-addressed entries).
     Session(SessionId),
 }
 
 impl Audience {
-    /// Stored form: `any`, or the session id itself (`sess_…`, never `any`).
+    /// Stored form: `any`, `sessions`, or the session id itself (`sess_…`, never either word).
     pub fn as_str(&self) -> &str {
         match self {
             Self::Any => "any",
+            Self::Sessions => "sessions",
             Self::Session(id) => id.as_str(),
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "any" => Some(Self::Any),
+            "sessions" => Some(Self::Sessions),
             _ => SessionId::parse(s).map(Self::Session),
         }
     }
     pub fn session(&self) -> Option<&SessionId> {
         match self {
-            Self::Any => None,
+            Self::Any | Self::Sessions => None,
             Self::Session(id) => Some(id),
+        }
+    }
+
+    /// What a drain sees: `Any` alone without a session; with one, also `Sessions` and its own.
+    pub fn for_drain(session: Option<&SessionId>) -> Vec<Self> {
+        match session {
+            None => vec![Self::Any],
+            Some(s) => vec![Self::Any, Self::Sessions, Self::Session(s.clone())],
         }
     }
 }
@@ -121,7 +134,8 @@ pub enum CloseReason {
     Acked(AckRecord),
     /// Its deadline (`expires_at` or inbound retention) passed first (§13.3).
     Deadline,
-    /// Its session ended before an ack (§14.2 `bounced`); `prior` follows from `delivered_at`.
+    /// Its session ended before an ack (§14.2 `bounced`) — or a principal-addressed message
+    /// drained but never acked reached its deadline; `prior` follows from `delivered_at`.
     Bounced,
 }
 
@@ -148,10 +162,15 @@ pub struct MailboxEntry {
     pub visible_at: Timestamp,
     /// `min(expires_at, enqueued_at + inbound retention)`: never delivered after it.
     pub deadline: Timestamp,
-    /// How many times a drain returned it.
+    /// How many times a drain (or a stream push) returned it; an entry never returned cannot be
+    /// acked.
     pub deliveries: u32,
-    /// First delivery (§14.2 `delivered`), set by the first claim.
+    /// First delivery (§14.2 `delivered`), set by the first claim that is client-originated
+    /// evidence — a drain, never a stream push (§8.7.2).
     pub delivered_at: Option<Timestamp>,
+    /// The session whose drain (or stream) claimed it last: a principal-addressed entry orphaned
+    /// at its deadline names it in the bounce receipt (§14.2).
+    pub claimant: Option<SessionId>,
     pub closed: Option<Closed>,
     /// Closed entries may be deleted after this instant.
     pub retain_until: Option<Timestamp>,
@@ -233,6 +252,15 @@ pub enum Enqueued {
     Full,
 }
 
+/// Who claims (§8.7.1, §8.7.2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Claimer {
+    /// The presented session, recorded as the entry's `claimant`.
+    pub session: Option<SessionId>,
+    /// A client-requested drain (`true`) stamps `delivered_at`; a stream push (`false`) does not.
+    pub evidence: bool,
+}
+
 /// Result of [`crate::ports::MailboxStore::claim`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Claim {
@@ -261,6 +289,7 @@ mod tests {
             deadline: from_millis(5_000),
             deliveries: 0,
             delivered_at: None,
+            claimant: None,
             closed: None,
             retain_until: None,
         }
@@ -300,6 +329,7 @@ mod tests {
         let sess = Audience::Session(SessionId::from_parts(1, 1));
         assert_eq!(Audience::parse(sess.as_str()), Some(sess));
         assert_eq!(Audience::parse("any"), Some(Audience::Any));
+        assert_eq!(Audience::parse("sessions"), Some(Audience::Sessions));
         assert_eq!(Audience::parse("sess_nope"), None);
     }
 

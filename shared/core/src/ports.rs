@@ -7,7 +7,8 @@ use ma2h_protocol::ids::{AccountId, AgentId, MessageId, SessionId};
 use ma2h_protocol::time::Timestamp;
 
 use crate::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
-use crate::mailbox::{AckRecord, Audience, Claim, Enqueued, Mailbox, MailboxEntry};
+use crate::mailbox::{AckRecord, Audience, Claim, Claimer, Enqueued, Mailbox, MailboxEntry};
+use crate::policy::AccountPolicy;
 use crate::records::{
     Completion, CredentialRecord, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
 };
@@ -29,12 +30,14 @@ pub enum StoreError {
 /// Messages, idempotency claims, lifecycle CAS, expiry index, retention and rate counters.
 #[async_trait]
 pub trait MessageStore: Send + Sync + 'static {
-    /// Write a new message together with its idempotency claim in ONE atomic write. If a live
+    /// Write a new message together with its idempotency claim — and, for an addressed message,
+    /// its `message` entry in the destination mailbox (§8.7.1) — in ONE atomic write. If a live
     /// (unexpired) claim for `(account, agent, key)` exists, nothing is written.
     async fn insert_message(
         &self,
         message: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
+        entry: Option<&MailboxEntry>,
         now: Timestamp,
     ) -> Result<Inserted, StoreError>;
 
@@ -153,6 +156,12 @@ pub trait CredentialStore: Send + Sync + 'static {
     /// Remove one secret; `false` if it did not exist.
     async fn delete_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> Result<bool, StoreError>;
 
+    /// The account's policy (§8.0 `inter_agent` opt-in, sender allowlists); `None` = defaults.
+    async fn get_account_policy(&self, account: &AccountId) -> Result<Option<AccountPolicy>, StoreError>;
+    /// Write `policy` iff the stored version is `policy.version - 1` (0 = none stored): a
+    /// compare-and-set, so two concurrent admin edits never lose one. `false` if refused.
+    async fn put_account_policy(&self, account: &AccountId, policy: &AccountPolicy) -> Result<bool, StoreError>;
+
     /// §9.4 callback bindings: hosts (lowercase, no port) an agent may receive pushes on.
     async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError>;
     async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<bool, StoreError>;
@@ -168,22 +177,25 @@ pub trait MailboxStore: Send + Sync + 'static {
 
     /// Claim at most `max` live entries of `mailbox` visible at `now` (`visible_at <= now <=
     /// deadline`), oldest `visible_at` first. The claiming write sets `visible_at =
-    /// invisible_until`, adds one delivery and stamps `delivered_at` if unset, so no two claims
-    /// return one entry before `invisible_until` — whatever runs concurrently.
-    /// Only entries whose audience is one of `audiences` are considered.
+    /// invisible_until`, adds one delivery, sets `claimant` when `by.session` is given and —
+    /// only when `by.evidence` (a drain, not a stream push, §8.7.2) — stamps `delivered_at` if
+    /// unset, so no two claims return one entry before `invisible_until`, whatever runs
+    /// concurrently. Only entries whose audience is one of `audiences` are considered.
     async fn claim(
         &self,
         mailbox: &Mailbox,
         audiences: &[Audience],
+        by: &Claimer,
         now: Timestamp,
         invisible_until: Timestamp,
         max: usize,
     ) -> Result<Claim, StoreError>;
 
     /// Close as acked each of `keys` that is in `mailbox`, live at `ack.acked_at` and already
-    /// delivered; returns the entries this call closed, as written. Every other key — unknown,
-    /// another mailbox's, never delivered, already acked, expired — is left unchanged and not
-    /// returned (§8.7: an ack cannot fabricate a receipt nor reveal another mailbox).
+    /// returned at least once (`deliveries > 0`); returns the entries this call closed, as
+    /// written. Every other key — unknown, another mailbox's, never returned, already acked,
+    /// expired — is left unchanged and not returned (§8.7: an ack cannot fabricate a receipt nor
+    /// reveal another mailbox).
     async fn ack_entries(
         &self,
         mailbox: &Mailbox,
@@ -193,7 +205,8 @@ pub trait MailboxStore: Send + Sync + 'static {
     ) -> Result<Vec<MailboxEntry>, StoreError>;
 
     /// §14.2: close as `bounced` at `at` up to `limit` open entries of `mailbox` addressed to
-    /// `session` whose deadline had not passed at `at`. Returns how many; callers repeat until 0.
+    /// `session` whose deadline had not passed at `at`. Returns them as written; callers repeat
+    /// until none is returned.
     async fn bounce_entries(
         &self,
         mailbox: &Mailbox,
@@ -201,7 +214,7 @@ pub trait MailboxStore: Send + Sync + 'static {
         at: Timestamp,
         retain_until: Timestamp,
         limit: usize,
-    ) -> Result<usize, StoreError>;
+    ) -> Result<Vec<MailboxEntry>, StoreError>;
 
     /// One entry of the account by key, open or closed, until it is purged.
     async fn get_entry(&self, account: &AccountId, key: &str) -> Result<Option<MailboxEntry>, StoreError>;
@@ -210,13 +223,15 @@ pub trait MailboxStore: Send + Sync + 'static {
     async fn recent_entries(&self, mailbox: &Mailbox, limit: usize) -> Result<Vec<MailboxEntry>, StoreError>;
 
     /// Close up to `limit` live entries whose deadline is before `now` (oldest deadline first, from
-    /// an index — never a scan), keeping them readable until `retain_until`. Returns how many.
+    /// an index — never a scan), keeping them readable until `retain_until`. The reason is
+    /// `Deadline`, except a principal-addressed (`Sessions`) `message` entry already delivered:
+    /// drained, never acked, never rescued — `Bounced` (§14.2). Returns them as written.
     async fn close_due_entries(
         &self,
         now: Timestamp,
         retain_until: Timestamp,
         limit: usize,
-    ) -> Result<usize, StoreError>;
+    ) -> Result<Vec<MailboxEntry>, StoreError>;
 
     /// Delete up to `limit` closed entries whose `retain_until` is at or before `now`, from an index.
     async fn purge_entries(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;

@@ -76,6 +76,30 @@ pub struct Settings {
     pub mailbox: MailboxSettings,
     /// §16 agent sessions (advertised as `sessions`).
     pub sessions: SessionSettings,
+    /// The inter-agent leg and the live stream (§8.0 `inter_agent`, §8.7.2).
+    pub inter_agent: InterAgentSettings,
+}
+
+/// The inter-agent leg's deployment bounds (§8.0 `inter_agent`, `rate_limit`) and the optional
+/// SSE stream (§8.7.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterAgentSettings {
+    /// The deployment ceiling (`MA2H_INTER_AGENT`, default on): when off, no account may opt in
+    /// and the capability document says `enabled: false`. Each account still opts in itself.
+    pub enabled: bool,
+    /// Addressed submits one sender may make per minute (`MA2H_INTER_AGENT_REQUESTS_PER_MINUTE`).
+    pub requests_per_minute: u32,
+    /// Longest stream hold (`MA2H_STREAM_MAX_HOLD_SECONDS`); at most the presence window.
+    pub stream_max_hold: Duration,
+    /// Whether this process serves `inbound.stream_url` (the local binary does; a Lambda
+    /// function behind API Gateway cannot hold a response open, so it never advertises one).
+    pub stream_served: bool,
+}
+
+impl Default for InterAgentSettings {
+    fn default() -> Self {
+        Self { enabled: true, requests_per_minute: 120, stream_max_hold: Duration::from_secs(25), stream_served: false }
+    }
 }
 
 /// The session primitive's bounds (§8.0 `sessions`, §16).
@@ -247,6 +271,7 @@ impl Default for Settings {
             server: ServerSettings::default(),
             mailbox: MailboxSettings::default(),
             sessions: SessionSettings::default(),
+            inter_agent: InterAgentSettings::default(),
         }
     }
 }
@@ -338,6 +363,22 @@ impl Settings {
             get("MA2H_SESSION_RETENTION_SECONDS"),
             &mut ss.terminal_retention_seconds,
         )?;
+        if let Some(v) = get("MA2H_INTER_AGENT") {
+            s.inter_agent.enabled = match v.as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => return Err(SettingsError(format!("MA2H_INTER_AGENT must be true or false, got `{v}`"))),
+            };
+        }
+        let ia = &mut s.inter_agent;
+        num(
+            "MA2H_INTER_AGENT_REQUESTS_PER_MINUTE",
+            get("MA2H_INTER_AGENT_REQUESTS_PER_MINUTE"),
+            &mut ia.requests_per_minute,
+        )?;
+        let mut hold = ia.stream_max_hold.as_secs();
+        num("MA2H_STREAM_MAX_HOLD_SECONDS", get("MA2H_STREAM_MAX_HOLD_SECONDS"), &mut hold)?;
+        ia.stream_max_hold = Duration::from_secs(hold);
         s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
         let list = |k: &str| -> Vec<String> {
             get(k)
@@ -429,6 +470,12 @@ impl Settings {
         }
         if self.sweep_interval.is_zero() {
             return err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
+        }
+        // §8.0/§8.7.2: a hold longer than the freshness window would read a healthy held stream
+        // as offline mid-hold (each hold also ends before its lease lapses: see the stream).
+        let hold = self.inter_agent.stream_max_hold;
+        if hold.is_zero() || hold > mb.presence_freshness {
+            return err("MA2H_STREAM_MAX_HOLD_SECONDS must be at least 1 and at most MA2H_PRESENCE_FRESHNESS_SECONDS");
         }
         Ok(())
     }

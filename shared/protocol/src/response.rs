@@ -65,6 +65,22 @@ impl Terminal {
         }
     }
 
+    /// §7 (v0.5): an addressed ask/task whose delivery track went undeliverable (bounced, or
+    /// expired unseen) resolves `cancelled` (ask) / `dismissed` (task), attested to
+    /// `system:undeliverable`. The comment keeps a task's Response carrying that actor.
+    pub fn undeliverable(kind: MessageType, actor: Actor, at: Timestamp, resolution_id: ResolutionId) -> Self {
+        Self {
+            resolution: if kind == MessageType::Task { Resolution::Dismissed } else { Resolution::Cancelled },
+            actor,
+            resolved_at: at,
+            resolution_id,
+            value: None,
+            comment: Some("undeliverable: the addressee can no longer receive this message".into()),
+            checklist: None,
+            defaulted: false,
+        }
+    }
+
     /// Build the §6 Response. `response` is always present for an ask; for a task only when it
     /// carries a comment or checklist; `state` is copied verbatim.
     pub fn response(&self, subject: Subject<'_>) -> Value {

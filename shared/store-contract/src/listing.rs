@@ -15,7 +15,7 @@ use crate::fixtures::{account, agent, ask, at, notify, task, terminal};
 
 async fn insert_all<S: Store>(store: &S, messages: &[&MessageRecord]) {
     for m in messages {
-        assert_eq!(store.insert_message(m, None, m.created_at).await.unwrap(), Inserted::New);
+        assert_eq!(store.insert_message(m, None, None, m.created_at).await.unwrap(), Inserted::New);
     }
 }
 

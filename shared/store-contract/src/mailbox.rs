@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::Duration;
-use ma2h_core::mailbox::{AckRecord, Audience, CloseReason, Enqueued, EntryKind, Mailbox, MailboxEntry, Track};
+use ma2h_core::mailbox::{AckRecord, Audience, Claimer, CloseReason, Enqueued, EntryKind, Mailbox, MailboxEntry, Track};
 use ma2h_core::records::Lookup;
 use ma2h_protocol::ids::DirectiveId;
 use ma2h_protocol::time::Timestamp;
@@ -14,6 +14,9 @@ use serde_json::json;
 
 use crate::Store;
 use crate::fixtures::{account, agent, at, next_sequence, t0};
+
+/// A client-requested drain without a session (delivery evidence).
+const DRAIN: Claimer = Claimer { session: None, evidence: true };
 
 pub fn mailbox(acct: &str, agent_id: &str) -> Mailbox {
     Mailbox { account: account(acct), agent: agent(agent_id) }
@@ -36,6 +39,7 @@ pub fn directive(mailbox: &Mailbox, when: Timestamp) -> MailboxEntry {
         deadline: when + Duration::days(1),
         deliveries: 0,
         delivered_at: None,
+        claimant: None,
         closed: None,
         retain_until: None,
     }
@@ -81,34 +85,34 @@ pub async fn claims_are_fifo_bounded_isolated_and_hidden_for_the_window<S: Store
     let (s, t) = (directive(&sibling, at(0)), directive(&twin, at(0)));
     enqueue_all(&store, &[&a, &b, &c, &s, &t]).await;
 
-    let first = store.claim(&mine, ANY, at(10), at(70), 2).await.unwrap();
+    let first = store.claim(&mine, ANY, &DRAIN, at(10), at(70), 2).await.unwrap();
     assert_eq!(keys(&first.entries), vec![a.key.clone(), b.key.clone()], "FIFO, at most max");
     for e in &first.entries {
         assert_eq!((e.deliveries, e.delivered_at, e.visible_at), (1, Some(at(10)), at(70)));
     }
     assert_eq!(first.next_visible_at, Some(at(70)), "the claimed entries' window end");
-    let second = store.claim(&mine, ANY, at(11), at(71), 10).await.unwrap();
+    let second = store.claim(&mine, ANY, &DRAIN, at(11), at(71), 10).await.unwrap();
     assert_eq!(keys(&second.entries), vec![c.key.clone()], "claimed entries stay hidden; never another mailbox's");
     assert_eq!(second.next_visible_at, Some(at(70)), "the earliest lapsing window");
-    let empty = store.claim(&mine, ANY, at(69), at(129), 10).await.unwrap();
+    let empty = store.claim(&mine, ANY, &DRAIN, at(69), at(129), 10).await.unwrap();
     assert!(empty.entries.is_empty(), "hidden until invisible_until");
     assert_eq!(empty.next_visible_at, Some(at(70)));
 
-    let again = store.claim(&mine, ANY, at(70), at(130), 10).await.unwrap();
+    let again = store.claim(&mine, ANY, &DRAIN, at(70), at(130), 10).await.unwrap();
     assert_eq!(keys(&again.entries), vec![a.key.clone(), b.key.clone()], "redelivered at the window's end");
     for e in &again.entries {
         assert_eq!((e.deliveries, e.delivered_at), (2, Some(at(10))), "a redelivery keeps the first delivered_at");
     }
-    assert_eq!(keys(&store.claim(&sibling, ANY, at(10), at(70), 10).await.unwrap().entries), vec![s.key.clone()]);
-    assert_eq!(keys(&store.claim(&twin, ANY, at(10), at(70), 10).await.unwrap().entries), vec![t.key.clone()]);
+    assert_eq!(keys(&store.claim(&sibling, ANY, &DRAIN, at(10), at(70), 10).await.unwrap().entries), vec![s.key.clone()]);
+    assert_eq!(keys(&store.claim(&twin, ANY, &DRAIN, at(10), at(70), 10).await.unwrap().entries), vec![t.key.clone()]);
 
     // The deadline instant is still deliverable; after it, never.
     let edge = mailbox("acct-a", "edge");
     let mut d = directive(&edge, at(0));
     d.deadline = at(5);
     enqueue_all(&store, &[&d]).await;
-    assert!(store.claim(&edge, ANY, at(6), at(66), 10).await.unwrap().entries.is_empty(), "past its deadline");
-    assert_eq!(keys(&store.claim(&edge, ANY, at(5), at(65), 10).await.unwrap().entries), vec![d.key.clone()]);
+    assert!(store.claim(&edge, ANY, &DRAIN, at(6), at(66), 10).await.unwrap().entries.is_empty(), "past its deadline");
+    assert_eq!(keys(&store.claim(&edge, ANY, &DRAIN, at(5), at(65), 10).await.unwrap().entries), vec![d.key.clone()]);
 }
 
 pub async fn concurrent_claims_never_deliver_one_entry_twice_in_a_window<S: Store>(store: S) {
@@ -125,7 +129,7 @@ pub async fn concurrent_claims_never_deliver_one_entry_twice_in_a_window<S: Stor
                 tokio::spawn(async move {
                     let mut got = Vec::new();
                     loop {
-                        let claim = store.claim(&mb, ANY, now, until, 3).await.unwrap();
+                        let claim = store.claim(&mb, ANY, &DRAIN, now, until, 3).await.unwrap();
                         if claim.entries.is_empty() {
                             return got;
                         }
@@ -156,8 +160,8 @@ pub async fn acks_close_only_own_delivered_live_entries<S: Store>(store: S) {
     let (mine, other) = (mailbox("acct-a", "bot"), mailbox("acct-a", "other"));
     let (delivered, queued, foreign) = (directive(&mine, at(0)), directive(&mine, at(1)), directive(&other, at(0)));
     enqueue_all(&store, &[&delivered, &queued, &foreign]).await;
-    store.claim(&mine, ANY, at(2), at(62), 1).await.unwrap();
-    store.claim(&other, ANY, at(2), at(62), 1).await.unwrap();
+    store.claim(&mine, ANY, &DRAIN, at(2), at(62), 1).await.unwrap();
+    store.claim(&other, ANY, &DRAIN, at(2), at(62), 1).await.unwrap();
 
     let wanted = vec![delivered.key.clone(), queued.key.clone(), foreign.key.clone(), "dir_unknown".into()];
     let acked = store.ack_entries(&mine, &wanted, &ack(&mine, at(3)), at(1000)).await.unwrap();
@@ -176,14 +180,14 @@ pub async fn acks_close_only_own_delivered_live_entries<S: Store>(store: S) {
     assert_eq!(store.get_entry(&other.account, &foreign.key).await.unwrap().unwrap().closed, None, "foreign untouched");
     let again = store.ack_entries(&mine, std::slice::from_ref(&delivered.key), &ack(&mine, at(5)), at(2000)).await;
     assert!(again.unwrap().is_empty(), "a repeat ack changes nothing");
-    let later = store.claim(&mine, ANY, at(100), at(160), 10).await.unwrap();
+    let later = store.claim(&mine, ANY, &DRAIN, at(100), at(160), 10).await.unwrap();
     assert_eq!(keys(&later.entries), vec![queued.key.clone()], "an acked entry never comes back");
 
     // Past its deadline an entry can no longer be acked.
     let mut short = directive(&mine, at(0));
     short.deadline = at(200);
     enqueue_all(&store, &[&short]).await;
-    store.claim(&mine, ANY, at(190), at(250), 10).await.unwrap();
+    store.claim(&mine, ANY, &DRAIN, at(190), at(250), 10).await.unwrap();
     let late = store.ack_entries(&mine, std::slice::from_ref(&short.key), &ack(&mine, at(201)), at(3000)).await;
     assert!(late.unwrap().is_empty());
 }
@@ -196,9 +200,9 @@ pub async fn due_entries_close_and_purge_from_indexes_and_presence_keeps_the_lat
     seen.deadline = at(10);
     fresh.deadline = at(1000);
     enqueue_all(&store, &[&seen, &queued, &fresh]).await;
-    assert_eq!(keys(&store.claim(&mb, ANY, at(3), at(4), 1).await.unwrap().entries), vec![seen.key.clone()]);
-    assert_eq!(store.close_due_entries(at(20), at(100), 10).await.unwrap(), 2, "both past-deadline entries");
-    assert_eq!(store.close_due_entries(at(20), at(100), 10).await.unwrap(), 0, "idempotent");
+    assert_eq!(keys(&store.claim(&mb, ANY, &DRAIN, at(3), at(4), 1).await.unwrap().entries), vec![seen.key.clone()]);
+    assert_eq!(store.close_due_entries(at(20), at(100), 10).await.unwrap().len(), 2, "both past-deadline entries");
+    assert_eq!(store.close_due_entries(at(20), at(100), 10).await.unwrap().len(), 0, "idempotent");
     let q = store.get_entry(&mb.account, &queued.key).await.unwrap().unwrap();
     let s = store.get_entry(&mb.account, &seen.key).await.unwrap().unwrap();
     let f = store.get_entry(&mb.account, &fresh.key).await.unwrap().unwrap();
@@ -229,7 +233,7 @@ pub async fn responses_are_stamped_once_and_the_first_ack_wins<S: Store>(store: 
     let (open, pulled, pushed) = (ask(&acct, &bot, at(0)), ask(&acct, &bot, at(1)), ask(&acct, &bot, at(2)));
     let note = notify(&acct, &bot, at(3));
     for m in [&open, &pulled, &pushed, &note] {
-        assert_eq!(store.insert_message(m, None, m.created_at).await.unwrap(), Inserted::New);
+        assert_eq!(store.insert_message(m, None, None, m.created_at).await.unwrap(), Inserted::New);
     }
     for m in [&pulled, &pushed] {
         assert!(matches!(

@@ -12,7 +12,7 @@ use crate::fixtures::{account, agent, ask, at, claim, expiring_ask, notify, t0, 
 
 async fn insert_all<S: Store>(store: &S, messages: &[&MessageRecord]) {
     for m in messages {
-        assert_eq!(store.insert_message(m, None, m.created_at).await.unwrap(), Inserted::New);
+        assert_eq!(store.insert_message(m, None, None, m.created_at).await.unwrap(), Inserted::New);
     }
 }
 
@@ -58,7 +58,7 @@ pub async fn purge_leaves_tombstones_and_drops_expired_state<S: Store>(store: S)
     let recent = ask(&acct, &bot, at(-3600));
     let open = expiring_ask(&acct, &bot, at(-86_400 * 40), at(-86_400 * 39)); // overdue, still open
     let keyed = claim(&answered, "k", "fp", at(-86_400 * 34));
-    assert_eq!(store.insert_message(&answered, Some(&keyed), answered.created_at).await.unwrap(), Inserted::New);
+    assert_eq!(store.insert_message(&answered, Some(&keyed), None, answered.created_at).await.unwrap(), Inserted::New);
     insert_all(&store, &[&delivered, &recent, &open]).await;
     resolve(&store, &answered, Status::Answered, at(-86_400 * 31)).await; // retained until yesterday
     resolve(&store, &recent, Status::Declined, at(-60)).await;
@@ -78,7 +78,7 @@ pub async fn purge_leaves_tombstones_and_drops_expired_state<S: Store>(store: S)
     assert_eq!(store.get_claim(&acct, &bot, "k", t0()).await.unwrap(), None);
     let again = ask(&acct, &bot, t0());
     let c = claim(&again, "k", "fp", at(86_400));
-    assert_eq!(store.insert_message(&again, Some(&c), t0()).await.unwrap(), Inserted::New);
+    assert_eq!(store.insert_message(&again, Some(&c), None, t0()).await.unwrap(), Inserted::New);
 
     // `limit` bounds one purge.
     let batch: Vec<_> = (0..5).map(|i| notify(&acct, &bot, at(-86_400 * 31 - i))).collect();

@@ -22,7 +22,7 @@ async fn found<S: Store>(store: &S, m: &MessageRecord) -> MessageRecord {
 }
 
 async fn insert_new<S: Store>(store: &S, m: &MessageRecord) {
-    let outcome = store.insert_message(m, None, m.created_at).await.expect("insert_message");
+    let outcome = store.insert_message(m, None, None, m.created_at).await.expect("insert_message");
     assert_eq!(outcome, Inserted::New, "inserting {} without a claim", m.id);
 }
 
@@ -83,13 +83,13 @@ pub async fn live_claim_returns_existing_and_writes_nothing<S: Store>(store: S) 
     let (acct, other_acct, bot, other_bot) = (account("acme"), account("globex"), agent("bot"), agent("bot-2"));
     let first = ask(&acct, &bot, t0());
     let first_claim = claim(&first, "k-1", "fp-a", at(86_400));
-    let out = store.insert_message(&first, Some(&first_claim), t0()).await.unwrap();
+    let out = store.insert_message(&first, Some(&first_claim), None, t0()).await.unwrap();
     assert_eq!(out, Inserted::New);
     assert_eq!(store.get_claim(&acct, &bot, "k-1", at(60)).await.unwrap(), Some(first_claim.clone()));
 
     let second = ask(&acct, &bot, at(3600));
     let second_claim = claim(&second, "k-1", "fp-b", at(90_000));
-    let out = store.insert_message(&second, Some(&second_claim), at(3600)).await.unwrap();
+    let out = store.insert_message(&second, Some(&second_claim), None, at(3600)).await.unwrap();
     assert_eq!(out, Inserted::Existing(first_claim.clone()), "the live claim wins");
     assert_eq!(store.get_message(&acct, &second.id).await.unwrap(), Lookup::Missing, "nothing written");
     assert_eq!(store.count_open(&acct, &bot).await.unwrap(), 1);
@@ -98,7 +98,7 @@ pub async fn live_claim_returns_existing_and_writes_nothing<S: Store>(store: S) 
     // The same key for another agent, or in another account, is a different claim.
     for m in [ask(&acct, &other_bot, at(10)), ask(&other_acct, &bot, at(10))] {
         let c = claim(&m, "k-1", "fp-a", at(86_400));
-        assert_eq!(store.insert_message(&m, Some(&c), at(10)).await.unwrap(), Inserted::New);
+        assert_eq!(store.insert_message(&m, Some(&c), None, at(10)).await.unwrap(), Inserted::New);
         assert_eq!(store.get_claim(&m.account, &m.agent_id, "k-1", at(10)).await.unwrap(), Some(c));
     }
     assert_eq!(store.get_claim(&acct, &bot, "k-2", at(10)).await.unwrap(), None, "unknown key");
@@ -110,14 +110,14 @@ pub async fn expired_claim_is_replaced<S: Store>(store: S) {
     let (acct, bot) = (account("acme"), agent("bot"));
     let first = ask(&acct, &bot, t0());
     let first_claim = claim(&first, "k", "fp-a", at(3600));
-    assert_eq!(store.insert_message(&first, Some(&first_claim), t0()).await.unwrap(), Inserted::New);
+    assert_eq!(store.insert_message(&first, Some(&first_claim), None, t0()).await.unwrap(), Inserted::New);
     let just_before = at(3600) - Duration::milliseconds(1);
     assert_eq!(store.get_claim(&acct, &bot, "k", just_before).await.unwrap(), Some(first_claim));
     assert_eq!(store.get_claim(&acct, &bot, "k", at(3600)).await.unwrap(), None, "expired at expires_at");
 
     let second = ask(&acct, &bot, at(7200));
     let second_claim = claim(&second, "k", "fp-b", at(7200 + 86_400));
-    let out = store.insert_message(&second, Some(&second_claim), at(7200)).await.unwrap();
+    let out = store.insert_message(&second, Some(&second_claim), None, at(7200)).await.unwrap();
     assert_eq!(out, Inserted::New, "an expired claim does not block the key");
     assert_eq!(store.get_claim(&acct, &bot, "k", at(7200)).await.unwrap(), Some(second_claim));
     assert_eq!(found(&store, &second).await, second);

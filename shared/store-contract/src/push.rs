@@ -19,7 +19,7 @@ pub async fn a_push_terminal_writes_the_obligation_atomically<S: Store>(store: S
     let (acct, bot) = (account("acme"), agent("bot"));
     let (pushed, pulled) = (ask(&acct, &bot, t0()), ask(&acct, &bot, t0()));
     for m in [&pushed, &pulled] {
-        store.insert_message(m, None, t0()).await.unwrap();
+        store.insert_message(m, None, None, t0()).await.unwrap();
     }
     let Completion::Applied(rec) =
         store.complete(&acct, &pushed.id, &with_push(terminal(Status::Answered, at(10)))).await.unwrap()
@@ -46,7 +46,7 @@ pub async fn due_pushes_are_claimed_once_and_attempts_recorded<S: Store>(store: 
     let mut ids = Vec::new();
     for i in 0..3 {
         let m = ask(&acct, &bot, t0());
-        store.insert_message(&m, None, t0()).await.unwrap();
+        store.insert_message(&m, None, None, t0()).await.unwrap();
         store.complete(&acct, &m.id, &with_push(terminal(Status::Answered, at(10 + i)))).await.unwrap();
         ids.push(m.id);
     }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use ma2h_core::mailbox::{Audience, EntryKind, Track};
+use ma2h_core::mailbox::{Audience, Claimer, EntryKind, Track};
 use ma2h_core::session::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 use ma2h_protocol::ids::SessionId;
 use ma2h_protocol::time::Timestamp;
@@ -14,6 +14,9 @@ use serde_json::Map;
 use crate::Store;
 use crate::fixtures::{at, next_sequence, t0};
 use crate::mailbox::{directive, mailbox};
+
+/// A client-requested drain without a session (delivery evidence).
+const DRAIN: Claimer = Claimer { session: None, evidence: true };
 
 /// A fresh live session of `acct`/`bot` registered at `when` with a 60 s lease.
 pub fn session(acct: &str, bot: &str, when: Timestamp) -> SessionRecord {
@@ -155,12 +158,12 @@ pub async fn session_addressed_entries_reach_only_their_session_and_bounce_with_
     for e in [&any, &seen, &unseen, &acked, &elsewhere] {
         store.enqueue(e, 100).await.unwrap();
     }
-    let plain = store.claim(&mb, &[Audience::Any], at(10), at(70), 10).await.unwrap();
+    let plain = store.claim(&mb, &[Audience::Any], &DRAIN, at(10), at(70), 10).await.unwrap();
     assert_eq!(plain.entries.iter().map(|e| &e.key).collect::<Vec<_>>(), vec![&any.key], "session-less: v0.4 only");
     let mine = [Audience::Any, Audience::Session(one.id.clone())];
-    let claimed = store.claim(&mb, &mine, at(11), at(71), 2).await.unwrap();
+    let claimed = store.claim(&mb, &mine, &DRAIN, at(11), at(71), 2).await.unwrap();
     assert_eq!(claimed.entries.iter().map(|e| &e.key).collect::<Vec<_>>(), vec![&seen.key, &unseen.key]);
-    store.claim(&mb, &mine, at(72), at(130), 10).await.unwrap();
+    store.claim(&mb, &mine, &DRAIN, at(72), at(130), 10).await.unwrap();
     let ack = ma2h_core::mailbox::AckRecord { by: "agent:bot".into(), acked_at: at(73), note: None };
     assert_eq!(store.ack_entries(&mb, std::slice::from_ref(&acked.key), &ack, at(999)).await.unwrap().len(), 1);
     // `unseen` was claimed in the second claim: make a never-delivered one for the queued prior.
@@ -170,7 +173,7 @@ pub async fn session_addressed_entries_reach_only_their_session_and_bounce_with_
 
     let mut bounced = 0;
     loop {
-        let n = store.bounce_entries(&mb, &one.id, at(80), at(999), 2).await.unwrap();
+        let n = store.bounce_entries(&mb, &one.id, at(80), at(999), 2).await.unwrap().len();
         if n == 0 {
             break;
         }
@@ -220,7 +223,7 @@ pub async fn a_response_entry_commits_with_its_terminal_only<S: Store>(store: S)
     use crate::fixtures::{ask, terminal};
     let s = session("acct-a", "bot", at(0));
     let msg = ask(&s.account, &s.agent, at(0));
-    assert_eq!(store.insert_message(&msg, None, at(0)).await.unwrap(), Inserted::New);
+    assert_eq!(store.insert_message(&msg, None, None, at(0)).await.unwrap(), Inserted::New);
     let entry_for = |write: &ma2h_core::records::TerminalWrite| ma2h_core::mailbox::MailboxEntry {
         key: write.resolution_id.to_string(),
         kind: EntryKind::Response,
@@ -238,6 +241,6 @@ pub async fn a_response_entry_commits_with_its_terminal_only<S: Store>(store: S)
     let written = store.get_entry(&s.account, first.resolution_id.as_str()).await.unwrap().expect("entry written");
     assert_eq!((written.kind, written.payload), (EntryKind::Response, first.response.clone()));
     assert!(store.get_entry(&s.account, second.resolution_id.as_str()).await.unwrap().is_none(), "loser writes none");
-    let claimed = store.claim(&s.mailbox(), &[Audience::Any], at(12), at(72), 10).await.unwrap();
+    let claimed = store.claim(&s.mailbox(), &[Audience::Any], &DRAIN, at(12), at(72), 10).await.unwrap();
     assert!(claimed.entries.is_empty(), "a response entry is never shown to a session-less drain");
 }

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use ma2h_core::policy::AccountPolicy;
 use ma2h_core::ports::{CredentialStore, StoreError};
 use ma2h_core::records::CredentialRecord;
 use ma2h_protocol::ids::{AccountId, AgentId};
@@ -11,6 +12,13 @@ use crate::codec::*;
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
+
+const POLICY_SK: &str = "POLICY";
+
+/// The account's one policy item (§8.0 `inter_agent`).
+fn policy_pk(account: &AccountId) -> String {
+    format!("ACCT#{}", ma2h_protocol::ids::key_part(account.as_str()))
+}
 
 fn id_pointer(c: &CredentialRecord) -> Item {
     let mut item = key(format!("CRED#{}", c.id), "CRED");
@@ -160,6 +168,33 @@ impl CredentialStore for DynamoStore {
 
     async fn delete_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> R<bool> {
         self.delete_agent_item(account, agent, format!("SECRET#{name}")).await
+    }
+
+    async fn get_account_policy(&self, account: &AccountId) -> R<Option<AccountPolicy>> {
+        let Some(item) = self.get(key(policy_pk(account), POLICY_SK)).await? else { return Ok(None) };
+        let mut policy = AccountPolicy::from_json(get_s(&item, "policy")?)
+            .ok_or_else(|| StoreError::Corrupt("dynamodb policy item: not a policy".into()))?;
+        policy.version = u64::try_from(get_n(&item, "version")?).unwrap_or(0);
+        Ok(Some(policy))
+    }
+
+    async fn put_account_policy(&self, account: &AccountId, policy: &AccountPolicy) -> R<bool> {
+        let mut item = key(policy_pk(account), POLICY_SK);
+        item.insert("policy".into(), s(policy.to_json()));
+        item.insert("version".into(), n(i64::try_from(policy.version).unwrap_or(i64::MAX)));
+        // Compare-and-set on the version: the first write, or exactly the next one.
+        let version = i64::try_from(policy.version).unwrap_or(i64::MAX);
+        let mut req = self.client.put_item().table_name(&self.table).set_item(Some(item));
+        req = if version <= 1 {
+            req.condition_expression("attribute_not_exists(pk)")
+        } else {
+            req.condition_expression("version = :prev").expression_attribute_values(":prev", n(version - 1))
+        };
+        match req.send().await {
+            Ok(_) => Ok(true),
+            Err(e) if crate::mailbox::is_condition_failure(&e) => Ok(false),
+            Err(e) => Err(unavailable("PutItem", e)),
+        }
     }
 
     async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> R<()> {

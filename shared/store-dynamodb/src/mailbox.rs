@@ -9,12 +9,15 @@
 //!   conditional `UpdateItem` requiring the index position it read (`mbx_sk = :seen`). The winner
 //!   moves `mbx_sk` to the window's end, so every claim built on the old position fails: a stale
 //!   index read can cause a skipped entry (a short batch), never a duplicate delivery.
-//! * **Ack** is a conditional `UpdateItem` per key: own agent, live, delivered, within deadline.
+//! * **Ack** is a conditional `UpdateItem` per key: own agent, live, returned at least once,
+//!   within deadline.
 //! * Presence is `AGENT#{account}#{agent}` / `PRESENCE`, written only forwards.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
-use ma2h_core::mailbox::{AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry};
+use ma2h_core::mailbox::{
+    AckRecord, Audience, Claim, Claimer, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
+};
 use ma2h_core::ports::{MailboxStore, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::{self, Timestamp};
@@ -110,6 +113,7 @@ fn entry_from(item: &Item) -> R<MailboxEntry> {
         delivered_at: ts("delivered_at")?,
         closed,
         retain_until: ts("retain_until")?,
+        claimant: opt_s(item, "claimant").as_deref().and_then(SessionId::parse),
     })
 }
 
@@ -172,18 +176,22 @@ impl DynamoStore {
         )
     }
 
-    /// Close one entry for `why` at `at` iff `condition` (over `:at`) holds; `false` if it did not.
+    /// Close one entry for `why` at `at` iff `condition` (over `:at` and `values`) holds; the
+    /// entry as written, or `None` if the condition refused it.
     async fn close_entry(
         &self,
         pk: String,
         why: &str,
         condition: &str,
+        values: &[(&str, &str)],
         at: Timestamp,
         retain_until: Timestamp,
-    ) -> R<bool> {
-        let res = self
-            .client
-            .update_item()
+    ) -> R<Option<MailboxEntry>> {
+        let mut req = self.client.update_item();
+        for (name, value) in values {
+            req = req.expression_attribute_values(*name, s(*value));
+        }
+        let res = req
             .table_name(&self.table)
             .set_key(Some(key(pk, ENTRY_SK)))
             .update_expression(Self::close_expression(false))
@@ -194,11 +202,12 @@ impl DynamoStore {
             .expression_attribute_values(":ret", n(ms(retain_until)))
             .expression_attribute_values(":rp", s(RETAIN_PARTITION))
             .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
+            .return_values(ReturnValue::AllNew)
             .send()
             .await;
         match res {
-            Ok(_) => Ok(true),
-            Err(e) if is_condition_failure(&e) => Ok(false),
+            Ok(out) => Ok(Some(entry_from(&out.attributes.unwrap_or_default())?)),
+            Err(e) if is_condition_failure(&e) => Ok(None),
             Err(e) => Err(unavailable("UpdateItem", e)),
         }
     }
@@ -273,6 +282,7 @@ impl MailboxStore for DynamoStore {
         &self,
         mailbox: &Mailbox,
         audiences: &[Audience],
+        by: &Claimer,
         now: Timestamp,
         invisible_until: Timestamp,
         max: usize,
@@ -291,16 +301,23 @@ impl MailboxStore for DynamoStore {
         candidates.sort();
         candidates.truncate(max);
         let mut entries = Vec::new();
+        // §8.7.2: only a drain is delivery evidence; a stream push moves the window alone.
+        let mut update = String::from("SET visible_at = :until, mbx_sk = :next, deliveries = deliveries + :one");
+        if by.evidence {
+            update.push_str(", delivered_at = if_not_exists(delivered_at, :now)");
+        }
+        if by.session.is_some() {
+            update.push_str(", claimant = :who");
+        }
         for (_, entry_key, position) in candidates {
-            let res = self
-                .client
-                .update_item()
+            let mut req = self.client.update_item();
+            if let Some(who) = &by.session {
+                req = req.expression_attribute_values(":who", s(who.as_str()));
+            }
+            let res = req
                 .table_name(&self.table)
                 .set_key(Some(key(entry_pk(&mailbox.account, &entry_key), ENTRY_SK)))
-                .update_expression(
-                    "SET visible_at = :until, mbx_sk = :next, deliveries = deliveries + :one, \
-                     delivered_at = if_not_exists(delivered_at, :now)",
-                )
+                .update_expression(update.as_str())
                 .condition_expression("mbx_sk = :seen AND deadline >= :now")
                 .expression_attribute_values(":until", n(ms(invisible_until)))
                 .expression_attribute_values(":next", s(ready_sk(invisible_until, &entry_key)))
@@ -339,10 +356,11 @@ impl MailboxStore for DynamoStore {
                 .set_key(Some(key(entry_pk(&mailbox.account, entry_key), ENTRY_SK)))
                 .update_expression(Self::close_expression(true))
                 .condition_expression(
-                    "agent_id = :me AND attribute_exists(mbx_pk) AND attribute_exists(delivered_at) AND deadline >= :at",
+                    "agent_id = :me AND attribute_exists(mbx_pk) AND deliveries > :zero AND deadline >= :at",
                 )
                 .expression_attribute_names("#ttl", "ttl")
                 .expression_attribute_values(":me", s(mailbox.agent.as_str()))
+                .expression_attribute_values(":zero", n(0))
                 .expression_attribute_values(":at", n(ms(ack.acked_at)))
                 .expression_attribute_values(":why", s("acked"))
                 .expression_attribute_values(":ret", n(ms(retain_until)))
@@ -372,7 +390,7 @@ impl MailboxStore for DynamoStore {
         at: Timestamp,
         retain_until: Timestamp,
         limit: usize,
-    ) -> R<usize> {
+    ) -> R<Vec<MailboxEntry>> {
         // Live entries of the session's audience partition (closed ones have left the index).
         let out = self
             .client
@@ -385,16 +403,18 @@ impl MailboxStore for DynamoStore {
             .send()
             .await
             .map_err(|e| unavailable("Query", e))?;
-        let mut bounced = 0;
+        let mut bounced = Vec::new();
         for item in out.items() {
             let position = get_s(item, "mbx_sk")?;
             let (_, entry_key) =
                 parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
-            // Acked, or past its deadline (the sweeper closes it as expired): not a bounce.
+            // Acked, or past its deadline (the sweeper closes it as expired): not a bounce. §14.2:
+            // `response`/`receipt` entries never bounce (they stay until their deadline).
             let pk = entry_pk(&mailbox.account, entry_key);
-            if self.close_entry(pk, "bounced", "attribute_exists(mbx_pk) AND deadline >= :at", at, retain_until).await?
-            {
-                bounced += 1;
+            let condition = "attribute_exists(mbx_pk) AND deadline >= :at AND (kind = :dir OR kind = :msg)";
+            let values = [(":dir", "directive"), (":msg", "message")];
+            if let Some(e) = self.close_entry(pk, "bounced", condition, &values, at, retain_until).await? {
+                bounced.push(e);
             }
         }
         Ok(bounced)
@@ -427,15 +447,22 @@ impl MailboxStore for DynamoStore {
         Ok(entries)
     }
 
-    async fn close_due_entries(&self, now: Timestamp, retain_until: Timestamp, limit: usize) -> R<usize> {
-        let mut closed = 0;
+    async fn close_due_entries(&self, now: Timestamp, retain_until: Timestamp, limit: usize) -> R<Vec<MailboxEntry>> {
+        // §14.2: a principal-addressed message drained but never acked is an orphan: `bounced`
+        // (prior `delivered`). Every other entry closes at its deadline — tried first, since it
+        // is nearly every entry; the orphan write only follows its refusal.
+        const DEADLINE: &str = "attribute_exists(mbx_pk) AND deadline < :at AND \
+             (kind <> :msg OR audience <> :sess OR attribute_not_exists(delivered_at))";
+        const ORPHAN: &str = "attribute_exists(mbx_pk) AND deadline < :at AND \
+             kind = :msg AND audience = :sess AND attribute_exists(delivered_at)";
+        let values = [(":msg", "message"), (":sess", Audience::Sessions.as_str())];
+        let mut closed = Vec::new();
         for row in self.due_keys("due", DUE_PARTITION, now, false, limit).await? {
             let pk = get_s(&row, "pk")?.to_owned();
-            if self
-                .close_entry(pk, "deadline", "attribute_exists(mbx_pk) AND deadline < :at", now, retain_until)
-                .await?
-            {
-                closed += 1;
+            if let Some(e) = self.close_entry(pk.clone(), "deadline", DEADLINE, &values, now, retain_until).await? {
+                closed.push(e);
+            } else if let Some(e) = self.close_entry(pk, "bounced", ORPHAN, &values, now, retain_until).await? {
+                closed.push(e);
             }
         }
         Ok(closed)

@@ -166,9 +166,14 @@ impl MessageStore for DynamoStore {
         &self,
         m: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
+        entry: Option<&ma2h_core::mailbox::MailboxEntry>,
         now: Timestamp,
     ) -> R<Inserted> {
         let mut items = vec![self.put(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new())?];
+        if let Some(e) = entry {
+            // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
+            items.push(self.put(crate::mailbox::entry_item(e), Some("attribute_not_exists(pk)"), HashMap::new())?);
+        }
         if let Some(c) = claim {
             // §8.1: a live claim blocks the write; an expired one is replaced.
             items.push(self.put(

@@ -33,10 +33,10 @@ async fn a_selective_filter_reads_a_bounded_slice_per_page() {
     let store = DynamoStore::new(client, &table).with_max_scanned(20);
     let acct = account("acme");
     for i in 0..60 {
-        store.insert_message(&ask(&acct, &agent("loud"), at(i)), None, at(i)).await.unwrap();
+        store.insert_message(&ask(&acct, &agent("loud"), at(i)), None, None, at(i)).await.unwrap();
     }
     let quiet = ask(&acct, &agent("quiet"), at(100));
-    store.insert_message(&quiet, None, at(100)).await.unwrap();
+    store.insert_message(&quiet, None, None, at(100)).await.unwrap();
 
     let mut q = ListQuery { open: true, filter: by_agent("quiet"), after: None, limit: 10 };
     let (mut found, mut pages) = (Vec::new(), 0);
@@ -93,7 +93,7 @@ async fn an_older_table_lists_through_its_upgrade_and_backfill() {
     let acct = account("acme");
     let (old_open, old_done) = (ask(&acct, &agent("bot"), at(1)), ask(&acct, &agent("bot"), at(2)));
     for m in [&old_open, &old_done] {
-        store.insert_message(m, None, m.created_at).await.unwrap();
+        store.insert_message(m, None, None, m.created_at).await.unwrap();
     }
     store.complete(&acct, &old_done.id, &terminal(Status::Answered, at(5))).await.unwrap();
     for m in [&old_open, &old_done] {

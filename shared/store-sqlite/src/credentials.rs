@@ -9,6 +9,7 @@
 //! * `put_secret` / `get_secret` — keyed by `(account, agent, name)`; a put replaces.
 
 use async_trait::async_trait;
+use ma2h_core::policy::AccountPolicy;
 use ma2h_core::ports::{CredentialStore, StoreError};
 use ma2h_core::records::{CredentialRecord, PrincipalId};
 use ma2h_protocol::ids::{AccountId, AgentId, HumanId};
@@ -124,6 +125,41 @@ impl CredentialStore for SqliteStore {
 
     async fn delete_secret(&self, account: &AccountId, agent: &AgentId, name: &str) -> Result<bool, StoreError> {
         self.delete(sql::DELETE_SECRET, account, agent, name).await
+    }
+
+    async fn get_account_policy(&self, account: &AccountId) -> Result<Option<AccountPolicy>, StoreError> {
+        let account = account.to_string();
+        self.read(move |conn| {
+            let row: Option<(i64, String)> = conn
+                .prepare_cached("SELECT version, policy FROM account_policy WHERE account = ?1")?
+                .query_row(params![account], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            match row {
+                None => Ok(None),
+                Some((version, text)) => {
+                    let mut p = AccountPolicy::from_json(&text)
+                        .ok_or_else(|| DbError::Corrupt("account_policy.policy is not a policy".into()))?;
+                    p.version = u64::try_from(version).unwrap_or(0);
+                    Ok(Some(p))
+                }
+            }
+        })
+        .await
+    }
+
+    async fn put_account_policy(&self, account: &AccountId, policy: &AccountPolicy) -> Result<bool, StoreError> {
+        let (account, policy) = (account.to_string(), policy.clone());
+        self.write(move |conn| {
+            let version = i64::try_from(policy.version).unwrap_or(i64::MAX);
+            // Compare-and-set: insert the first version, or replace exactly the previous one.
+            let sql = if version == 1 {
+                "INSERT OR IGNORE INTO account_policy (account, version, policy) VALUES (?1, ?2, ?3)"
+            } else {
+                "UPDATE account_policy SET version = ?2, policy = ?3 WHERE account = ?1 AND version = ?2 - 1"
+            };
+            Ok(conn.prepare_cached(sql)?.execute(params![account, version, policy.to_json()])? == 1)
+        })
+        .await
     }
 
     async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError> {

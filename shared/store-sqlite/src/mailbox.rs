@@ -6,12 +6,14 @@
 //!   fsync); only then one writer job claims with `UPDATE … WHERE seq IN (… LIMIT) RETURNING`.
 //!   The writer runs jobs one at a time, so each claim sees the previous one's `visible_at`: two
 //!   claims never return one entry inside a visibility window.
-//! * `ack_entries` — one writer job; per key a guarded `UPDATE` (own mailbox, live, delivered).
+//! * `ack_entries` — one writer job; per key a guarded `UPDATE` (own mailbox, live, returned once).
 //! * `close_due_entries` / `purge_entries` — from the `mailbox_due` / `mailbox_retain` indexes.
 //! * presence — an upsert keeping the larger `last_seen`.
 
 use async_trait::async_trait;
-use ma2h_core::mailbox::{AckRecord, Audience, Claim, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry};
+use ma2h_core::mailbox::{
+    AckRecord, Audience, Claim, Claimer, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
+};
 use ma2h_core::ports::{MailboxStore, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId, SessionId};
 use ma2h_protocol::time::Timestamp;
@@ -21,26 +23,30 @@ use crate::SqliteStore;
 use crate::codec::{DbError, json_text, json_value, limit, ms, opt_ts, parsed, ts};
 
 const COLUMNS: &str = "account, entry_key, agent_id, kind, audience, payload, author, enqueued_at, visible_at, \
-     deadline, deliveries, delivered_at, closed_at, closed_reason, ack_by, ack_note, retain_until";
+     deadline, deliveries, delivered_at, closed_at, closed_reason, ack_by, ack_note, retain_until, claimant";
 
 const COUNT_LIVE: &str =
     "SELECT COUNT(*) FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND closed_at IS NULL AND deadline >= ?3";
 const INSERT: &str = "INSERT INTO mailbox (account, entry_key, agent_id, kind, audience, payload, author, \
      enqueued_at, visible_at, deadline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
-// `?4`/`?5` are the audiences the drain may see (the same one twice for a session-less drain).
+// `?4`..`?6` are the audiences the drain may see (repeated to fill three for a session-less drain).
 const CLAIMABLE: &str = "SELECT EXISTS (SELECT 1 FROM mailbox WHERE account = ?1 AND agent_id = ?2 \
-     AND closed_at IS NULL AND visible_at <= ?3 AND deadline >= ?3 AND audience IN (?4, ?5))";
+     AND closed_at IS NULL AND visible_at <= ?3 AND deadline >= ?3 AND audience IN (?4, ?5, ?6))";
 const NEXT_VISIBLE: &str = "SELECT MIN(visible_at) FROM mailbox WHERE account = ?1 AND agent_id = ?2 \
-     AND closed_at IS NULL AND visible_at > ?3 AND deadline >= visible_at AND audience IN (?4, ?5)";
+     AND closed_at IS NULL AND visible_at > ?3 AND deadline >= visible_at AND audience IN (?4, ?5, ?6)";
 const TOUCH: &str = "INSERT INTO presence (account, agent_id, last_seen) VALUES (?1, ?2, ?3) \
      ON CONFLICT (account, agent_id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)";
 const LAST_SEEN: &str = "SELECT last_seen FROM presence WHERE account = ?1 AND agent_id = ?2";
 
+/// `?9` = 1 for a drain (delivery evidence stamps `delivered_at`), 0 for a stream push (§8.7.2);
+/// `?10` the claiming session, if any.
 fn claim_sql() -> String {
     format!(
-        "UPDATE mailbox SET visible_at = ?4, deliveries = deliveries + 1, delivered_at = COALESCE(delivered_at, ?3) \
+        "UPDATE mailbox SET visible_at = ?4, deliveries = deliveries + 1, \
+             delivered_at = CASE WHEN ?9 THEN COALESCE(delivered_at, ?3) ELSE delivered_at END, \
+             claimant = COALESCE(?10, claimant) \
          WHERE seq IN (SELECT seq FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND closed_at IS NULL \
-                       AND visible_at <= ?3 AND deadline >= ?3 AND audience IN (?6, ?7) \
+                       AND visible_at <= ?3 AND deadline >= ?3 AND audience IN (?6, ?7, ?8) \
                        ORDER BY visible_at, seq LIMIT ?5) \
          RETURNING seq, {COLUMNS}"
     )
@@ -50,7 +56,7 @@ fn ack_sql() -> String {
     format!(
         "UPDATE mailbox SET closed_at = ?4, closed_reason = 'acked', ack_by = ?5, ack_note = ?6, retain_until = ?7 \
          WHERE account = ?1 AND entry_key = ?2 AND agent_id = ?3 AND closed_at IS NULL \
-           AND delivered_at IS NOT NULL AND deadline >= ?4 RETURNING {COLUMNS}"
+           AND deliveries > 0 AND deadline >= ?4 RETURNING {COLUMNS}"
     )
 }
 
@@ -71,11 +77,11 @@ pub(crate) fn insert_entry(conn: &Connection, e: &MailboxEntry) -> Result<(), Db
     Ok(())
 }
 
-/// The two audience parameters of a claim: `[Any]` → ("any", "any").
-fn audience_pair(audiences: &[Audience]) -> (String, String) {
+/// The three audience parameters of a claim, the first repeated to fill: `[Any]` → any ×3.
+fn audience_triple(audiences: &[Audience]) -> (String, String, String) {
     let first = audiences.first().map_or("any", Audience::as_str).to_owned();
-    let second = audiences.get(1).map_or(first.clone(), |a| a.as_str().to_owned());
-    (first, second)
+    let at = |i: usize| audiences.get(i).map_or(first.clone(), |a| a.as_str().to_owned());
+    (first.clone(), at(1), at(2))
 }
 
 #[async_trait]
@@ -99,39 +105,43 @@ impl MailboxStore for SqliteStore {
         &self,
         mailbox: &Mailbox,
         audiences: &[Audience],
+        by: &Claimer,
         now: Timestamp,
         invisible_until: Timestamp,
         max: usize,
     ) -> Result<Claim, StoreError> {
-        if audiences.len() > 2 {
-            return Err(StoreError::Unavailable("a drain sees at most two audiences".into()));
+        if audiences.len() > 3 {
+            return Err(StoreError::Unavailable("a drain sees at most three audiences".into()));
         }
         let (account, agent) = (mailbox.account.to_string(), mailbox.agent.to_string());
-        let (a1, a2) = audience_pair(audiences);
-        let probe = (account.clone(), agent.clone(), a1.clone(), a2.clone());
+        let (a1, a2, a3) = audience_triple(audiences);
+        let scope: ClaimScope = (account, agent, a1, a2, a3);
+        let probe = scope.clone();
         let claimable = self
             .read(move |conn| {
-                let (account, agent, a1, a2) = &probe;
+                let (account, agent, a1, a2, a3) = &probe;
                 let any: bool = conn
                     .prepare_cached(CLAIMABLE)?
-                    .query_row(params![account, agent, ms(now), a1, a2], |r| r.get(0))?;
+                    .query_row(params![account, agent, ms(now), a1, a2, a3], |r| r.get(0))?;
                 if any { Ok(None) } else { next_visible(conn, &probe, now).map(Some) }
             })
             .await?;
         if let Some(next_visible_at) = claimable {
             return Ok(Claim { entries: Vec::new(), next_visible_at });
         }
+        let (evidence, claimant) = (by.evidence, by.session.as_ref().map(|s| s.to_string()));
         self.write(move |conn| {
+            let (account, agent, a1, a2, a3) = &scope;
             let mut stmt = conn.prepare_cached(&claim_sql())?;
-            let rows = stmt
-                .query_map(params![account, agent, ms(now), ms(invisible_until), limit(max), a1, a2], |r| {
-                    Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?))
-                })?;
+            let rows = stmt.query_map(
+                params![account, agent, ms(now), ms(invisible_until), limit(max), a1, a2, a3, evidence, claimant],
+                |r| Ok((r.get::<_, i64>(0)?, RawEntry::read(r, 1)?)),
+            )?;
             let mut claimed = rows.collect::<Result<Vec<_>, _>>()?;
             // RETURNING order is unspecified: deliver in first-enqueue order.
             claimed.sort_by_key(|(seq, _)| *seq);
             let entries = claimed.into_iter().map(|(_, raw)| raw.decode()).collect::<Result<Vec<_>, _>>()?;
-            Ok(Claim { entries, next_visible_at: next_visible(conn, &(account, agent, a1, a2), now)? })
+            Ok(Claim { entries, next_visible_at: next_visible(conn, &scope, now)? })
         })
         .await
     }
@@ -178,16 +188,20 @@ impl MailboxStore for SqliteStore {
         at: Timestamp,
         retain_until: Timestamp,
         max: usize,
-    ) -> Result<usize, StoreError> {
+    ) -> Result<Vec<MailboxEntry>, StoreError> {
         let (account, agent, audience) = (mailbox.account.to_string(), mailbox.agent.to_string(), session.to_string());
         self.write(move |conn| {
-            Ok(conn
-                .prepare_cached(
-                    "UPDATE mailbox SET closed_at = ?4, closed_reason = 'bounced', retain_until = ?5 \
-                     WHERE seq IN (SELECT seq FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND audience = ?3 \
-                                   AND closed_at IS NULL AND deadline >= ?4 ORDER BY seq LIMIT ?6)",
-                )?
-                .execute(params![account, agent, audience, ms(at), ms(retain_until), limit(max)])?)
+            // §14.2: command entries bounce; `response`/`receipt` entries never do.
+            let mut stmt = conn.prepare_cached(&format!(
+                "UPDATE mailbox SET closed_at = ?4, closed_reason = 'bounced', retain_until = ?5 \
+                 WHERE seq IN (SELECT seq FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND audience = ?3 \
+                               AND closed_at IS NULL AND deadline >= ?4 AND kind IN ('directive', 'message') \
+                               ORDER BY seq LIMIT ?6) RETURNING {COLUMNS}"
+            ))?;
+            let rows = stmt.query_map(params![account, agent, audience, ms(at), ms(retain_until), limit(max)], |r| {
+                RawEntry::read(r, 0)
+            })?;
+            rows.map(|row| row?.decode()).collect()
         })
         .await
     }
@@ -221,15 +235,19 @@ impl MailboxStore for SqliteStore {
         now: Timestamp,
         retain_until: Timestamp,
         max: usize,
-    ) -> Result<usize, StoreError> {
+    ) -> Result<Vec<MailboxEntry>, StoreError> {
         self.write(move |conn| {
-            Ok(conn
-                .prepare_cached(
-                    "UPDATE mailbox SET closed_at = ?1, closed_reason = 'deadline', retain_until = ?2 \
-                     WHERE seq IN (SELECT seq FROM mailbox WHERE closed_at IS NULL AND deadline < ?1 \
-                                   ORDER BY deadline LIMIT ?3)",
-                )?
-                .execute(params![ms(now), ms(retain_until), limit(max)])?)
+            // §14.2: a principal-addressed message drained but never acked is an orphan (bounced,
+            // prior `delivered`); everything else closes at its deadline.
+            let mut stmt = conn.prepare_cached(&format!(
+                "UPDATE mailbox SET closed_at = ?1, retain_until = ?2, closed_reason = CASE \
+                     WHEN kind = 'message' AND audience = 'sessions' AND delivered_at IS NOT NULL THEN 'bounced' \
+                     ELSE 'deadline' END \
+                 WHERE seq IN (SELECT seq FROM mailbox WHERE closed_at IS NULL AND deadline < ?1 \
+                               ORDER BY deadline LIMIT ?3) RETURNING {COLUMNS}"
+            ))?;
+            let rows = stmt.query_map(params![ms(now), ms(retain_until), limit(max)], |r| RawEntry::read(r, 0))?;
+            rows.map(|row| row?.decode()).collect()
         })
         .await
     }
@@ -266,13 +284,13 @@ impl MailboxStore for SqliteStore {
     }
 }
 
-/// `(account, agent, audience, audience)` of a claim.
-type ClaimScope = (String, String, String, String);
+/// `(account, agent, audience ×3)` of a claim.
+type ClaimScope = (String, String, String, String, String);
 
 fn next_visible(conn: &Connection, scope: &ClaimScope, now: Timestamp) -> Result<Option<Timestamp>, DbError> {
-    let (account, agent, a1, a2) = scope;
+    let (account, agent, a1, a2, a3) = scope;
     let next: Option<i64> =
-        conn.prepare_cached(NEXT_VISIBLE)?.query_row(params![account, agent, ms(now), a1, a2], |r| r.get(0))?;
+        conn.prepare_cached(NEXT_VISIBLE)?.query_row(params![account, agent, ms(now), a1, a2, a3], |r| r.get(0))?;
     opt_ts(next, "mailbox.visible_at")
 }
 
@@ -295,6 +313,7 @@ struct RawEntry {
     ack_by: Option<String>,
     ack_note: Option<String>,
     retain_until: Option<i64>,
+    claimant: Option<String>,
 }
 
 impl RawEntry {
@@ -317,6 +336,7 @@ impl RawEntry {
             ack_by: r.get(first + 14)?,
             ack_note: r.get(first + 15)?,
             retain_until: r.get(first + 16)?,
+            claimant: r.get(first + 17)?,
         })
     }
 
@@ -353,6 +373,10 @@ impl RawEntry {
             delivered_at: opt_ts(self.delivered_at, "mailbox.delivered_at")?,
             closed,
             retain_until: opt_ts(self.retain_until, "mailbox.retain_until")?,
+            claimant: match self.claimant {
+                Some(c) => Some(parsed(&c, "mailbox.claimant", SessionId::parse)?),
+                None => None,
+            },
         })
     }
 }

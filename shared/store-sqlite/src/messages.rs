@@ -45,11 +45,21 @@ impl MessageStore for SqliteStore {
         &self,
         message: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
+        entry: Option<&ma2h_core::mailbox::MailboxEntry>,
         now: Timestamp,
     ) -> Result<Inserted, StoreError> {
         // Encode on the caller's thread: the writer thread is the one serial resource.
         let (message, claim, envelope) = (message.clone(), claim.cloned(), json_text(&message.envelope));
-        self.write(move |conn| insert_message(conn, &message, &envelope, claim.as_ref(), now)).await
+        let entry = entry.cloned();
+        self.write(move |conn| {
+            let inserted = insert_message(conn, &message, &envelope, claim.as_ref(), now)?;
+            // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
+            if let (Inserted::New, Some(e)) = (&inserted, &entry) {
+                crate::mailbox::insert_entry(conn, e)?;
+            }
+            Ok(inserted)
+        })
+        .await
     }
 
     async fn get_claim(

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -236,6 +236,18 @@ CREATE TABLE stops (
     PRIMARY KEY (account, agent_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX mailbox_audience ON mailbox (account, agent_id, audience, seq) WHERE closed_at IS NULL;
+"#;
+
+/// Version 7: the inter-agent leg — the claiming session of a mailbox entry (a principal-addressed
+/// orphan's receipt names it, §14.2) and the per-account policy document (§8.0 opt-in, sender
+/// allowlists), versioned for compare-and-set edits.
+const V7: &str = r#"
+ALTER TABLE mailbox ADD COLUMN claimant TEXT;
+CREATE TABLE account_policy (
+    account TEXT    NOT NULL PRIMARY KEY,
+    version INTEGER NOT NULL,
+    policy  TEXT    NOT NULL
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

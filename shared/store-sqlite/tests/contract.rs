@@ -74,9 +74,9 @@ async fn reopening_the_file_preserves_everything() {
     let counter_expiry = t0() + Duration::minutes(5);
     {
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.insert_message(&open, Some(&key), t0()).await.unwrap(), Inserted::New);
+        assert_eq!(store.insert_message(&open, Some(&key), None, t0()).await.unwrap(), Inserted::New);
         for m in [&answered, &delivered] {
-            assert_eq!(store.insert_message(m, None, m.created_at).await.unwrap(), Inserted::New);
+            assert_eq!(store.insert_message(m, None, None, m.created_at).await.unwrap(), Inserted::New);
         }
         assert!(matches!(store.complete(&acct, &answered.id, &write).await.unwrap(), Completion::Applied(_)));
         store.put_credential(&cred).await.unwrap();
@@ -223,7 +223,7 @@ async fn purge_deletes_expired_claim_and_counter_rows() {
     for (i, expires) in [-10, -5, 3600].into_iter().enumerate() {
         let m = ask(&acct, &bot, now - Duration::seconds(100));
         let c = claim(&m, &format!("k{i}"), "fp", now + Duration::seconds(expires));
-        store.insert_message(&m, Some(&c), m.created_at).await.unwrap();
+        store.insert_message(&m, Some(&c), None, m.created_at).await.unwrap();
     }
     store.incr_counter("old", now - Duration::seconds(1), now).await.unwrap();
     store.incr_counter("live", now + Duration::minutes(5), now).await.unwrap();
@@ -245,7 +245,7 @@ async fn undecodable_rows_are_reported_corrupt() {
     let (acct, bot) = (account("acme"), agent("bot"));
     let (a, b) = (ask(&acct, &bot, t0()), ask(&acct, &bot, at(1)));
     for m in [&a, &b] {
-        store.insert_message(m, None, m.created_at).await.unwrap();
+        store.insert_message(m, None, None, m.created_at).await.unwrap();
     }
     let cred = credential(&acct, PrincipalId::Agent(bot.clone()), t0());
     store.put_credential(&cred).await.unwrap();

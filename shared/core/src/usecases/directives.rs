@@ -22,7 +22,7 @@ const REFUSED: [&str; 8] = ["request", "action", "state", "from", "id", "type", 
 
 /// The one answer for every undeliverable `to` — unknown agent, another account's, malformed,
 /// an unknown session — so the endpoint is no existence oracle (§4, §13.2).
-fn unknown_destination() -> HubError {
+pub(crate) fn unknown_destination() -> HubError {
     HubError::UnknownDestination("`/to`: unknown destination".into())
 }
 
@@ -132,6 +132,7 @@ pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<Ma
         deadline,
         deliveries: 0,
         delivered_at: None,
+        claimant: None,
         closed: None,
         retain_until: None,
     };

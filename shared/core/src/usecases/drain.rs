@@ -7,14 +7,15 @@
 use std::time::Duration;
 
 use ma2h_protocol::entries::ResponseEntryContext;
-use ma2h_protocol::ids::{DirectiveId, MessageId, ResolutionId};
+use ma2h_protocol::ids::{DirectiveId, MessageId, ReceiptId, ResolutionId};
 use ma2h_protocol::inbound::InboundContext;
+use ma2h_protocol::inter_agent::{MessageEntryContext, ReceiptEntryContext};
 use ma2h_protocol::signature::{self, SigningKey};
 use ma2h_protocol::time::Timestamp;
 use serde_json::Value;
 
 use crate::auth::Principal;
-use crate::mailbox::{AckRecord, Audience, EntryKind, Mailbox, MailboxEntry};
+use crate::mailbox::{AckRecord, Audience, Claimer, EntryKind, Mailbox, MailboxEntry};
 use crate::records::PrincipalId;
 use crate::session::SessionRecord;
 use crate::{Hub, HubError};
@@ -57,10 +58,6 @@ pub async fn drain(
         Some(raw) => Some(super::sessions::present(hub, principal, raw).await?),
         None => None,
     };
-    let mut audiences = vec![Audience::Any];
-    if let Some(s) = &session {
-        audiences.push(Audience::Session(s.id.clone()));
-    }
     let settings = &hub.settings.mailbox;
     let max = max.unwrap_or(settings.max_batch).min(settings.max_batch) as usize;
     let wait = wait.min(Duration::from_secs(u64::from(hub.settings.long_poll_max_seconds)));
@@ -70,23 +67,45 @@ pub async fn drain(
         // Subscribe before claiming: an enqueue between the claim and the wait still wakes us.
         let subscription = hub.changes.subscribe_mailbox(&mailbox);
         let now = hub.clock.now();
-        let window = chrono::Duration::from_std(settings.visibility_timeout).unwrap_or(chrono::Duration::seconds(60));
-        let claim = hub.mailbox.claim(&mailbox, &audiences, now, now + window, max).await?;
-        if !claim.entries.is_empty() {
-            stamp_responses(hub, &mailbox, &claim.entries, now).await;
-            return sign_all(hub, &mailbox, session.as_ref(), claim.entries).await;
+        let (entries, next_visible_at) = claim_signed(hub, &mailbox, session.as_ref(), max, true).await?;
+        if !entries.is_empty() {
+            return Ok(entries);
         }
         let left = give_up.saturating_duration_since(tokio::time::Instant::now());
         if left.is_zero() || hub.changes.closing() {
             return Ok(Vec::new());
         }
         // A lapsing visibility window makes an entry claimable without any announcement.
-        let until_visible = claim
-            .next_visible_at
+        let until_visible = next_visible_at
             .and_then(|t| (t - now).to_std().ok())
             .map_or(left, |d| d.max(Duration::from_millis(1)));
         subscription.wait(left.min(until_visible)).await;
     }
+}
+
+/// One claim for `session`'s drain (or stream), signed for this delivery. `evidence`: a drain
+/// (client-requested) stamps `delivered` tracks; a stream push does not (§8.7.2). Returns the
+/// deliveries and when the next hidden entry becomes visible.
+pub(crate) async fn claim_signed(
+    hub: &Hub,
+    mailbox: &Mailbox,
+    session: Option<&SessionRecord>,
+    max: usize,
+    evidence: bool,
+) -> Result<(Vec<Delivery>, Option<Timestamp>), HubError> {
+    let now = hub.clock.now();
+    let window =
+        chrono::Duration::from_std(hub.settings.mailbox.visibility_timeout).unwrap_or(chrono::Duration::seconds(60));
+    let audiences = Audience::for_drain(session.map(|s| &s.id));
+    let by = Claimer { session: session.map(|s| s.id.clone()), evidence };
+    let claim = hub.mailbox.claim(mailbox, &audiences, &by, now, now + window, max).await?;
+    if claim.entries.is_empty() {
+        return Ok((Vec::new(), claim.next_visible_at));
+    }
+    if evidence {
+        stamp_responses(hub, mailbox, &claim.entries, now).await;
+    }
+    Ok((sign_all(hub, mailbox, session, claim.entries).await?, claim.next_visible_at))
 }
 
 /// §14.2: a drain response is client-originated delivery evidence, so each drained `response`
@@ -120,6 +139,15 @@ async fn sign_all(
             let canonical = match (entry.kind, session) {
                 (EntryKind::Response, Some(s)) => {
                     ResponseEntryContext::for_response(&entry.payload, &s.address(), &jti, &t)
+                        .map_err(lacks)?
+                        .to_canonical()
+                }
+                // §9.8: a message binds its own `from`/`id`/`to`; a receipt the drain's session.
+                (EntryKind::Message, Some(_)) => {
+                    MessageEntryContext::for_entry(&entry.payload, &jti, &t).map_err(lacks)?.to_canonical()
+                }
+                (EntryKind::Receipt, Some(s)) => {
+                    ReceiptEntryContext::for_receipt(&entry.payload, &s.address(), &jti, &t)
                         .map_err(lacks)?
                         .to_canonical()
                 }
@@ -161,10 +189,16 @@ pub async fn ack(
     if let Some(raw) = session {
         super::sessions::present(hub, principal, raw).await?;
     }
-    // §8.7.1 ack keys: a directive's `dir_` id, a response entry's `res_` resolution id.
+    // §8.7.1 ack keys: a directive's `dir_` id, a message entry's `msg_` id, a response entry's
+    // `res_` resolution id, a receipt's `rcpt_` id.
     let mut keys: Vec<String> = ids
         .iter()
-        .filter(|id| DirectiveId::parse(id).is_some() || ResolutionId::parse(id).is_some())
+        .filter(|id| {
+            DirectiveId::parse(id).is_some()
+                || MessageId::parse(id).is_some()
+                || ResolutionId::parse(id).is_some()
+                || ReceiptId::parse(id).is_some()
+        })
         .cloned()
         .collect();
     keys.sort();
@@ -181,6 +215,8 @@ pub async fn ack(
     let response_ack = AckRecord { note: None, ..ack };
     for entry in acked.iter().filter(|e| e.kind == EntryKind::Response) {
         if let Some(id) = entry.payload.get("in_reply_to").and_then(Value::as_str).and_then(MessageId::parse) {
+            // A stream-pushed entry was never stamped (§8.7.2); its ack is the evidence.
+            hub.messages.mark_delivered(&mailbox.account, &id, now).await?;
             hub.messages.ack_response(&mailbox.account, &id, &response_ack).await?;
         }
     }

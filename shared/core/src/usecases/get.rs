@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::lifecycle::load_owned;
 use crate::auth::Principal;
+use crate::mailbox::MailboxEntry;
 use crate::records::{MessageRecord, PrincipalId};
 use crate::{Hub, HubError};
 
@@ -63,22 +64,33 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
             _ => {
                 // §14.2: the submitter's read of a terminal Response is delivery evidence.
                 let record = super::receipt::stamp_read(hub, record).await?;
+                let outbound = super::addressed::outbound(hub, &record).await?;
                 let text = record.state_text.as_deref();
-                return Ok(Read::Body(verbatim::to_vec_with_state(&body(&record), text, verbatim::GET_BODY_STATE)));
+                let body = body(&record, outbound.as_ref(), hub.clock.now());
+                return Ok(Read::Body(verbatim::to_vec_with_state(&body, text, verbatim::GET_BODY_STATE)));
             }
         }
     }
 }
 
 /// The §8.2 body: the message as submitted, its Hub id and status, and once terminal the
-/// embedded Response (byte-identical on every read).
-pub fn body(record: &MessageRecord) -> Value {
+/// embedded Response (byte-identical on every read). An addressed message adds its outbound
+/// `mailbox` track (`outbound`, its `message` entry), which an addressed notify's status mirrors.
+pub fn body(record: &MessageRecord, outbound: Option<&MailboxEntry>, now: Timestamp) -> Value {
     let mut out = match &record.envelope {
         Value::Object(m) => m.clone(),
         _ => serde_json::Map::new(),
     };
     out.insert("id".into(), Value::String(record.id.to_string()));
-    out.insert("status".into(), Value::String(record.status.as_str().to_owned()));
+    let status = super::addressed::status(record, outbound, now);
+    out.insert("status".into(), Value::String(status.as_str().to_owned()));
+    if super::addressed::is_addressed(record) {
+        // §8.2: the sender's authoritative view of the outbound track (purged → `expired`).
+        let track = outbound.map_or_else(|| serde_json::json!({"state": "expired"}), |e| {
+            super::addressed::mailbox_json(e, now)
+        });
+        out.insert("mailbox".into(), track);
+    }
     if let Some(r) = &record.response {
         out.insert("response".into(), r.clone());
     }

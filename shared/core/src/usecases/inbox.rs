@@ -75,6 +75,13 @@ pub fn allowed(record: &MessageRecord, envelope: &Envelope, principal: &Principa
                 listed.join(", ")
             ));
         }
+        Decision::AddresseeOnly => {
+            return Allowed::Denied(format!(
+                "This agent-to-agent message ({} → {}) lists no allowed_resolvers, so only its addressee may resolve it (§9.1). To unstick it, close the addressee's session: its mail bounces and this resolves as undeliverable.",
+                record.agent_id,
+                envelope.to.as_deref().unwrap_or("?")
+            ));
+        }
         Decision::SubmitterOnly => {
             return Allowed::Denied(format!(
                 "This message lists no allowed_resolvers, so only its submitting agent ({}) may resolve it (§9.1 fail-closed default).",

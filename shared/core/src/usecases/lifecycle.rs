@@ -103,20 +103,32 @@ async fn response_entry(
         deadline,
         deliveries: 0,
         delivered_at: None,
+        claimant: None,
         closed: None,
         retain_until: None,
     }))
 }
 
 /// §7 lazy expiry: an open message read strictly after `expires_at` is expired now (with its
-/// default) before anyone sees it. Returns the record as it stands afterwards.
+/// default) before anyone sees it. An open addressed ask/task whose delivery track is already
+/// undeliverable is auto-resolved here too, so the sender's pull is honest even if the sweep
+/// that bounced it stopped before resolving. Returns the record as it stands afterwards.
 pub(crate) async fn settle(hub: &Hub, record: MessageRecord) -> Result<MessageRecord, HubError> {
     let now = hub.clock.now();
-    if record.status != Status::Open || !lifecycle::is_overdue(record.expires_at, now) {
+    if record.status != Status::Open {
         return Ok(record);
     }
+    let undeliverable = match super::addressed::outbound(hub, &record).await? {
+        Some(entry) => super::addressed::undeliverable_terminal(&record, &entry, hub),
+        None => None,
+    };
+    let terminal = match undeliverable {
+        // Expiry still wins when `expires_at` passed before the track went undeliverable.
+        Some(t) if !lifecycle::is_overdue(record.expires_at, t.resolved_at) => t,
+        _ if !lifecycle::is_overdue(record.expires_at, now) => return Ok(record),
+        _ => Terminal::expiry(record.envelope()?.request(), now, hub.new_resolution_id()),
+    };
     let envelope = record.envelope()?;
-    let terminal = Terminal::expiry(envelope.request(), now, hub.new_resolution_id());
     match apply_terminal(hub, &record, &envelope, terminal).await? {
         Completion::Applied(rec) | Completion::AlreadyTerminal(rec) => Ok(rec),
         Completion::Missing => Err(HubError::NotFound),

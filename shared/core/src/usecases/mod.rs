@@ -1,12 +1,14 @@
 //! One module per use case. Shared lifecycle plumbing (lazy expiry, the terminal CAS) lives in
 //! [`lifecycle`].
 
+pub mod addressed;
 pub mod admin;
 pub mod cancel;
 pub mod directives;
 pub mod drain;
 pub mod get;
 pub mod inbox;
+pub mod inter_agent;
 mod lifecycle;
 pub mod list;
 pub mod presence;

@@ -100,6 +100,9 @@ fn authorize(
     }
     Err(match decision {
         Decision::NotResolvable => HubError::invalid_field("`/resolution`: a notify is not resolvable"),
+        Decision::AddresseeOnly => HubError::NotAuthorized(format!(
+            "{actor} may not resolve this message: without allowed_resolvers only its addressee may (§9.1)"
+        )),
         Decision::NotListed { .. } => HubError::NotAuthorized(format!("{actor} is not listed in allowed_resolvers")),
         _ => HubError::NotAuthorized(format!(
             "{actor} may not resolve this message: without allowed_resolvers only its submitting agent may (§9.1)"

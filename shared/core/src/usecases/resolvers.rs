@@ -18,6 +18,9 @@ pub(crate) enum Decision {
     NotListed { listed: Vec<String> },
     /// No `allowed_resolvers`: only the submitting agent may (§9.1 fail-closed default).
     SubmitterOnly,
+    /// No `allowed_resolvers` on an addressed message: only the addressee may (§9.1 v0.5) — not
+    /// the submitter, not the account's human.
+    AddresseeOnly,
 }
 
 impl Decision {
@@ -27,11 +30,14 @@ impl Decision {
         if record.kind == MessageType::Notify {
             return Self::NotResolvable;
         }
-        match envelope.allowed_resolvers() {
-            Some(list) if list.iter().any(|entry| actor.matches_entry(entry)) => Self::Allowed,
-            Some(list) => Self::NotListed { listed: list.to_vec() },
-            None if is_submitter(record, principal) => Self::Allowed,
-            None => Self::SubmitterOnly,
+        match (envelope.allowed_resolvers(), super::addressed::addressee(envelope)) {
+            (Some(list), _) if list.iter().any(|entry| actor.matches_entry(entry)) => Self::Allowed,
+            (Some(list), _) => Self::NotListed { listed: list.to_vec() },
+            // §9.1: the addressee default behaves like the principal-form entry `agent:<to>`.
+            (None, Some(to)) if actor.matches_entry(&format!("agent:{to}")) => Self::Allowed,
+            (None, Some(_)) => Self::AddresseeOnly,
+            (None, None) if is_submitter(record, principal) => Self::Allowed,
+            (None, None) => Self::SubmitterOnly,
         }
     }
 }

@@ -151,11 +151,13 @@ pub(crate) async fn bounce(hub: &Hub, session: &SessionRecord) -> Result<usize, 
     let mailbox = session.mailbox();
     let mut total = 0;
     loop {
-        let n = hub.mailbox.bounce_entries(&mailbox, &session.id, end.at, retain_until, BATCH).await?;
-        total += n;
-        if n == 0 {
+        let bounced = hub.mailbox.bounce_entries(&mailbox, &session.id, end.at, retain_until, BATCH).await?;
+        if bounced.is_empty() {
             break;
         }
+        total += bounced.len();
+        // §7/§8.7.1: undeliverable asks resolve and senders' live sessions get a receipt.
+        super::inter_agent::after_closed(hub, &bounced).await;
     }
     hub.sessions.bounce_done(&session.account, &session.id).await?;
     Ok(total)

@@ -20,6 +20,9 @@ pub struct SubmitAck {
     pub status: Status,
     pub poll_url: String,
     pub review_url: String,
+    /// §8.1 (v0.5): the reachability snapshot every addressed ack carries (never otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<serde_json::Value>,
 }
 
 pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<SubmitAck, HubError> {
@@ -36,17 +39,28 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     }
     let now = hub.clock.now();
     rules::check_submit(&envelope, now, &hub.settings.limits)?;
-    if envelope.to.is_some() {
-        // §1/§8.0: the inter-agent leg is not offered here, so no destination is routable.
-        return Err(HubError::UnknownDestination(
-            "`/to`: unknown destination (this hub does not offer the inter-agent leg)".into(),
-        ));
-    }
-    if let Some(session) = &envelope.agent.session {
+    let sender = crate::mailbox::Mailbox { account: principal.account.clone(), agent: agent_id.clone() };
+    let sender_session = match &envelope.agent.session {
         // §4.1: own live session → renewed (§16.2); otherwise 422 / 410.
-        let mailbox = crate::mailbox::Mailbox { account: principal.account.clone(), agent: agent_id.clone() };
-        super::sessions::named_in_submit(hub, &mailbox, session).await?;
-    }
+        Some(session) => Some(super::sessions::named_in_submit(hub, &sender, session).await?),
+        None => None,
+    };
+    // §4: an addressed message goes to the destination's mailbox, validated now.
+    let route = match &envelope.to {
+        Some(to) => match super::addressed::route(hub, &sender, sender_session.as_ref(), to).await {
+            Ok(route) => Some(route),
+            // §8.1: a replay recovers the original outcome even when its destination has gone
+            // since (a crashed sender retrying after the addressee's session ended).
+            Err(e) => match &envelope.idempotency_key {
+                Some(key) => match hub.messages.get_claim(&principal.account, agent_id, key, now).await? {
+                    Some(claim) => return replay(hub, &claim, &envelope.idempotency_fingerprint()).await,
+                    None => return Err(e),
+                },
+                None => return Err(e),
+            },
+        },
+        None => None,
+    };
     super::push::validate_callback(hub, &principal.account, &envelope).await?;
 
     let fingerprint = envelope.idempotency_fingerprint();
@@ -71,6 +85,8 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     envelope.synthesize_confirm_options();
     let id = hub.new_message_id();
     let status = lifecycle::initial_status(envelope.kind());
+    // An addressed notify's lifecycle is its mailbox track (§5.1): stored as terminal-on-accept
+    // (never open), read through the track.
     let record = MessageRecord {
         id: id.clone(),
         account: principal.account.clone(),
@@ -100,10 +116,16 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         fingerprint: fingerprint.clone(),
         expires_at: now + Duration::hours(i64::from(hub.settings.idempotency_ttl_hours)),
     });
-    match hub.messages.insert_message(&record, claim.as_ref(), now).await? {
+    let entry = route.as_ref().map(|r| super::addressed::entry(hub, r, &record, &envelope));
+    match hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref(), now).await? {
         Inserted::New => {
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");
-            Ok(ack(hub, &record))
+            if let Some(entry) = &entry {
+                hub.changes.publish_mailbox(&entry.mailbox);
+            }
+            let mut out = ack(hub, &record, entry.as_ref());
+            out.destination = route.map(|r| r.destination);
+            Ok(out)
         }
         // The key is claimed: an earlier submit (or a concurrent one that won the race).
         Inserted::Existing(claim) => replay(hub, &claim, &fingerprint).await,
@@ -116,18 +138,29 @@ async fn replay(hub: &Hub, claim: &IdempotencyRecord, fingerprint: &str) -> Resu
         return Err(HubError::IdempotencyConflict { key: claim.key.clone() });
     }
     match hub.lookup(&claim.account, &claim.message_id).await? {
-        Lookup::Found(rec) => Ok(ack(hub, &settle(hub, rec).await?)),
+        Lookup::Found(rec) => {
+            let rec = settle(hub, rec).await?;
+            let outbound = super::addressed::outbound(hub, &rec).await?;
+            let mut out = ack(hub, &rec, outbound.as_ref());
+            if super::addressed::is_addressed(&rec) {
+                // §8.1: every addressed ack carries the snapshot. A replay re-derives it for the
+                // original destination, gated by the same visibility rule.
+                out.destination = Some(super::addressed::replay_snapshot(hub, &rec).await?);
+            }
+            Ok(out)
+        }
         Lookup::Gone { .. } => Err(HubError::Gone),
         Lookup::Missing => Err(HubError::Internal(format!("idempotency claim points at missing {}", claim.message_id))),
     }
 }
 
-fn ack(hub: &Hub, rec: &MessageRecord) -> SubmitAck {
+fn ack(hub: &Hub, rec: &MessageRecord, outbound: Option<&crate::mailbox::MailboxEntry>) -> SubmitAck {
     SubmitAck {
         id: rec.id.to_string(),
-        status: rec.status,
+        status: super::addressed::status(rec, outbound, hub.clock.now()),
         poll_url: hub.poll_url(&rec.id),
         review_url: hub.review_url(&rec.id),
+        destination: None,
     }
 }
 

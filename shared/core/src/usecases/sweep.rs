@@ -38,7 +38,11 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
     // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable.
     let retain_until = super::drain::retain_after(hub, now);
-    report.entries_closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
+    let closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
+    report.entries_closed = closed.len();
+    // §14.2/§7: an addressed message that expired unseen, or a principal-addressed one orphaned
+    // after delivery, is undeliverable: resolve it (and receipt the orphan's sender).
+    super::inter_agent::after_closed(hub, &closed).await;
     report.entries_purged = hub.mailbox.purge_entries(now, SWEEP_BATCH).await?;
     // §16.3: lapsed leases become durable `expired`, then the bounce outbox is drained.
     let retention = hub.settings.sessions.terminal_retention();

@@ -1,0 +1,259 @@
+//! The v0.5 inter-agent leg (§4 `to`, §8.1, §8.7.1, §14.2, §7): routing an addressed submit, the
+//! sender's view of its outbound mailbox track, and the undeliverable auto-resolution.
+//!
+//! An addressed message is one [`MessageRecord`] (owned by the sender, resolved through the same
+//! §7 CAS as every message) plus one `message` entry in the destination mailbox, keyed by the
+//! message id and written in the same atomic insert. The entry IS the §14.2 delivery track:
+//! `delivered_at` (first drain), its ack, a bounce with `prior`, or expiry.
+
+use ma2h_protocol::entries::session_address;
+use ma2h_protocol::envelope::{Envelope, MessageType};
+use ma2h_protocol::ids::{AgentId, SessionId};
+use ma2h_protocol::inter_agent::{Destination, delivered_message};
+use ma2h_protocol::lifecycle::Status;
+use ma2h_protocol::response::Terminal;
+use ma2h_protocol::time::{self, Timestamp};
+use serde_json::{Value, json};
+
+use super::directives::unknown_destination;
+use crate::mailbox::{Audience, EntryKind, Mailbox, MailboxEntry, Track};
+use crate::records::MessageRecord;
+use crate::session::SessionRecord;
+use crate::{Hub, HubError};
+
+/// The actor attested on an undeliverable auto-resolution (§7).
+pub const UNDELIVERABLE: &str = "undeliverable";
+
+/// Where an accepted addressed message goes, and what the sender is told at send time.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub mailbox: Mailbox,
+    pub audience: Audience,
+    /// The Hub-attested `from` (§8.7.1).
+    pub from: String,
+    /// The §8.1 reachability snapshot.
+    pub destination: Value,
+}
+
+/// §4 submit-time validation of `to` within the sender's account. Unknown agent, another
+/// account's agent, an allowlist refusal and — for a sender without session visibility — a
+/// terminal session all give the one identical 422 (no oracle); the sender's own terminal
+/// session gives 410 `destination_gone`.
+pub(crate) async fn route(
+    hub: &Hub,
+    sender: &Mailbox,
+    sender_session: Option<&SessionRecord>,
+    to: &str,
+) -> Result<Route, HubError> {
+    let policy = hub.credentials.get_account_policy(&sender.account).await?.unwrap_or_default();
+    if !(hub.settings.inter_agent.enabled && policy.inter_agent) {
+        // §8.0: the leg is account-opt-in; this is the sender's own account, so no oracle.
+        return Err(HubError::UnknownDestination(
+            "`/to`: the inter-agent leg is not enabled for this account (an operator enables it)".into(),
+        ));
+    }
+    check_rate(hub, sender).await?;
+    let dest = Destination::parse(to).ok_or_else(unknown_destination)?;
+    if !policy.allows(&sender.agent, &dest.agent) {
+        return Err(unknown_destination());
+    }
+    // "Known" = the agent has a signing secret in this account (every agent credential creates it).
+    let secret = hub.credentials.get_secret(&sender.account, &dest.agent, crate::admin::SIGNING_SECRET_NAME).await?;
+    if secret.is_none() {
+        return Err(unknown_destination());
+    }
+    let mailbox = Mailbox { account: sender.account.clone(), agent: dest.agent.clone() };
+    // §16.4: with `agent_list_visibility: false`, an agent sees only its own sessions.
+    let visible = sender.agent == dest.agent;
+    let now = hub.clock.now();
+    let (audience, session) = match &dest.session {
+        None => (Audience::Sessions, None),
+        Some(raw) => {
+            let id = SessionId::parse(raw).ok_or_else(unknown_destination)?;
+            match hub.sessions.get_session(&mailbox.account, &id).await? {
+                Some(s) if s.agent == mailbox.agent && s.is_live(now) => (Audience::Session(id), Some(s)),
+                Some(s) if s.agent == mailbox.agent && visible => {
+                    return Err(HubError::DestinationGone("`/to`: that session has ended".into()));
+                }
+                _ => return Err(unknown_destination()),
+            }
+        }
+    };
+    let destination = if visible { reachability(hub, &mailbox, session.as_ref(), now).await? } else { unknown() };
+    let from = match sender_session {
+        Some(s) => session_address(sender.agent.as_str(), s.id.as_str()),
+        None => format!("agent:{}", sender.agent),
+    };
+    Ok(Route { mailbox, audience, from, destination })
+}
+
+fn unknown() -> Value {
+    json!({ "state": "unknown" })
+}
+
+/// §15.1 session-bearing reachability: the addressed session's `last_seen`, or the freshest of
+/// the principal's live sessions. A destination never seen by a session reads `unknown`.
+async fn reachability(
+    hub: &Hub,
+    mailbox: &Mailbox,
+    session: Option<&SessionRecord>,
+    now: Timestamp,
+) -> Result<Value, HubError> {
+    let last_seen = match session {
+        Some(s) => s.last_seen,
+        None => hub
+            .sessions
+            .list_sessions(&mailbox.account, Some(&mailbox.agent), 64)
+            .await?
+            .iter()
+            .filter(|s| s.is_live(now))
+            .filter_map(|s| s.last_seen)
+            .max(),
+    };
+    let Some(seen) = last_seen else { return Ok(unknown()) };
+    let fresh = chrono::Duration::from_std(hub.settings.mailbox.presence_freshness).unwrap_or_default();
+    let state = if now - seen <= fresh { "online" } else { "offline" };
+    Ok(json!({ "state": state, "last_seen": time::format(seen) }))
+}
+
+/// §8.6 per-sender budget for addressed submits (`rate_limit.inter_agent_requests_per_minute`).
+async fn check_rate(hub: &Hub, sender: &Mailbox) -> Result<(), HubError> {
+    let limit = hub.settings.inter_agent.requests_per_minute;
+    if limit == 0 {
+        return Ok(());
+    }
+    let now = hub.clock.now();
+    let minute = now.timestamp().div_euclid(60);
+    let key = format!("ia/{}/{minute}", sender.key());
+    let window_end = time::from_millis((minute + 1) * 60_000);
+    let count = hub.messages.incr_counter(&key, window_end, now).await?;
+    if count > u64::from(limit) {
+        return Err(HubError::RateLimited {
+            message: format!("more than {limit} addressed messages per minute from this agent"),
+            retry_after_secs: u64::try_from((window_end - now).num_seconds().max(1)).unwrap_or(1),
+        });
+    }
+    Ok(())
+}
+
+/// The `message` entry for an accepted addressed message: the delivered form, deadline at the
+/// earlier of its `expires_at` and the inbound retention (§9.8: never delivered after it).
+pub(crate) fn entry(hub: &Hub, route: &Route, record: &MessageRecord, envelope: &Envelope) -> MailboxEntry {
+    let now = record.created_at;
+    let retention = chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
+    let deadline = envelope.expires_at.map_or(now + retention, |e| e.min(now + retention));
+    let raw = match &record.envelope {
+        Value::Object(m) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    MailboxEntry {
+        mailbox: route.mailbox.clone(),
+        key: record.id.to_string(),
+        kind: EntryKind::Message,
+        audience: route.audience.clone(),
+        payload: delivered_message(&raw, record.id.as_str(), &route.from),
+        author: route.from.clone(),
+        enqueued_at: now,
+        visible_at: now,
+        deadline,
+        deliveries: 0,
+        delivered_at: None,
+        claimant: None,
+        closed: None,
+        retain_until: None,
+    }
+}
+
+/// Is this an addressed message (its accepted envelope carries `to`)?
+pub(crate) fn is_addressed(record: &MessageRecord) -> bool {
+    record.envelope.get("to").is_some()
+}
+
+/// The outbound `message` entry of an addressed message (until it is purged).
+pub(crate) async fn outbound(hub: &Hub, record: &MessageRecord) -> Result<Option<MailboxEntry>, HubError> {
+    if !is_addressed(record) {
+        return Ok(None);
+    }
+    Ok(hub.mailbox.get_entry(&record.account, record.id.as_str()).await?.filter(|e| e.kind == EntryKind::Message))
+}
+
+/// The status a sender reads: an addressed notify mirrors its mailbox track (§5.1, §8.2).
+pub(crate) fn status(record: &MessageRecord, outbound: Option<&MailboxEntry>, now: Timestamp) -> Status {
+    match outbound {
+        Some(entry) if record.kind == MessageType::Notify => match entry.track(now) {
+            Track::Queued => Status::Queued,
+            Track::Delivered { .. } => Status::Delivered,
+            Track::Acknowledged { .. } => Status::Acknowledged,
+            Track::Bounced { .. } => Status::Bounced,
+            Track::Expired => Status::Expired,
+        },
+        // Purged entry of an addressed notify: its last word is unknowable; the record says
+        // delivered-on-accept only for human-inbox notifies, so say `expired` rather than lie.
+        None if record.kind == MessageType::Notify && is_addressed(record) => Status::Expired,
+        _ => record.status,
+    }
+}
+
+/// The §8.2 `mailbox` object: `{state, delivered_at?, acknowledged_at?, prior?}`.
+pub(crate) fn mailbox_json(entry: &MailboxEntry, now: Timestamp) -> Value {
+    let track = entry.track(now);
+    let mut out = json!({ "state": track.as_str() });
+    if let Some(at) = entry.delivered_at {
+        out["delivered_at"] = json!(time::format(at));
+    }
+    if let Track::Acknowledged { ack, .. } = &track {
+        out["acknowledged_at"] = json!(time::format(ack.acked_at));
+    }
+    if let Some(prior) = track.prior() {
+        out["prior"] = json!(prior);
+    }
+    out
+}
+
+/// §7: an addressed ask/task whose delivery track reached `bounced` or `expired` auto-resolves
+/// `cancelled`/`dismissed` by `system:undeliverable` (a no-op when anything else won first).
+pub(crate) fn undeliverable_terminal(
+    record: &MessageRecord,
+    entry: &MailboxEntry,
+    hub: &Hub,
+) -> Option<Terminal> {
+    if !record.status.is_open() || record.kind == MessageType::Notify {
+        return None;
+    }
+    let now = hub.clock.now();
+    let at = match entry.track(now) {
+        Track::Bounced { at, .. } => at,
+        Track::Expired => entry.closed.as_ref().map_or(now, |c| c.at).min(now),
+        _ => return None,
+    };
+    let actor = ma2h_protocol::ids::Actor::System(UNDELIVERABLE.to_owned());
+    Some(Terminal::undeliverable(record.kind, actor, at.max(record.created_at), hub.new_resolution_id()))
+}
+
+/// The address of the live session an addressed message's sender submitted with, if any.
+pub(crate) fn sender_session(record: &MessageRecord) -> Option<SessionId> {
+    record.envelope.get("agent")?.get("session")?.as_str().and_then(SessionId::parse)
+}
+
+/// Does `agent` own this addressed message's destination? (§9.1 addressee default.)
+pub(crate) fn addressee(envelope: &Envelope) -> Option<AgentId> {
+    envelope.to.as_deref().and_then(Destination::parse).map(|d| d.agent)
+}
+
+/// The §8.1 snapshot for a replayed addressed ack: re-derived for the original destination under
+/// the same visibility rule as the first ack.
+pub(crate) async fn replay_snapshot(hub: &Hub, record: &MessageRecord) -> Result<Value, HubError> {
+    let Some(dest) = record.envelope.get("to").and_then(Value::as_str).and_then(Destination::parse) else {
+        return Ok(unknown());
+    };
+    if dest.agent != record.agent_id {
+        return Ok(unknown());
+    }
+    let mailbox = Mailbox { account: record.account.clone(), agent: dest.agent };
+    let now = hub.clock.now();
+    let session = match dest.session.as_deref().and_then(SessionId::parse) {
+        Some(id) => hub.sessions.get_session(&record.account, &id).await?.filter(|s| s.agent == mailbox.agent),
+        None => None,
+    };
+    reachability(hub, &mailbox, session.as_ref(), now).await
+}
