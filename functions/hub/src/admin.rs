@@ -114,6 +114,29 @@ pub enum AdminCommand {
         #[command(flatten)]
         target: Agent,
     },
+    /// Show the account's inter-agent policy (§8.0); `--enable`/`--disable` opts the account in
+    /// or out of agent-to-agent messaging (off by default).
+    InterAgent {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long, conflicts_with = "disable")]
+        enable: bool,
+        #[arg(long)]
+        disable: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restrict who may address an agent (§13.5): only the `--sender` agents may send to
+    /// `--agent`; `--clear` removes the list (any same-account agent may again).
+    AllowSenders {
+        #[command(flatten)]
+        target: Agent,
+        /// A sender agent id; repeat for several.
+        #[arg(long = "sender", required_unless_present = "clear")]
+        senders: Vec<String>,
+        #[arg(long, conflicts_with = "senders")]
+        clear: bool,
+    },
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -214,6 +237,19 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
             json!({ "account": t.account, "agent": t.agent, "hosts": admin::list_bindings(hub, &t.account, &t.agent).await? }),
             t.json,
         ),
+        AdminCommand::InterAgent { account, enable, disable, json } => {
+            let patch = match (enable, disable) {
+                (true, _) => json!({ "enabled": true }),
+                (_, true) => json!({ "enabled": false }),
+                _ => json!({}),
+            };
+            (policy_json(&account, &admin::inter_agent(hub, &account, patch).await?), json)
+        }
+        AdminCommand::AllowSenders { target: t, senders, clear } => {
+            let list = if clear { Value::Null } else { json!(senders) };
+            let patch = json!({ "allowlists": { t.agent.clone(): list } });
+            (policy_json(&t.account, &admin::inter_agent(hub, &t.account, patch).await?), t.json)
+        }
         AdminCommand::StopAgent { target: t } => {
             let stop = admin::stop_agent(hub, &t.account, &t.agent).await?;
             (stop_json(&t, Some(&stop)), t.json)
@@ -265,4 +301,8 @@ fn print_text(value: &Value) {
             println!("{k}: {}", v.as_str().map_or_else(|| v.to_string(), str::to_owned));
         }
     }
+}
+
+fn policy_json(account: &str, p: &ma2h_core::policy::AccountPolicy) -> Value {
+    json!({ "account": account, "inter_agent": p.inter_agent, "allowlists": p.allowlists })
 }

@@ -29,7 +29,9 @@ enum Command {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    let settings = Settings::from_env()?;
+    let mut settings = Settings::from_env()?;
+    // §8.7.2: this process holds connections open, so it serves (and advertises) the stream.
+    settings.inter_agent.stream_served = true;
     app::init_tracing(&settings);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => app::run(settings).await,

@@ -471,13 +471,16 @@ impl Settings {
         if self.sweep_interval.is_zero() {
             return err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
         }
-        // §8.0/§8.7.2: a hold longer than the freshness window would read a healthy held stream
-        // as offline mid-hold (each hold also ends before its lease lapses: see the stream).
-        let hold = self.inter_agent.stream_max_hold;
-        if hold.is_zero() || hold > mb.presence_freshness {
-            return err("MA2H_STREAM_MAX_HOLD_SECONDS must be at least 1 and at most MA2H_PRESENCE_FRESHNESS_SECONDS");
+        if self.inter_agent.stream_max_hold.is_zero() {
+            return err("MA2H_STREAM_MAX_HOLD_SECONDS must be at least 1");
         }
         Ok(())
+    }
+
+    /// §8.0/§8.7.2: the stream hold in force — never longer than the presence window, or a
+    /// healthy held stream would read offline mid-hold.
+    pub fn stream_hold(&self) -> Duration {
+        self.inter_agent.stream_max_hold.min(self.mailbox.presence_freshness)
     }
 
     /// The largest request body the HTTP layer buffers: the envelope cap and one byte, so an

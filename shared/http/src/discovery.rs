@@ -50,6 +50,19 @@ pub fn capability_document(hub: &Hub) -> Value {
         "webhook_supported": false,
         "session_param": true,
     });
+    let ia = &s.inter_agent;
+    if ia.stream_served {
+        // §8.7.2: only where it is served (the local binary); hold ≤ the presence window.
+        doc["inbound"]["stream_url"] = json!(format!("{}/v1/inbox/stream", s.public_url));
+        doc["inbound"]["stream_max_hold_seconds"] = json!(s.stream_hold().as_secs().max(1));
+    }
+    // §8.0: the deployment ceiling — each account still opts in (default off) through its
+    // operator. Requires the §14 ack primitive, advertised below.
+    doc["inter_agent"] = json!({
+        "enabled": ia.enabled,
+        "entry_kinds": ["message", "response", "receipt"],
+        "sender_allowlists": true,
+    });
     // §16: sessions, with the §16.4.1 hard stop (every point of its checklist holds). Agents
     // never hold the account-wide listing grant here.
     let ss = &s.sessions;
@@ -72,6 +85,9 @@ pub fn capability_document(hub: &Hub) -> Value {
     }
     if s.inbox_depth > 0 {
         rate.insert("inbox_depth".into(), s.inbox_depth.into());
+    }
+    if ia.enabled && ia.requests_per_minute > 0 {
+        rate.insert("inter_agent_requests_per_minute".into(), ia.requests_per_minute.into());
     }
     if !rate.is_empty() {
         doc["rate_limit"] = Value::Object(rate);

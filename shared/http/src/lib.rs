@@ -6,10 +6,12 @@
 mod discovery;
 pub mod error;
 pub mod extract;
+mod inter_agent;
 mod mailbox;
 mod messages;
 mod operator;
 mod sessions;
+mod stream;
 pub mod ui;
 
 use std::time::Instant;
@@ -39,6 +41,8 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/operator/directives/{id}", get(mailbox::track))
         .route("/v1/inbox", get(mailbox::drain))
         .route("/v1/inbox/ack", post(mailbox::ack))
+        .route("/v1/inbox/stream", get(stream::open))
+        .route("/v1/operator/inter-agent", get(inter_agent::read).patch(inter_agent::update))
         .route("/v1/agents/{*rest}", get(sessions::agent_get).post(sessions::agent_post).delete(sessions::agent_delete))
         .route("/v1/sessions", post(sessions::register).get(sessions::list))
         .route("/v1/sessions/{id}", get(sessions::read).delete(sessions::close))

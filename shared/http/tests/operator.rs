@@ -73,7 +73,10 @@ async fn the_capability_document_reflects_the_configuration() {
     assert_eq!(r.status, StatusCode::OK);
     schema::validate(SchemaKind::Capability, &r.body).unwrap();
     assert_eq!(r.body["ma2h_version"], "0.5");
-    assert_eq!(r.body["rate_limit"], json!({"requests_per_minute": 42, "inbox_depth": 7}));
+    assert_eq!(
+        r.body["rate_limit"],
+        json!({"requests_per_minute": 42, "inbox_depth": 7, "inter_agent_requests_per_minute": 120})
+    );
     assert_eq!(r.body["retention_days"], 9);
     assert_eq!(r.body["long_poll_max_seconds"], 25);
     assert_eq!(r.body["max_body_bytes"], 65536);
@@ -83,8 +86,8 @@ async fn the_capability_document_reflects_the_configuration() {
     let key = &r.body["signing_keys"][0];
     assert_eq!((key["alg"].as_str(), key["status"].as_str()), (Some("ed25519"), Some("current")));
     assert_eq!(key["public_key"].as_str().unwrap().len(), 43, "32 bytes, base64url");
-    // Advertised: the mailbox, acks, presence and sessions (with the hard stop); not yet: the
-    // inter-agent leg.
+    // Advertised: the mailbox, acks, presence, sessions (with the hard stop) and the inter-agent
+    // leg's deployment ceiling.
     assert_eq!((r.body["inbound"]["enabled"].as_bool(), r.body["ack"]["enabled"].as_bool()), (Some(true), Some(true)));
     assert_eq!(r.body["inbound"]["session_param"], true);
     assert_eq!(
@@ -92,7 +95,10 @@ async fn the_capability_document_reflects_the_configuration() {
         json!({"enabled": true, "min_ttl_seconds": 60, "max_ttl_seconds": 3600, "max_live_per_agent": 16,
                "agent_list_visibility": false, "terminal_retention_seconds": 86400, "operator_hard_stop": true})
     );
-    assert!(r.body.get("inter_agent").is_none());
+    assert_eq!(
+        r.body["inter_agent"],
+        json!({"enabled": true, "entry_kinds": ["message", "response", "receipt"], "sender_allowlists": true})
+    );
 }
 
 /// Issue 13 item 4: 504 open asks from one agent, then one from another. Nothing hides: the

@@ -322,3 +322,17 @@ pub async fn set_signing_alg(hub: &Hub, account: &str, agent: &str, alg: &str) -
     }
     seal_and_store(hub, &account, &agent, crate::push::SIGNING_ALG_NAME, alg).await
 }
+
+/// The account's inter-agent policy (`ma2h-hub admin inter-agent`), changed by `patch` first when
+/// it is non-empty (`{"enabled": …}` / `{"allowlists": {…}}`, as the operator API takes it).
+pub async fn inter_agent(
+    hub: &Hub,
+    account: &str,
+    patch: serde_json::Value,
+) -> Result<crate::policy::AccountPolicy, HubError> {
+    let account = AccountId::parse(account).ok_or_else(|| HubError::validation("not a valid account id"))?;
+    if patch.as_object().is_some_and(|m| m.is_empty()) {
+        return Ok(hub.credentials.get_account_policy(&account).await?.unwrap_or_default());
+    }
+    super::inter_agent::apply(hub, &account, &patch, ADMIN_ACTOR).await
+}

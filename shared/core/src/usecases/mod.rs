@@ -18,5 +18,6 @@ pub mod receipt;
 pub mod resolve;
 mod resolvers;
 pub mod sessions;
+pub mod stream;
 pub mod submit;
 pub mod sweep;

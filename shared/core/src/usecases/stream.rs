@@ -1,0 +1,73 @@
+//! §8.7.2 the optional stream: the same session-scoped entries as the drain, pushed over one held
+//! connection. The HTTP layer frames them as Server-Sent Events; this is the protocol logic.
+//!
+//! * Opening a stream presents the session (§8.7.1 rules: 404 / 410) and renews its lease — the
+//!   connect is client-originated; the open socket afterwards is not (§8.7.2: a zombie socket
+//!   must not hold a session online).
+//! * Each hold ends at the lesser of `stream_max_hold_seconds` and a nonzero margin before the
+//!   lease lapses, so the client's reconnect (its renewal) always lands inside the lease.
+//! * A push is provisional: it starts the visibility window (no sibling gets the entry) but does
+//!   not stamp `delivered` — only a drain or the ack advances a track.
+
+use std::time::Duration;
+
+use crate::auth::Principal;
+use crate::mailbox::Mailbox;
+use crate::session::SessionRecord;
+use crate::usecases::drain::{Delivery, claim_signed, own_mailbox};
+use crate::{Hub, HubError};
+
+/// One held stream.
+pub struct Stream {
+    hub: Hub,
+    mailbox: Mailbox,
+    session: SessionRecord,
+    until: tokio::time::Instant,
+    /// How long this hold lasts, for the client's information.
+    pub hold: Duration,
+}
+
+/// Open a stream for the caller's own live session (renewing it).
+pub async fn open(hub: &Hub, principal: &Principal, session: Option<&str>) -> Result<Stream, HubError> {
+    let mailbox = own_mailbox(principal)?;
+    let Some(raw) = session else {
+        return Err(HubError::validation("query `session` is required: the stream serves one session (§8.7.2)"));
+    };
+    let session = super::sessions::present(hub, principal, raw).await?;
+    crate::presence::seen(hub, &mailbox).await;
+    let hold = hold_for(hub, &session);
+    Ok(Stream { hub: hub.clone(), mailbox, session, until: tokio::time::Instant::now() + hold, hold })
+}
+
+/// §8.7.2: min(max hold, lease remaining − margin); the margin is a quarter of what remains,
+/// capped at 5 s and never under 50 ms.
+fn hold_for(hub: &Hub, session: &SessionRecord) -> Duration {
+    let remaining = (session.expires_at - hub.clock.now()).to_std().unwrap_or_default();
+    let margin = (remaining / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+    hub.settings.stream_hold().min(remaining.saturating_sub(margin))
+}
+
+impl Stream {
+    /// The next batch of entries, waiting for one; `None` when the hold is over (the client
+    /// reconnects) or the Hub is shutting down.
+    pub async fn next(&mut self) -> Result<Option<Vec<Delivery>>, HubError> {
+        let max = self.hub.settings.mailbox.max_batch as usize;
+        loop {
+            let subscription = self.hub.changes.subscribe_mailbox(&self.mailbox);
+            let now = self.hub.clock.now();
+            let (entries, next_visible_at) =
+                claim_signed(&self.hub, &self.mailbox, Some(&self.session), max, false).await?;
+            if !entries.is_empty() {
+                return Ok(Some(entries));
+            }
+            let left = self.until.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() || self.hub.changes.closing() {
+                return Ok(None);
+            }
+            let until_visible = next_visible_at
+                .and_then(|t| (t - now).to_std().ok())
+                .map_or(left, |d| d.max(Duration::from_millis(1)));
+            subscription.wait(left.min(until_visible)).await;
+        }
+    }
+}

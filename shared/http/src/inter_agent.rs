@@ -1,0 +1,32 @@
+//! `GET|PATCH /v1/operator/inter-agent`: the account's inter-agent policy (§8.0 opt-in, §13.5
+//! sender allowlists), managed by its human.
+
+use axum::Json;
+use axum::extract::State;
+use ma2h_core::policy::AccountPolicy;
+use ma2h_core::{Hub, HubError, inter_agent};
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::extract::{Body, Caller};
+
+pub async fn read(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
+    Ok(Json(policy_json(&hub, &inter_agent::read(&hub, &who).await?)))
+}
+
+pub async fn update(State(hub): State<Hub>, Caller(who): Caller, Body(body): Body) -> Result<Json<Value>, ApiError> {
+    let patch: Value = serde_json::from_slice(&body)
+        .map_err(|e| HubError::validation(format!("`/`: the body is not valid JSON ({e})")))?;
+    Ok(Json(policy_json(&hub, &inter_agent::update(&hub, &who, &patch).await?)))
+}
+
+/// `enabled` is what takes effect: the account's opt-in under the deployment ceiling.
+pub fn policy_json(hub: &Hub, p: &AccountPolicy) -> Value {
+    json!({
+        "enabled": p.inter_agent && hub.settings.inter_agent.enabled,
+        "account_opt_in": p.inter_agent,
+        "deployment_enabled": hub.settings.inter_agent.enabled,
+        "allowlists": p.allowlists,
+        "version": p.version,
+    })
+}

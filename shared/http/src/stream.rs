@@ -1,0 +1,76 @@
+//! `GET /v1/inbox/stream?session=sess_…` (§8.7.2) as Server-Sent Events — served by the local
+//! binary only (a Lambda behind API Gateway cannot hold a response open).
+//!
+//! Framing (the spec leaves it open; `docs/design/inter-agent.md` documents it):
+//!
+//! ```text
+//! retry: 1000
+//! : hold 25
+//!
+//! event: message              ← the entry kind: directive | message | response | receipt
+//! id: msg_01…                 ← the entry's §8.7.1 ack key (usable as Last-Event-ID)
+//! data: {"message": {…}, "signature": "MA2H-Signature: t=…,jti=…,v1=…"}
+//!
+//! event: close                ← the hold bound: reconnect now (the reconnect renews the lease)
+//! data: {"reconnect": true}
+//! ```
+//!
+//! Each `data` line is exactly one drain item. A pushed entry is provisional: ack it (`POST
+//! /v1/inbox/ack?session=…`) or it is redelivered after the visibility window.
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use ma2h_core::drain::Delivery;
+use ma2h_core::{Hub, HubError};
+use serde_json::{Map, Value, json};
+
+use crate::error::ApiError;
+use crate::extract::{Caller, Params};
+
+pub async fn open(State(hub): State<Hub>, Caller(who): Caller, params: Params) -> Result<Response, ApiError> {
+    if !hub.settings.inter_agent.stream_served {
+        return Err(HubError::NotFound.into());
+    }
+    let s = ma2h_core::stream::open(&hub, &who, params.get("session")).await?;
+    let preamble = Bytes::from(format!("retry: 1000\n: hold {}\n\n", s.hold.as_secs()));
+    // States: Some(stream) while holding; None once the close frame was sent.
+    let frames = stream::unfold(Some(s), |state| async move {
+        let mut s = state?;
+        match s.next().await {
+            Ok(Some(batch)) => Some((Ok::<_, std::io::Error>(Bytes::from(frames(&batch))), Some(s))),
+            Ok(None) => Some((Ok(Bytes::from_static(b"event: close\ndata: {\"reconnect\":true}\n\n")), None)),
+            Err(e) => {
+                tracing::warn!(error = %e, "stream ended by an error; the client reconnects");
+                Some((Ok(Bytes::from_static(b"event: close\ndata: {\"reconnect\":true}\n\n")), None))
+            }
+        }
+    });
+    let body = Body::from_stream(futures_util::StreamExt::chain(stream::iter([Ok(preamble)]), frames));
+    let mut resp = body.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+/// One SSE event per delivery: `event` = kind, `id` = ack key, `data` = the drain item.
+fn frames(batch: &[Delivery]) -> String {
+    let mut out = String::new();
+    for d in batch {
+        let mut item = Map::new();
+        item.insert(d.kind.as_str().into(), d.payload.clone());
+        item.insert("signature".into(), json!(d.signature));
+        let key = ack_key(d);
+        out.push_str(&format!("event: {}\nid: {key}\ndata: {}\n\n", d.kind.as_str(), Value::Object(item)));
+    }
+    out
+}
+
+/// §8.7.1 pinned ack keys: `resolution_id` for a response, `id` for every other kind.
+fn ack_key(d: &Delivery) -> String {
+    let member = if d.kind == ma2h_core::mailbox::EntryKind::Response { "resolution_id" } else { "id" };
+    d.payload.get(member).and_then(Value::as_str).unwrap_or_default().replace(['\n', '\r'], "")
+}
