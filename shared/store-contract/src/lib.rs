@@ -25,6 +25,7 @@ use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore, SessionStore
 
 pub mod credentials;
 pub mod fixtures;
+pub mod inter_agent;
 pub mod listing;
 pub mod mailbox;
 pub mod maintenance;
@@ -33,6 +34,7 @@ pub mod push;
 pub mod sessions;
 
 pub use credentials::*;
+pub use inter_agent::*;
 pub use listing::*;
 pub use mailbox::*;
 pub use maintenance::*;
@@ -82,6 +84,12 @@ pub const CHECKS: &[&str] = &[
     "session_addressed_entries_reach_only_their_session_and_bounce_with_prior",
     "lapsed_sessions_expire_from_an_index_and_are_purged_once_bounced",
     "a_response_entry_commits_with_its_terminal_only",
+    "an_addressed_insert_commits_its_entry_with_the_message_or_not_at_all",
+    "principal_addressed_entries_reach_only_session_drains_one_claimant_per_window",
+    "a_stream_claim_starts_the_window_without_delivery_evidence_and_can_be_acked",
+    "a_session_bounce_spares_response_and_receipt_entries_and_returns_what_it_closed",
+    "a_drained_principal_addressed_message_is_an_orphan_at_its_deadline",
+    "the_account_policy_is_written_by_compare_and_set",
 ];
 
 /// Run every check against a fresh store from `make`. Panics on the first failure, naming the
@@ -133,5 +141,11 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         session_addressed_entries_reach_only_their_session_and_bounce_with_prior,
         lapsed_sessions_expire_from_an_index_and_are_purged_once_bounced,
         a_response_entry_commits_with_its_terminal_only,
+        an_addressed_insert_commits_its_entry_with_the_message_or_not_at_all,
+        principal_addressed_entries_reach_only_session_drains_one_claimant_per_window,
+        a_stream_claim_starts_the_window_without_delivery_evidence_and_can_be_acked,
+        a_session_bounce_spares_response_and_receipt_entries_and_returns_what_it_closed,
+        a_drained_principal_addressed_message_is_an_orphan_at_its_deadline,
+        the_account_policy_is_written_by_compare_and_set,
     );
 }
