@@ -311,3 +311,35 @@ async fn sessions_are_registered_renewed_killed_and_swept_through_lambda_events(
     e.clock.advance(chrono::Duration::days(2));
     assert_eq!(handlers::sweep(&e.dep).await.unwrap().sessions_purged, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_to_agent_ask_is_routed_answered_and_acknowledged_through_lambda_events() {
+    let Some(e) = env().await else { return };
+    let worker = admin::create_agent(&e.dep.hub, "acme", "worker", None).await.unwrap().api_key;
+    let (status, policy) =
+        call(&e, event("PATCH", "/v1/operator/inter-agent", &e.operator, Some(&json!({"enabled": true})))).await;
+    assert_eq!((status, policy["enabled"].as_bool()), (StatusCode::OK, Some(true)), "{policy}");
+    let (_, reg) = call(&e, event("POST", "/v1/sessions", &worker, Some(&json!({"ttl_seconds": 600})))).await;
+    let sess = reg["session"]["id"].as_str().unwrap().to_owned();
+    let ask = json!({"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
+                     "agent": {"id": "bot", "run_id": "r", "runtime": "cloud"}, "to": "agent:worker",
+                     "title": "Restart the consumer?", "idempotency_key": "a2a-1", "request": {"mode": "confirm"}});
+    let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask))).await;
+    assert_eq!(
+        (status, ack["status"].as_str(), &ack["destination"]),
+        (StatusCode::ACCEPTED, Some("open"), &json!({"state": "unknown"}))
+    );
+    let id = ack["id"].as_str().unwrap().to_owned();
+    let (_, drained) = call(&e, event("GET", &format!("/v1/inbox?session={sess}"), &worker, None)).await;
+    assert_eq!(drained["messages"][0]["message"]["from"], "agent:bot");
+    let answer = json!({"resolution": "answered", "value": "approve"});
+    let (status, done) =
+        call(&e, event("POST", &format!("/v1/messages/{id}/resolve?session={sess}"), &worker, Some(&answer))).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    let (_, acked) =
+        call(&e, event("POST", &format!("/v1/inbox/ack?session={sess}"), &worker, Some(&json!({"ids": [id]})))).await;
+    assert_eq!(acked, json!({"acked": 1}));
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+    assert_eq!((read["status"].as_str(), read["mailbox"]["state"].as_str()), (Some("answered"), Some("acknowledged")));
+    assert_eq!(read["response"]["response"]["actor"], format!("agent:worker#{sess}"));
+}

@@ -23,7 +23,8 @@ mod usecases;
 pub use error::HubError;
 pub use hub::Hub;
 pub use usecases::{
-    addressed, admin, cancel, directives, drain, get, inbox, inter_agent, list, presence, push, receipt, resolve, sessions, stream, submit, sweep,
+    addressed, admin, cancel, directives, drain, get, inbox, inter_agent, list, presence, push, receipt, resolve,
+    sessions, stream, submit, sweep,
 };
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.

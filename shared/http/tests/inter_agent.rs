@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 
 impl TestHub {
     async fn opt_in(&self) {
-        let r = self.call(Method::PATCH, "/v1/operator/inter-agent", Some(&self.operator), Some(json!({"enabled": true}))).await;
+        let r = self
+            .call(Method::PATCH, "/v1/operator/inter-agent", Some(&self.operator), Some(json!({"enabled": true})))
+            .await;
         assert_eq!((r.status, r.body["enabled"].as_bool()), (StatusCode::OK, Some(true)), "{}", r.body);
     }
 
@@ -104,7 +106,8 @@ async fn the_leg_is_off_until_the_accounts_operator_opts_in() {
     let off = h.submit(&h.agent, notify_to("agent:other")).await;
     assert_eq!((off.status, off.code()), (StatusCode::UNPROCESSABLE_ENTITY, "unknown_destination"));
     assert!(off.message().contains("not enabled"), "{}", off.body);
-    let denied = h.call(Method::PATCH, "/v1/operator/inter-agent", Some(&h.agent), Some(json!({"enabled": true}))).await;
+    let denied =
+        h.call(Method::PATCH, "/v1/operator/inter-agent", Some(&h.agent), Some(json!({"enabled": true}))).await;
     assert_eq!(denied.status, StatusCode::FORBIDDEN, "only the account's human opts in");
     h.opt_in().await;
     let r = h.submit(&h.agent, notify_to("agent:other")).await;
@@ -132,10 +135,10 @@ async fn every_undeliverable_destination_answers_one_identical_422_and_the_sende
 
     let mut bodies = Vec::new();
     for to in [
-        "agent:nobody".to_owned(),                  // unknown
-        "agent:elsewhere".to_owned(),               // another account's agent
-        "agent:guarded".to_owned(),                 // allowlist refuses bot
-        format!("agent:other#{theirs}"),            // ended, but bot may not see other's sessions
+        "agent:nobody".to_owned(),                                // unknown
+        "agent:elsewhere".to_owned(),                             // another account's agent
+        "agent:guarded".to_owned(),                               // allowlist refuses bot
+        format!("agent:other#{theirs}"),                          // ended, but bot may not see other's sessions
         "agent:other#sess_01JZZZZZZZZZZZZZZZZZZZZZZZ".to_owned(), // unknown session
     ] {
         let r = h.submit(&h.agent, notify_to(&to)).await;
@@ -168,7 +171,10 @@ async fn an_addressed_ask_reaches_only_a_session_drain_signed_and_stripped_and_o
     let entries = h.drain(&h.other_agent, Some(&worker)).await;
     assert_eq!(entries.len(), 1);
     let m = &entries[0]["message"];
-    assert_eq!((m["id"].as_str(), m["from"].as_str()), (Some(id.as_str()), Some(format!("agent:bot#{asker}").as_str())));
+    assert_eq!(
+        (m["id"].as_str(), m["from"].as_str()),
+        (Some(id.as_str()), Some(format!("agent:bot#{asker}").as_str()))
+    );
     assert!(m.get("state").is_none() && m.get("client_ref").is_none(), "submitter machinery stripped: {m}");
     let header = parse_signature_member(entries[0]["signature"].as_str().unwrap()).unwrap();
     let ctx = MessageEntryContext::for_entry(m, &header.jti, &header.t).unwrap();
@@ -180,7 +186,9 @@ async fn an_addressed_ask_reaches_only_a_session_drain_signed_and_stripped_and_o
     let answer = json!({"resolution": "answered", "value": "approve"});
     assert_eq!(h.resolve(&h.agent, &id, answer.clone()).await.status, StatusCode::FORBIDDEN, "not the submitter");
     assert_eq!(h.resolve(&h.operator, &id, answer.clone()).await.status, StatusCode::FORBIDDEN, "not the human");
-    let done = h.call(Method::POST, &format!("/v1/messages/{id}/resolve?session={worker}"), Some(&h.other_agent), Some(answer)).await;
+    let done = h
+        .call(Method::POST, &format!("/v1/messages/{id}/resolve?session={worker}"), Some(&h.other_agent), Some(answer))
+        .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.body);
     let read = h.read(&id).await;
     assert_eq!(read["response"]["response"]["actor"], format!("agent:other#{worker}"), "attested session-qualified");
@@ -216,17 +224,24 @@ async fn a_session_death_bounces_its_mail_resolves_the_ask_undeliverable_and_rec
     let asker = h.session_of(&h.agent).await;
     let worker = h.session_of(&h.other_agent).await;
     let ask_id = accepted(&h.submit(&h.agent, ask_to(&format!("agent:other#{worker}"), "k2", Some(&asker))).await);
-    let seen_id = accepted(&h.submit(&h.agent, with(notify_to(&format!("agent:other#{worker}")), "/agent/session", json!(asker))).await);
+    let seen_id = accepted(
+        &h.submit(&h.agent, with(notify_to(&format!("agent:other#{worker}")), "/agent/session", json!(asker))).await,
+    );
     // Drain only the notify's... both arrive; ack neither.
     assert_eq!(h.drain(&h.other_agent, Some(&worker)).await.len(), 2);
-    let late = accepted(&h.submit(&h.agent, with(notify_to(&format!("agent:other#{worker}")), "/agent/session", json!(asker))).await);
+    let late = accepted(
+        &h.submit(&h.agent, with(notify_to(&format!("agent:other#{worker}")), "/agent/session", json!(asker))).await,
+    );
     // The operator's kill-switch closes the worker's session.
     h.close(&h.operator, &worker).await;
 
     let ask = h.read(&ask_id).await;
     assert_eq!(ask["status"], "cancelled", "§7: undeliverable ask auto-resolves");
     assert_eq!(ask["response"]["response"]["actor"], "system:undeliverable");
-    assert_eq!((ask["mailbox"]["state"].as_str(), ask["mailbox"]["prior"].as_str()), (Some("bounced"), Some("delivered")));
+    assert_eq!(
+        (ask["mailbox"]["state"].as_str(), ask["mailbox"]["prior"].as_str()),
+        (Some("bounced"), Some("delivered"))
+    );
     let seen = h.read(&seen_id).await;
     assert_eq!((seen["status"].as_str(), seen["mailbox"]["prior"].as_str()), (Some("bounced"), Some("delivered")));
     let never = h.read(&late).await;
@@ -238,10 +253,14 @@ async fn a_session_death_bounces_its_mail_resolves_the_ask_undeliverable_and_rec
     assert_eq!(receipts.len(), 3, "one per bounced message: {mine:?}");
     assert!(mine.iter().any(|e| e["response"]["in_reply_to"] == ask_id.as_str()), "and the auto-cancellation");
     let r = receipts.iter().find(|e| e["receipt"]["in_reply_to"] == late.as_str()).unwrap();
-    assert_eq!((r["receipt"]["prior"].as_str(), r["receipt"]["session"].as_str()), (Some("queued"), Some(worker.as_str())));
+    assert_eq!(
+        (r["receipt"]["prior"].as_str(), r["receipt"]["session"].as_str()),
+        (Some("queued"), Some(worker.as_str()))
+    );
     assert!(!r["receipt"].to_string().contains("operator"), "§16.4: no attribution on a receipt");
     let header = parse_signature_member(r["signature"].as_str().unwrap()).unwrap();
-    let ctx = ReceiptEntryContext::for_receipt(&r["receipt"], &format!("agent:bot#{asker}"), &header.jti, &header.t).unwrap();
+    let ctx =
+        ReceiptEntryContext::for_receipt(&r["receipt"], &format!("agent:bot#{asker}"), &header.jti, &header.t).unwrap();
     verify_canonical(&ctx.to_canonical(), &header.v1, &[key_of(&h, "bot").await.verifying_key()]).expect("§9.8");
     let rcpt = r["receipt"]["id"].as_str().unwrap();
     assert_eq!(h.ack(&h.agent, &asker, &[rcpt]).await, 1, "a receipt's ack key is its rcpt_ id");
@@ -329,6 +348,8 @@ async fn the_stream_pushes_provisionally_and_closes_before_the_lease() {
     assert_eq!(h.read(&id).await["status"], "acknowledged");
     let none = h.call(Method::GET, "/v1/inbox/stream", Some(&h.other_agent), None).await;
     assert_eq!(none.status, StatusCode::BAD_REQUEST, "a stream serves one session");
-    let gone = h.call(Method::GET, "/v1/inbox/stream?session=sess_01JZZZZZZZZZZZZZZZZZZZZZZZ", Some(&h.other_agent), None).await;
+    let gone = h
+        .call(Method::GET, "/v1/inbox/stream?session=sess_01JZZZZZZZZZZZZZZZZZZZZZZZ", Some(&h.other_agent), None)
+        .await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
 }

@@ -47,7 +47,16 @@ async fn resolve_close_and_expiry_racing_leave_one_terminal_and_one_resolution_i
 
         let resolve = {
             let (app, key, id, worker) = (h.app.clone(), h.other_agent.clone(), id.clone(), worker.clone());
-            tokio::spawn(async move { call(app, Method::POST, &format!("/v1/messages/{id}/resolve?session={worker}"), &key, Some(json!({"resolution": "answered", "value": "approve"}))).await })
+            tokio::spawn(async move {
+                call(
+                    app,
+                    Method::POST,
+                    &format!("/v1/messages/{id}/resolve?session={worker}"),
+                    &key,
+                    Some(json!({"resolution": "answered", "value": "approve"})),
+                )
+                .await
+            })
         };
         let close = {
             let (app, key, worker) = (h.app.clone(), h.operator.clone(), worker.clone());
@@ -92,7 +101,9 @@ async fn resolve_close_and_expiry_racing_leave_one_terminal_and_one_resolution_i
         // The kill-switch stopped the worker (§16.4.1): lift it for the next round.
         let lifted = h.call(Method::DELETE, "/v1/agents/other/stop", Some(&h.operator), None).await;
         assert_eq!(lifted.status, StatusCode::OK, "{}", lifted.body);
-        *outcomes.entry(format!("{status}/{}", read["response"]["response"]["actor"].as_str().unwrap_or("-"))).or_default() += 1;
+        *outcomes
+            .entry(format!("{status}/{}", read["response"]["response"]["actor"].as_str().unwrap_or("-")))
+            .or_default() += 1;
     }
     eprintln!("race outcomes: {outcomes:?}");
 }

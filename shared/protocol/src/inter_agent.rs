@@ -134,10 +134,8 @@ impl MessageEntryContext {
 
 /// The canonical `{"message": <content>}` wrapper a `message` entry's digest covers.
 pub fn message_content(entry: &Value) -> Value {
-    let content: Map<String, Value> = MESSAGE_CONTENT_FIELDS
-        .iter()
-        .filter_map(|k| entry.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-        .collect();
+    let content: Map<String, Value> =
+        MESSAGE_CONTENT_FIELDS.iter().filter_map(|k| entry.get(*k).map(|v| ((*k).to_owned(), v.clone()))).collect();
     serde_json::json!({ "message": content })
 }
 

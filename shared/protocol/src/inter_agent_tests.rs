@@ -57,7 +57,9 @@ fn dp011_message_entry_signature_is_reproduced_byte_for_byte() {
 #[test]
 fn dp012_every_message_tamper_fails_with_a_mismatch_after_the_honest_control_passes() {
     const V1: &str = "4ppFPmg1vtR0F4Fu0LWHWxKXCXyM-CUdMgkFF_xswPA";
-    let check = |e: &Value| verify(&MessageEntryContext::for_entry(e, "jti_01J5MSGDEMOFIX", "1786752000").unwrap().to_canonical(), V1);
+    let check = |e: &Value| {
+        verify(&MessageEntryContext::for_entry(e, "jti_01J5MSGDEMOFIX", "1786752000").unwrap().to_canonical(), V1)
+    };
     assert_eq!(check(&dp011_entry()), Ok(()), "the honest control verifies first");
     for (field, value) in [
         ("to", "agent:deploybot/dev-team#sess_01J5WRK0008"),
@@ -117,7 +119,10 @@ fn dp017_receipt_tampers_and_cross_session_replay_fail_with_a_mismatch() {
     const V1: &str = "-80T4jjtirjLy6Fri6osKG_gPS-CQhfd9uXgV0_9l78";
     let check = |r: &Value, sess: &str| {
         let to = crate::entries::session_address("overseer/fleet", sess);
-        verify(&ReceiptEntryContext::for_receipt(r, &to, "jti_01J5RCPDEMOFIX", "1786752120").unwrap().to_canonical(), V1)
+        verify(
+            &ReceiptEntryContext::for_receipt(r, &to, "jti_01J5RCPDEMOFIX", "1786752120").unwrap().to_canonical(),
+            V1,
+        )
     };
     assert_eq!(check(&dp016_receipt(), "sess_01J5OVR0001"), Ok(()), "the honest control verifies first");
     assert_eq!(check(&dp016_receipt(), "sess_01J5OVR0002"), Err(SignatureError::Mismatch), "replayed");

@@ -23,7 +23,8 @@ fn as_message(mut e: MailboxEntry, key: &str, audience: Audience) -> MailboxEntr
     e.key = key.to_owned();
     e.kind = EntryKind::Message;
     e.audience = audience;
-    e.payload = json!({"ma2h_version": "0.5", "type": "notify", "id": key, "from": "agent:a", "to": "agent:b", "title": "t"});
+    e.payload =
+        json!({"ma2h_version": "0.5", "type": "notify", "id": key, "from": "agent:a", "to": "agent:b", "title": "t"});
     e
 }
 
@@ -39,7 +40,10 @@ pub async fn an_addressed_insert_commits_its_entry_with_the_message_or_not_at_al
     let entry = as_message(directive(&dest, at(0)), m.id.as_str(), Audience::Sessions);
     assert_eq!(store.insert_message(&m, Some(&c), Some(&entry), at(0)).await.unwrap(), Inserted::New);
     let stored = store.get_entry(&acct, m.id.as_str()).await.unwrap().expect("the entry was written");
-    assert_eq!((stored.kind, stored.audience.clone(), stored.payload.clone()), (EntryKind::Message, Audience::Sessions, entry.payload.clone()));
+    assert_eq!(
+        (stored.kind, stored.audience.clone(), stored.payload.clone()),
+        (EntryKind::Message, Audience::Sessions, entry.payload.clone())
+    );
     // A replay of the key writes neither a second message nor a second entry.
     let mut again = ask(&acct, &bot, at(1));
     again.id = crate::fixtures::message_id();
@@ -68,7 +72,10 @@ pub async fn principal_addressed_entries_reach_only_session_drains_one_claimant_
                 let s = sess(n + 1);
                 let mut got = Vec::new();
                 loop {
-                    let c = store.claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(30), at(90), 2).await.unwrap();
+                    let c = store
+                        .claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(30), at(90), 2)
+                        .await
+                        .unwrap();
                     if c.entries.is_empty() {
                         return got;
                     }
@@ -145,7 +152,10 @@ pub async fn a_drained_principal_addressed_message_is_an_orphan_at_its_deadline<
     assert_eq!(c.entries[0].key, "msg_seen");
     store.enqueue(&unseen, 10).await.unwrap();
     store.enqueue(&plain, 10).await.unwrap();
-    store.claim(&mb, &Audience::for_drain(None), &Claimer { session: None, evidence: true }, at(2), at(62), 5).await.unwrap();
+    store
+        .claim(&mb, &Audience::for_drain(None), &Claimer { session: None, evidence: true }, at(2), at(62), 5)
+        .await
+        .unwrap();
     let closed = store.close_due_entries(at(11), at(999), 10).await.unwrap();
     let by_key = |k: &str| closed.iter().find(|e| e.key == k).unwrap_or_else(|| panic!("{k} closed")).track(at(12));
     assert!(matches!(by_key("msg_seen"), Track::Bounced { delivered_at: Some(_), .. }), "seen, then orphaned");

@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::Duration;
-use ma2h_core::mailbox::{AckRecord, Audience, Claimer, CloseReason, Enqueued, EntryKind, Mailbox, MailboxEntry, Track};
+use ma2h_core::mailbox::{
+    AckRecord, Audience, Claimer, CloseReason, Enqueued, EntryKind, Mailbox, MailboxEntry, Track,
+};
 use ma2h_core::records::Lookup;
 use ma2h_protocol::ids::DirectiveId;
 use ma2h_protocol::time::Timestamp;
@@ -103,7 +105,10 @@ pub async fn claims_are_fifo_bounded_isolated_and_hidden_for_the_window<S: Store
     for e in &again.entries {
         assert_eq!((e.deliveries, e.delivered_at), (2, Some(at(10))), "a redelivery keeps the first delivered_at");
     }
-    assert_eq!(keys(&store.claim(&sibling, ANY, &DRAIN, at(10), at(70), 10).await.unwrap().entries), vec![s.key.clone()]);
+    assert_eq!(
+        keys(&store.claim(&sibling, ANY, &DRAIN, at(10), at(70), 10).await.unwrap().entries),
+        vec![s.key.clone()]
+    );
     assert_eq!(keys(&store.claim(&twin, ANY, &DRAIN, at(10), at(70), 10).await.unwrap().entries), vec![t.key.clone()]);
 
     // The deadline instant is still deliverable; after it, never.

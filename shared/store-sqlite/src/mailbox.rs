@@ -198,9 +198,10 @@ impl MailboxStore for SqliteStore {
                                AND closed_at IS NULL AND deadline >= ?4 AND kind IN ('directive', 'message') \
                                ORDER BY seq LIMIT ?6) RETURNING {COLUMNS}"
             ))?;
-            let rows = stmt.query_map(params![account, agent, audience, ms(at), ms(retain_until), limit(max)], |r| {
-                RawEntry::read(r, 0)
-            })?;
+            let rows = stmt
+                .query_map(params![account, agent, audience, ms(at), ms(retain_until), limit(max)], |r| {
+                    RawEntry::read(r, 0)
+                })?;
             rows.map(|row| row?.decode()).collect()
         })
         .await

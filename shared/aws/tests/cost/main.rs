@@ -8,6 +8,7 @@
 //! Skipped loudly without `AWS_ENDPOINT_URL`, failed if `MA2H_REQUIRE_AWS_TESTS=1`.
 
 mod env;
+mod inter_agent;
 mod mailbox;
 mod metering;
 mod sessions;

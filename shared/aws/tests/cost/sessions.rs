@@ -33,10 +33,11 @@ async fn requests_per_phase_of_a_session() {
 
         let (status, _) = call(&e, event("GET", &format!("/v1/inbox?session={sess}"), &e.agent, None)).await;
         assert_eq!(status, StatusCode::OK);
-        // auth; the renewal (one conditional write) + presence; one Query per audience
+        // auth; the renewal (one conditional write) + presence; one Query per audience (the
+        // principal's, principal-addressed inter-agent mail, the session's own)
         phase(
             "drain presenting the session, empty (renews it)",
-            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:Query", 2)],
+            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:Query", 3)],
             &mut rows,
         );
 
@@ -63,7 +64,7 @@ async fn requests_per_phase_of_a_session() {
         assert_eq!(drained["messages"].as_array().map(Vec::len), Some(1), "{drained}");
         phase(
             "drain the response entry",
-            &[("dynamodb:GetItem", 3), ("dynamodb:UpdateItem", 3), ("dynamodb:Query", 2)],
+            &[("dynamodb:GetItem", 3), ("dynamodb:UpdateItem", 3), ("dynamodb:Query", 3)],
             &mut rows,
         );
 

@@ -212,11 +212,7 @@ pub(crate) fn mailbox_json(entry: &MailboxEntry, now: Timestamp) -> Value {
 
 /// §7: an addressed ask/task whose delivery track reached `bounced` or `expired` auto-resolves
 /// `cancelled`/`dismissed` by `system:undeliverable` (a no-op when anything else won first).
-pub(crate) fn undeliverable_terminal(
-    record: &MessageRecord,
-    entry: &MailboxEntry,
-    hub: &Hub,
-) -> Option<Terminal> {
+pub(crate) fn undeliverable_terminal(record: &MessageRecord, entry: &MailboxEntry, hub: &Hub) -> Option<Terminal> {
     if !record.status.is_open() || record.kind == MessageType::Notify {
         return None;
     }

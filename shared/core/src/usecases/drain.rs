@@ -76,9 +76,8 @@ pub async fn drain(
             return Ok(Vec::new());
         }
         // A lapsing visibility window makes an entry claimable without any announcement.
-        let until_visible = next_visible_at
-            .and_then(|t| (t - now).to_std().ok())
-            .map_or(left, |d| d.max(Duration::from_millis(1)));
+        let until_visible =
+            next_visible_at.and_then(|t| (t - now).to_std().ok()).map_or(left, |d| d.max(Duration::from_millis(1)));
         subscription.wait(left.min(until_visible)).await;
     }
 }
@@ -216,7 +215,9 @@ pub async fn ack(
     for entry in acked.iter().filter(|e| e.kind == EntryKind::Response) {
         if let Some(id) = entry.payload.get("in_reply_to").and_then(Value::as_str).and_then(MessageId::parse) {
             // A stream-pushed entry was never stamped (§8.7.2); its ack is the evidence.
-            hub.messages.mark_delivered(&mailbox.account, &id, now).await?;
+            if entry.delivered_at.is_none() {
+                hub.messages.mark_delivered(&mailbox.account, &id, now).await?;
+            }
             hub.messages.ack_response(&mailbox.account, &id, &response_ack).await?;
         }
     }

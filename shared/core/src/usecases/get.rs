@@ -86,9 +86,8 @@ pub fn body(record: &MessageRecord, outbound: Option<&MailboxEntry>, now: Timest
     out.insert("status".into(), Value::String(status.as_str().to_owned()));
     if super::addressed::is_addressed(record) {
         // §8.2: the sender's authoritative view of the outbound track (purged → `expired`).
-        let track = outbound.map_or_else(|| serde_json::json!({"state": "expired"}), |e| {
-            super::addressed::mailbox_json(e, now)
-        });
+        let track = outbound
+            .map_or_else(|| serde_json::json!({"state": "expired"}), |e| super::addressed::mailbox_json(e, now));
         out.insert("mailbox".into(), track);
     }
     if let Some(r) = &record.response {

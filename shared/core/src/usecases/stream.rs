@@ -64,9 +64,8 @@ impl Stream {
             if left.is_zero() || self.hub.changes.closing() {
                 return Ok(None);
             }
-            let until_visible = next_visible_at
-                .and_then(|t| (t - now).to_std().ok())
-                .map_or(left, |d| d.max(Duration::from_millis(1)));
+            let until_visible =
+                next_visible_at.and_then(|t| (t - now).to_std().ok()).map_or(left, |d| d.max(Duration::from_millis(1)));
             subscription.wait(left.min(until_visible)).await;
         }
     }
