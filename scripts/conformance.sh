@@ -50,6 +50,9 @@ TOKEN="tok-conformance-$RANDOM$RANDOM"
 printf '%s' "$TOKEN" |
     "$HUB" admin put-secret --account $ACCOUNT --agent conf-bot --name conformance-token --value-stdin >/dev/null
 "$HUB" admin set-signing --account $ACCOUNT --agent conf-bot --alg ed25519 >/dev/null
+# §8.0 the inter-agent leg is account-opt-in; conf-other (its sender) gets Ed25519-signed receipts
+"$HUB" admin inter-agent --account $ACCOUNT --enable >/dev/null
+"$HUB" admin set-signing --account $ACCOUNT --agent conf-other --alg ed25519 >/dev/null
 
 # §8.6: a per-agent limit the checks' own agents stay well under (~150 submissions a run);
 # conf-limited is driven past it.
@@ -67,7 +70,7 @@ MA2H_BIND=127.0.0.1:0 MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 MA2H_PUSH_BACKOFF_MS=100
     MA2H_REQUESTS_PER_MINUTE=$RPM MA2H_INBOX_DEPTH=0 \
     MA2H_VISIBILITY_TIMEOUT_SECONDS=2 MA2H_PRESENCE_FRESHNESS_SECONDS=4 MA2H_LONG_POLL_MAX_SECONDS=2 \
     MA2H_SESSION_MIN_TTL_SECONDS=2 MA2H_SESSION_MAX_TTL_SECONDS=3600 MA2H_SESSION_RETENTION_SECONDS=5 \
-    MA2H_SWEEP_INTERVAL_MS=500 \
+    MA2H_SWEEP_INTERVAL_MS=500 MA2H_STREAM_MAX_HOLD_SECONDS=2 \
     "$HUB" serve >"$HUB_OUT" 2>"$DATA/hub.err" &
 HUB_PID=$!
 ADDR=$(hub_address "$HUB_PID" "$HUB_OUT" "$DATA/hub.err" conformance)

@@ -126,6 +126,20 @@ impl Hub {
         }
     }
 
+    /// A GET whose body is not JSON (the §8.7.2 event stream): status, `Content-Type` and the
+    /// body as text, read to its end (the Hub bounds a stream's hold).
+    pub async fn get_text(&self, path: &str, key: &str) -> (u16, String, String) {
+        let req = self.http.get(format!("{}{path}", self.base)).timeout(Duration::from_secs(75));
+        match req.header(AUTHORIZATION, format!("Bearer {key}")).send().await {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                let ct = r.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+                (status, ct, r.text().await.unwrap_or_default())
+            }
+            Err(e) => (0, String::new(), e.to_string()),
+        }
+    }
+
     pub async fn get(&self, path: &str, key: &str) -> Resp {
         self.call("GET", path, Some(key), None).await
     }

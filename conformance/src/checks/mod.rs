@@ -4,6 +4,7 @@
 mod authz;
 mod cancel;
 mod hard_stop;
+mod inter_agent;
 mod lifecycle;
 mod limits;
 mod mailbox;

@@ -16,7 +16,7 @@ use super::session_api::{
     Caps, Cast, Check, SESSIONS, Who, ask, close, list, listed, minted, open, record, register, session, skip,
     timestamp, unknown_session,
 };
-use super::{Ctx, hard_stop, session_mail, session_touch};
+use super::{Ctx, hard_stop, inter_agent, session_mail, session_touch};
 use crate::report::{Report, ensure};
 
 const CAPABILITY: Check = (
@@ -67,7 +67,12 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
         },
         _ => {
             let why = format!("the Hub advertises no enabled `sessions` with its bounds (§8.0): {s}");
-            let all = OWN.iter().chain(&session_touch::ALL).chain(&session_mail::ALL).chain(&hard_stop::ALL);
+            let all = OWN
+                .iter()
+                .chain(&session_touch::ALL)
+                .chain(&session_mail::ALL)
+                .chain(&hard_stop::ALL)
+                .chain(&inter_agent::ALL);
             for c in all {
                 skip(r, *c, &why);
             }
@@ -100,6 +105,8 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
 
     session_mail::run(cx, r, capability, cast).await;
     hard_stop::run(cx, r, &caps).await;
+    // The inter-agent leg rides sessions (§8.7.1 entries reach session drains only).
+    inter_agent::run(cx, r, capability, cast).await;
 }
 
 /// §8.0: schema-valid, `inbound.session_param`, and bounds the other checks can rely on.
