@@ -35,6 +35,11 @@ pub struct Common {
     /// §8.1 dedup key (default: generated for ask/task; reuse it to recover a lost ack).
     #[arg(long)]
     pub idempotency_key: Option<String>,
+    /// Address another agent instead of the human inbox (§4, v0.5): `agent:<id>` (any of its
+    /// sessions) or `agent:<id>#sess_…` (one session). Without --resolver, only the addressee
+    /// may resolve an addressed ask/task (§9.1).
+    #[arg(long, value_name = "ADDRESS")]
+    pub to: Option<String>,
 }
 
 /// Fields of the verbs that get a Response (ask/task).
@@ -251,4 +256,66 @@ pub fn task(c: &Common, t: &TaskArgs, d: &Decision, config: &Config) -> Result<M
         b = b.verification(v);
     }
     apply_decision(apply_common(b, c)?, d, config)
+}
+
+/// An addressed submit (`--to`, §4 v0.5).
+pub struct Addressed {
+    pub to: String,
+    /// An explicit `--resolver` was given; otherwise the addressee is the default resolver (§9.1)
+    /// and no MA2H_RESOLVERS default applies.
+    pub explicit_resolvers: bool,
+}
+
+impl Addressed {
+    pub fn of(common: &Common, decision: Option<&Decision>) -> Option<Self> {
+        common
+            .to
+            .as_ref()
+            .map(|to| Self { to: to.clone(), explicit_resolvers: decision.is_some_and(|d| !d.resolvers.is_empty()) })
+    }
+
+    /// Set `to` on a built envelope (and drop an inherited MA2H_RESOLVERS default).
+    pub fn apply(&self, envelope: &mut serde_json::Value) -> Result<()> {
+        if ma2h_protocol::inter_agent::Destination::parse(&self.to).is_none() {
+            return Err(usage(format!("--to `{}`: use agent:<id> or agent:<id>#sess_…", self.to)));
+        }
+        envelope["to"] = self.to.clone().into();
+        if !self.explicit_resolvers {
+            for block in ["request", "action"] {
+                if let Some(b) = envelope.get_mut(block).and_then(serde_json::Value::as_object_mut) {
+                    b.remove("allowed_resolvers");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// §8.1 misroute detector (sender MUST): an addressed submit's ack without `destination` came
+/// from a pre-0.5 Hub that put the message in a human inbox. Cancel a misrouted ask and fail.
+pub async fn check_addressed_ack(
+    client: &ma2h_client::Client,
+    is_ask: bool,
+    id: &str,
+    ack: &serde_json::Value,
+) -> Result<()> {
+    match ack.get("destination") {
+        Some(d) => {
+            let state = d.get("state").and_then(serde_json::Value::as_str).unwrap_or("unknown");
+            let seen = d.get("last_seen").and_then(serde_json::Value::as_str);
+            eprintln!("destination: {state}{}", seen.map(|s| format!(" (last seen {s})")).unwrap_or_default());
+            Ok(())
+        }
+        None => {
+            if is_ask {
+                let _ = client.cancel(id).await;
+            }
+            Err(crate::exit::fail(
+                crate::exit::HUB_ERROR,
+                format!(
+                    "{id}: the Hub's ack has no `destination` — it does not route `to` (pre-0.5?), so the message went to a human inbox; an ask was cancelled (§8.1)"
+                ),
+            ))
+        }
+    }
 }

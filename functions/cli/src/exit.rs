@@ -34,7 +34,7 @@ EXIT CODES:
    7  open-state: state rejected (tampered, wrong key, other agent)
   10  declined / dismissed
   11  expired (default_on_expire may have applied)
-  12  cancelled
+  12  cancelled (an addressed notify: bounced)
   13  still open (no --wait, or --wait N elapsed)
   14  inbox: the mailbox is empty (or --wait elapsed)
   15  session ended or unknown (expired, closed, or purged): run `ma2h session start` and continue
@@ -99,10 +99,12 @@ pub fn resolution_of(body: &Value) -> &str {
 /// §7 outcome → exit code.
 pub fn for_resolution(resolution: &str) -> u8 {
     match resolution {
-        "answered" | "completed" | "delivered" => OK,
+        // an addressed notify's track (§14.2): acknowledged by its addressee
+        "answered" | "completed" | "delivered" | "acknowledged" => OK,
         "declined" | "dismissed" => DECLINED,
         "expired" => EXPIRED,
-        "cancelled" => CANCELLED,
+        // a bounced addressed notify: its addressee's session ended before it was acknowledged
+        "cancelled" | "bounced" => CANCELLED,
         "open" | "queued" => STILL_OPEN,
         _ => FAILURE,
     }

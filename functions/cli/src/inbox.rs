@@ -36,12 +36,17 @@ pub struct InboxArgs {
     /// operator stopped this agent.
     #[arg(long, value_name = "SESS", env = "MA2H_SESSION")]
     session: Option<String>,
+    /// Which agents may ask/task this one (§13.4 v0.5: an explicit sender policy): comma-separated
+    /// agent ids, or `*` for any agent of the account. An addressed ask/task from anyone else is
+    /// reported as refused and never acked. Notifies are always shown.
+    #[arg(long, value_name = "AGENTS", env = "MA2H_ACCEPT_FROM", default_value = "")]
+    accept_from: String,
 }
 
 #[derive(Args, Debug)]
 pub struct AckArgs {
-    /// Ack keys to acknowledge: directive ids (`dir_…`) and response-entry resolution ids
-    /// (`res_…`).
+    /// Ack keys to acknowledge: directive and message ids (`dir_…`, `msg_…`), response-entry
+    /// resolution ids (`res_…`) and receipt ids (`rcpt_…`).
     #[arg(required = true)]
     ids: Vec<String>,
     /// A short note for the human (directives).
@@ -101,6 +106,16 @@ pub async fn inbox(args: &InboxArgs, config: &Config, json_out: bool) -> Result<
                 match e {
                     VerifiedEntry::Directive(d) => print_directive(label, &d.directive, json_out),
                     VerifiedEntry::Response(r) => print_response(label, &r.body, json_out),
+                    VerifiedEntry::Message(m) if m.kind() != "notify" && !accepts(&args.accept_from, m.sender()) => {
+                        rejected += 1;
+                        eprintln!(
+                            "refused {} from {}: not in the sender policy (--accept-from / MA2H_ACCEPT_FROM)",
+                            m.id, m.from
+                        );
+                        continue;
+                    }
+                    VerifiedEntry::Message(m) => print_message(label, &m.message, json_out),
+                    VerifiedEntry::Receipt(r) => print_receipt(label, &r.receipt, json_out),
                 }
                 verified.push(e.ack_key().to_owned());
             }
@@ -156,6 +171,49 @@ fn print_response(label: &str, r: &Value, json_out: bool) {
     println!("{line}");
 }
 
+/// The explicit sender policy: `*`, or a comma-separated list of agent ids.
+fn accepts(policy: &str, sender: &str) -> bool {
+    policy.split(',').map(str::trim).any(|p| p == "*" || p == sender)
+}
+
+/// Another agent's message: `<id> (<label>) <type> from <from>: <title>`, then what to do.
+fn print_message(label: &str, m: &Value, json_out: bool) {
+    if json_out {
+        println!("{}", json!({ "verdict": label, "message": m }));
+        return;
+    }
+    let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
+    println!("{} ({label}) {} from {}: {}", s("id"), s("type"), s("from"), s("title"));
+    if let Some(body) = m.get("body").and_then(Value::as_str) {
+        for line in body.lines() {
+            println!("    {line}");
+        }
+    }
+    if let Some(opts) = m.pointer("/request/options").and_then(Value::as_array) {
+        let values: Vec<&str> = opts.iter().filter_map(|o| o.get("value").and_then(Value::as_str)).collect();
+        println!("    answer with: ma2h resolve {} --answer <{}>", s("id"), values.join("|"));
+    } else if s("type") == "task" {
+        println!("    finish with: ma2h resolve {} --complete | --dismiss", s("id"));
+    }
+}
+
+/// A bounce receipt: `<in_reply_to> (<label>) bounced prior=<…> session=<…> ack=<rcpt_id>`.
+fn print_receipt(label: &str, r: &Value, json_out: bool) {
+    if json_out {
+        println!("{}", json!({ "verdict": label, "receipt": r }));
+        return;
+    }
+    let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+    println!(
+        "{} ({label}) {} prior={} session={} ack={}",
+        s("in_reply_to"),
+        s("event"),
+        s("prior"),
+        s("session"),
+        s("id")
+    );
+}
+
 fn print_directive(label: &str, d: &Value, json_out: bool) {
     if json_out {
         println!("{}", json!({ "verdict": label, "directive": d }));
@@ -172,9 +230,10 @@ fn print_directive(label: &str, d: &Value, json_out: bool) {
 }
 
 pub async fn ack(args: &AckArgs, config: &Config, json_out: bool) -> Result<u8> {
-    if let Some(other) = args.ids.iter().find(|id| !(id.starts_with("dir_") || id.starts_with("res_"))) {
+    let known = ["dir_", "msg_", "res_", "rcpt_"];
+    if let Some(other) = args.ids.iter().find(|id| !known.iter().any(|p| id.starts_with(p))) {
         return Err(usage(format!(
-            "`{other}` is not a directive id (dir_…) or a response entry's resolution id (res_…)"
+            "`{other}` is not an ack key: a directive (dir_…) or message (msg_…) id, a response entry's resolution id (res_…) or a receipt id (rcpt_…)"
         )));
     }
     let session = args.session.as_deref();

@@ -8,6 +8,7 @@ mod compose;
 mod exit;
 mod inbox;
 mod listen;
+mod resolve;
 mod session;
 mod wait;
 
@@ -38,6 +39,14 @@ struct WaitArg {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Send a message to another agent (§4 `to`, v0.5): an addressed notify; the ack shows the
+    /// addressee's reachability, `get` its mailbox track (queued → delivered → acknowledged).
+    Send {
+        #[command(flatten)]
+        common: compose::Common,
+        #[command(flatten)]
+        session: session::SubmitSession,
+    },
     /// Send an informational message (§5.1).
     Notify {
         #[command(flatten)]
@@ -86,6 +95,8 @@ enum Command {
     },
     /// Withdraw an open ask (§8.4); if another outcome won, reports that one.
     Cancel { id: String },
+    /// Resolve an ask/task addressed to this agent (§8.8): answer, decline, complete or dismiss.
+    Resolve(resolve::ResolveArgs),
     /// Verify a pushed Response (§9.2): exit 0 accepted (body on stdout), 6 duplicate, 5 rejected.
     Verify(check::VerifyArgs),
     /// Seal resume state with MA2H_STATE_KEY (§9.3).
@@ -97,7 +108,8 @@ enum Command {
     /// Drain this agent's mailbox (§8.7): verify each directive (§9.7) — and, with --session, each
     /// response entry (§9.8) — print it, optionally ack.
     Inbox(inbox::InboxArgs),
-    /// Acknowledge drained entries (§8.7, §14) by ack key: directive ids, response resolution ids.
+    /// Acknowledge drained entries (§8.7, §14) by ack key: directive/message/receipt ids, response
+    /// resolution ids.
     Ack(inbox::AckArgs),
     /// Sessions (§16): start, list, show, close a lease-bound address for one run of this agent.
     #[command(subcommand)]
@@ -127,6 +139,7 @@ async fn submit(
     config: &Config,
     builder: MessageBuilder,
     as_session: &session::SubmitSession,
+    to: Option<&compose::Addressed>,
     wait: Option<u64>,
     json: bool,
 ) -> Result<u8> {
@@ -136,12 +149,19 @@ async fn submit(
         session::check_id(s)?;
         envelope["agent"]["session"] = s.as_str().into();
     }
+    if let Some(a) = to {
+        a.apply(&mut envelope)?;
+    }
+    let is_ask = envelope.get("type").and_then(Value::as_str) == Some("ask");
     let ack = match (client.submit(envelope).await, &as_session.session) {
         (Ok(ack), _) => ack,
         // A 410/422 may be about the session or about another field: ask the Hub which (§16.3).
         (Err(e), Some(s)) => return Err(exit::session(client.explain_session_error(s, e).await)),
         (Err(e), None) => return Err(exit::client(e)),
     };
+    if to.is_some() {
+        compose::check_addressed_ack(&client, is_ask, &ack.id, &ack.raw).await?;
+    }
     match wait {
         Some(limit) => {
             eprintln!("submitted {}", ack.id);
@@ -176,16 +196,29 @@ async fn run(cli: Cli) -> Result<u8> {
     let config = Config::from_env();
     let json = cli.json;
     match cli.command {
+        Command::Send { common, session } => {
+            let Some(to) = compose::Addressed::of(&common, None) else {
+                return Err(exit::usage("send needs --to agent:<id> (or agent:<id>#sess_…)"));
+            };
+            let b = compose::apply_common(MessageBuilder::notify(&common.title), &common)?;
+            submit(&config, b, &session, Some(&to), None, json).await
+        }
         Command::Notify { common, session } => {
             let b = compose::apply_common(MessageBuilder::notify(&common.title), &common)?;
-            submit(&config, b, &session, None, json).await
+            let to = compose::Addressed::of(&common, None);
+            submit(&config, b, &session, to.as_ref(), None, json).await
         }
         Command::Ask { common, ask, decision, wait, session } => {
-            submit(&config, compose::ask(&common, &ask, &decision, &config)?, &session, wait.wait, json).await
+            let to = compose::Addressed::of(&common, Some(&decision));
+            let b = compose::ask(&common, &ask, &decision, &config)?;
+            submit(&config, b, &session, to.as_ref(), wait.wait, json).await
         }
         Command::Task { common, task, decision, wait, session } => {
-            submit(&config, compose::task(&common, &task, &decision, &config)?, &session, wait.wait, json).await
+            let to = compose::Addressed::of(&common, Some(&decision));
+            let b = compose::task(&common, &task, &decision, &config)?;
+            submit(&config, b, &session, to.as_ref(), wait.wait, json).await
         }
+        Command::Resolve(a) => resolve::run(&a, &config, json).await,
         Command::Get { id, wait, once, state_dir } => {
             let client = client(&config)?;
             let body = match wait.wait {

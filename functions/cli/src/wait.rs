@@ -69,6 +69,14 @@ pub fn report(body: &Value, json: bool) -> u8 {
         if let Some(c) = r.and_then(|r| r.get("comment")).and_then(Value::as_str) {
             line.push_str(&format!(" comment={}", Value::String(c.to_owned())));
         }
+        // §8.2: an addressed message's outbound track — did the addressee see it?
+        if let Some(m) = body.get("mailbox") {
+            let s = |k: &str| m.get(k).and_then(Value::as_str);
+            line.push_str(&format!(" mailbox={}", s("state").unwrap_or("?")));
+            if let Some(p) = s("prior") {
+                line.push_str(&format!(" prior={p}"));
+            }
+        }
         println!("{line}");
     }
     exit::for_resolution(resolution)

@@ -137,23 +137,31 @@ pub enum VerifiedEntry {
     Directive(VerifiedDirective),
     /// A §6 Response delivered to the presenting session (§8.7.1, §9.8).
     Response(VerifiedResponse),
+    /// Another agent's addressed message (§8.7.1, §9.8).
+    Message(crate::inter_agent::VerifiedMessage),
+    /// A bounce of mail this session sent (§8.7.1, §14.2).
+    Receipt(crate::inter_agent::VerifiedReceipt),
 }
 
 impl VerifiedEntry {
-    /// The key `POST /v1/inbox/ack` takes for it (§8.7.1): a directive's `id`, a response
-    /// entry's `resolution_id`.
+    /// The key `POST /v1/inbox/ack` takes for it (§8.7.1): a directive's, message's or
+    /// receipt's `id`, a response entry's `resolution_id`.
     pub fn ack_key(&self) -> &str {
         match self {
             Self::Directive(d) => &d.id,
             Self::Response(r) => &r.resolution_id,
+            Self::Message(m) => &m.id,
+            Self::Receipt(r) => &r.id,
         }
     }
 
-    /// The entry's kind member: `directive` or `response`.
+    /// The entry's kind member.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Directive(_) => "directive",
             Self::Response(_) => "response",
+            Self::Message(_) => "message",
+            Self::Receipt(_) => "receipt",
         }
     }
 }
@@ -272,6 +280,16 @@ impl EntryVerifier {
                 EntryVerdict::Accepted(d) => DrainVerdict::Accepted(VerifiedEntry::Directive(d)),
                 EntryVerdict::Duplicate(d) => DrainVerdict::Duplicate(VerifiedEntry::Directive(d)),
             });
+        }
+        for kind in ["message", "receipt"] {
+            if entry.get(kind).is_some() {
+                let Some(session) = session else { return Err(EntryRejection::NeedsSession(kind.into())) };
+                return if kind == "message" {
+                    self.verify_message(entry, session, now)
+                } else {
+                    self.verify_receipt(entry, session, now)
+                };
+            }
         }
         let Some(response) = entry.get("response") else {
             let kind = entry.as_object().and_then(|o| o.keys().find(|k| *k != "signature").cloned());
@@ -420,8 +438,8 @@ mod tests {
         let d = v.verify_drained(&entry("agent:bot", 1000, "j9"), Some("sess_a"), 1000).unwrap();
         assert_eq!((d.entry().kind(), d.entry().ack_key()), ("directive", "dir_01J0000000000000000000000A"));
         assert!(matches!(
-            v.verify_drained(&json!({"receipt": {}, "signature": "x"}), Some("sess_a"), 1000),
-            Err(EntryRejection::UnknownKind(k)) if k == "receipt"
+            v.verify_drained(&json!({"telegram": {}, "signature": "x"}), Some("sess_a"), 1000),
+            Err(EntryRejection::UnknownKind(k)) if k == "telegram"
         ));
     }
 }

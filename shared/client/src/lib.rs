@@ -11,7 +11,8 @@
 //!   [`replay`] cache (`jti` replay + `(in_reply_to, resolution_id)` dedup, §6);
 //! - [`inbox`]: the agent mailbox (§8.7): drain, §9.7 entry verification (with the replay
 //!   cache deduplicating directive ids, §13.4) and ack — with a session presented (§8.7.1), also
-//!   §9.8 `response` entries;
+//!   §9.8 `response` entries, and ([`inter_agent`]) other agents' `message` entries and bounce
+//!   `receipt`s;
 //! - [`session`]: §16 sessions — register, list, read, close, and [`SessionLease`], renewed by
 //!   use, re-registered when it ends, stopped for good when the operator says so (§16.4.1);
 //! - [`resolve`]: an agent resolver's answer (§8.8), optionally as a session;
@@ -25,6 +26,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod inbox;
+pub mod inter_agent;
 pub mod replay;
 pub mod resolve;
 pub mod seal;

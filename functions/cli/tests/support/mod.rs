@@ -20,6 +20,9 @@ pub struct TestHub {
     pub agent_key: String,
     pub signing_secret: String,
     pub op_key: String,
+    /// A second agent of the account, `worker` (the inter-agent tests' addressee).
+    pub worker_key: String,
+    pub worker_secret: String,
     pub tmp: tempfile::TempDir,
 }
 
@@ -51,12 +54,14 @@ impl TestHub {
                 let agent = ma2h_core::admin::create_agent(hub, "acme", "bot", None).await.unwrap();
                 let op = ma2h_core::admin::create_operator(hub, "acme", "alice", None).await.unwrap();
                 ma2h_core::admin::bind_callback(hub, "acme", "bot", "127.0.0.1").await.unwrap();
-                tx.send((addr.to_string(), agent.api_key, agent.signing_secret.unwrap(), op.api_key)).unwrap();
+                let worker = ma2h_core::admin::create_agent(hub, "acme", "worker", None).await.unwrap();
+                let w = (worker.api_key, worker.signing_secret.unwrap());
+                tx.send((addr.to_string(), agent.api_key, agent.signing_secret.unwrap(), op.api_key, w)).unwrap();
                 ma2h_hub::app::serve(listener, local, std::future::pending()).await.unwrap();
             });
         });
-        let (addr, agent_key, signing_secret, op_key) = rx.recv().unwrap();
-        Self { url: format!("http://{addr}"), addr, agent_key, signing_secret, op_key, tmp }
+        let (addr, agent_key, signing_secret, op_key, (worker_key, worker_secret)) = rx.recv().unwrap();
+        Self { url: format!("http://{addr}"), addr, agent_key, signing_secret, op_key, worker_key, worker_secret, tmp }
     }
 
     pub fn state_dir(&self) -> PathBuf {
@@ -77,6 +82,17 @@ impl TestHub {
             .env("MA2H_STATE_DIR", self.state_dir())
             .args(args);
         c
+    }
+
+    /// `ma2h` as the second agent, `worker`.
+    pub fn worker(&self, args: &[&str]) -> Output {
+        self.ma2h(args)
+            .env("MA2H_API_KEY", &self.worker_key)
+            .env("MA2H_AGENT_ID", "worker")
+            .env("MA2H_SIGNING_SECRET", &self.worker_secret)
+            .env("MA2H_STATE_DIR", self.tmp.path().join("worker-state"))
+            .output()
+            .unwrap()
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
