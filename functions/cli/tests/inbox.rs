@@ -36,7 +36,7 @@ fn inbox_prints_verified_directives_and_ack_consumes_them() {
         (track["delivery"]["state"].as_str(), track["delivery"]["ack"]["note"].as_str()),
         (Some("acknowledged"), Some("paused"))
     );
-    assert_eq!(code(&hub.run(&["ack", "msg_x"])), 2, "only directive ids");
+    assert_eq!(code(&hub.run(&["ack", "ticket_x"])), 2, "only ack keys (dir_/msg_/res_/rcpt_)");
 }
 
 #[test]
