@@ -99,3 +99,42 @@ async fn the_agent_page_lists_sessions_and_its_kill_switch_stops_the_agent_until
     let list = t.call(Method::GET, "/v1/sessions", Some(&t.agent), None).await.body;
     assert!(list["sessions"].as_array().unwrap().iter().all(|s| s["state"] == "closed"), "{list}");
 }
+
+#[tokio::test]
+async fn the_operator_opts_in_sets_an_allowlist_and_audits_agent_to_agent_traffic() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, "/inbox/agents", Some(&cookie), None).await;
+    assert!(page.html.contains("Agent-to-agent messaging") && page.html.contains("may not"), "{}", page.html);
+    let csrf = page.csrf();
+    let refused = t.page(Method::POST, "/inbox/inter-agent", Some(&cookie), Some(&[("enabled", "true")])).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "no CSRF token, nothing changed");
+    let on =
+        t.page(Method::POST, "/inbox/inter-agent", Some(&cookie), Some(&[("csrf", &csrf), ("enabled", "true")])).await;
+    assert_eq!(on.status, StatusCode::SEE_OTHER, "{}", on.html);
+    let form = [("csrf", csrf.as_str()), ("destination", "other"), ("senders", "bot, ci/robot")];
+    assert_eq!(
+        t.page(Method::POST, "/inbox/inter-agent", Some(&cookie), Some(&form)).await.status,
+        StatusCode::SEE_OTHER
+    );
+    let policy = t.call(Method::GET, "/v1/operator/inter-agent", Some(&t.operator), None).await.body;
+    assert_eq!(
+        (policy["enabled"].as_bool(), &policy["allowlists"]["other"]),
+        (Some(true), &json!(["bot", "ci/robot"]))
+    );
+
+    // bot asks other; the operator reads who sent what to whom and its track, but may not answer.
+    let ask = json!({"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
+                     "agent": {"id": "bot", "run_id": "r", "runtime": "cli"}, "to": "agent:other",
+                     "title": "Restart the consumer?", "idempotency_key": "ui-a2a", "request": {"mode": "confirm"}});
+    let id = t.submit_ok(ask).await;
+    let view = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert_eq!(view.status, StatusCode::OK);
+    for needle in ["Agent to agent", "agent:bot", "agent:other", "queued", "only its addressee may resolve"] {
+        assert!(view.html.contains(needle), "{needle}: {}", view.html);
+    }
+    let off = [("csrf", csrf.as_str()), ("destination", "other"), ("senders", "")];
+    t.page(Method::POST, "/inbox/inter-agent", Some(&cookie), Some(&off)).await;
+    let policy = t.call(Method::GET, "/v1/operator/inter-agent", Some(&t.operator), None).await.body;
+    assert_eq!(policy["allowlists"], json!({}), "an empty sender list removes the restriction");
+}

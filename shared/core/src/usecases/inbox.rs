@@ -42,6 +42,11 @@ pub struct InboxMessage {
     pub record: MessageRecord,
     pub envelope: Envelope,
     pub allowed: Allowed,
+    /// An addressed message's `message` entry: its outbound track (§8.2, §14.2) and attested
+    /// `from` — agent↔agent traffic is auditable by the account's human (§8.7.1).
+    pub outbound: Option<crate::mailbox::MailboxEntry>,
+    /// The status the sender reads (an addressed notify mirrors its track, §5.1).
+    pub status: ma2h_protocol::lifecycle::Status,
 }
 
 /// Load message `id` of the operator's account and work out what they may do.
@@ -57,7 +62,9 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
     };
     let envelope = record.envelope()?;
     let allowed = allowed(&record, &envelope, principal);
-    Ok(InboxMessage { record, envelope, allowed })
+    let outbound = super::addressed::outbound(hub, &record).await?;
+    let status = super::addressed::status(&record, outbound.as_ref(), hub.clock.now());
+    Ok(InboxMessage { record, envelope, allowed, outbound, status })
 }
 
 /// The §9.1 decision `resolve` enforces ([`Decision`]), combined with the §5.2 permissions.

@@ -61,6 +61,7 @@ pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> 
     };
     agents.sort();
     agents.dedup();
+    let policy = ma2h_core::inter_agent::read(&hub, &session.principal).await.unwrap_or_default();
     let body = html! {
         h1 { "Agents" }
         form.inline method="get" action="/inbox/agents" {
@@ -71,6 +72,7 @@ pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> 
         h2 { "Agents with open messages" }
         @if agents.is_empty() { p { "None right now." } }
         ul { @for a in &agents { li { a href=(agent_href(a)) { (a) } } } }
+        (super::inter_agent::section(&hub, &policy, &session.csrf))
     };
     respond(StatusCode::OK, page("Agents", Some(&session), body))
 }

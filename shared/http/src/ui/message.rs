@@ -82,8 +82,9 @@ pub fn render(
         div.meta {
             span class=(format!("badge p-{}", rec.priority.as_str())) { (rec.priority.as_str()) }
             span { (rec.kind.as_str()) }
-            span { "status " strong { (rec.status.as_str()) } }
+            span { "status " strong { (view.status.as_str()) } }
             span { "agent " a href=(format!("/inbox/agents/{}", rec.agent_id.as_str())) { (rec.agent_id.as_str()) } }
+            @if let Some(to) = &env.to { span { "to " strong { (to) } } }
             @if let Some(p) = &env.agent.project { span { "project " (p) } }
             span { "received " (human_duration(now - rec.created_at)) " ago" }
             @if let (Some(e), true) = (rec.expires_at, rec.status.is_open()) { (expiry(e, now)) }
@@ -113,6 +114,7 @@ pub fn render(
                 }
             }
         }
+        @if let Some(entry) = &view.outbound { (agent_to_agent(entry, now)) }
         @if let Some(resp) = &rec.response { (outcome(view, resp, reveal)) }
         @match &view.allowed {
             Allowed::Resolve(aff) => (answer::form(view, *aff, &session.csrf, form)),
@@ -125,6 +127,30 @@ pub fn render(
         p { a href="/inbox" { "← Back to the inbox" } }
     };
     respond(status, super::page(&rec.title, Some(session), body))
+}
+
+/// An addressed message (§8.7.1): who sent it to whom, and its outbound mailbox track (§14.2) —
+/// what the sender's own GET reports.
+fn agent_to_agent(entry: &ma2h_core::mailbox::MailboxEntry, now: ma2h_protocol::time::Timestamp) -> Markup {
+    use ma2h_core::mailbox::Track;
+    let track = entry.track(now);
+    let fmt = |t: ma2h_protocol::time::Timestamp| ma2h_protocol::time::format(t);
+    html! {
+        section.a2a aria-label="Agent to agent" {
+            h2 { "Agent to agent" }
+            dl.kv {
+                dt { "From" } dd { code { (entry.payload["from"].as_str().unwrap_or(&entry.author)) } " (attested by the Hub)" }
+                dt { "To" } dd { code { (entry.payload["to"].as_str().unwrap_or("")) } }
+                dt { "Mailbox" } dd {
+                    strong { (track.as_str()) }
+                    @if let Some(p) = track.prior() { " — prior " (p) (if p == "queued" { " (never seen)" } else { " (seen, never acknowledged)" }) }
+                }
+                @if let Some(d) = entry.delivered_at { dt { "Delivered" } dd { time datetime=(fmt(d)) { (fmt(d)) } } }
+                @if let Track::Acknowledged { ack, .. } = &track { dt { "Acknowledged" } dd { time datetime=(fmt(ack.acked_at)) { (fmt(ack.acked_at)) } } }
+                dt { "Deliveries" } dd { (entry.deliveries) }
+            }
+        }
+    }
 }
 
 /// One §4.2 Part: text as text, data pretty-printed, files as a link that the server never

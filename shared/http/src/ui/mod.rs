@@ -18,6 +18,7 @@
 mod agent_sessions;
 mod agents;
 mod answer;
+mod inter_agent;
 mod list;
 mod login;
 mod markdown;
@@ -55,6 +56,7 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/directives", post(agents::send))
         .route("/inbox/sessions/{id}/close", post(agent_sessions::close))
         .route("/inbox/agent-stop", post(agent_sessions::stop))
+        .route("/inbox/inter-agent", post(inter_agent::update))
         .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
         .route("/inbox/{id}/resolve", post(answer::resolve))
