@@ -106,7 +106,7 @@ pub async fn a_stream_claim_starts_the_window_without_delivery_evidence_and_can_
     let hidden = store.claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(2), at(62), 5).await.unwrap();
     assert!(hidden.entries.is_empty(), "the push started the visibility window");
     let ack = ma2h_core::mailbox::AckRecord { by: "agent:worker".into(), acked_at: at(3), note: None };
-    let acked = store.ack_entries(&mb, &[e.key.clone()], &ack, at(999)).await.unwrap();
+    let acked = store.ack_entries(&mb, std::slice::from_ref(&e.key), &ack, at(999)).await.unwrap();
     assert_eq!(acked.len(), 1, "an entry returned once, by push, can be acked");
     assert!(matches!(acked[0].track(at(4)), Track::Acknowledged { delivered_at: None, .. }));
 }
