@@ -353,3 +353,33 @@ async fn the_stream_pushes_provisionally_and_closes_before_the_lease() {
         .await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn an_ask_nobody_drains_before_the_inbound_retention_resolves_undeliverable_without_a_receipt() {
+    let mut s = settings();
+    s.mailbox.retention_days = 1;
+    let h = hub_with(s).await;
+    h.opt_in().await;
+    let r = h.call(Method::POST, "/v1/sessions", Some(&h.agent), Some(json!({"ttl_seconds": 3600}))).await;
+    let asker = r.body["session"]["id"].as_str().unwrap().to_owned();
+    let id = accepted(&h.submit(&h.agent, ask_to("agent:other", "k9", Some(&asker))).await);
+    // Keep the asker's session alive across the wait (renewed every 50 minutes): it would receive
+    // a receipt if one were sent.
+    let steps = i64::from(h.hub.settings.mailbox.retention_days) * 24 * 60 / 50 + 2;
+    for _ in 0..steps {
+        h.advance(Duration::minutes(50));
+        let r = h.call(Method::GET, &format!("/v1/inbox?session={asker}"), Some(&h.agent), None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    sweep::sweep_once(&h.hub).await.unwrap();
+    let read = h.read(&id).await;
+    assert_eq!(
+        (read["status"].as_str(), read["mailbox"]["state"].as_str()),
+        (Some("cancelled"), Some("expired")),
+        "{read}"
+    );
+    assert_eq!(read["response"]["response"]["actor"], "system:undeliverable");
+    let mine = h.drain(&h.agent, Some(&asker)).await;
+    assert!(mine.iter().all(|e| e.get("receipt").is_none()), "§14.2: expiry emits no receipt: {mine:?}");
+    assert!(mine.iter().any(|e| e["response"]["in_reply_to"] == id.as_str()), "the auto-cancellation returns");
+}
