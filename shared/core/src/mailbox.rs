@@ -219,6 +219,36 @@ impl Track {
 }
 
 impl MailboxEntry {
+    /// A new entry, claimable from `now` until `deadline`, never yet delivered.
+    #[allow(clippy::too_many_arguments)] // one constructor for every kind: the fields are the API
+    pub fn new(
+        mailbox: Mailbox,
+        key: String,
+        kind: EntryKind,
+        audience: Audience,
+        payload: Value,
+        author: String,
+        now: Timestamp,
+        deadline: Timestamp,
+    ) -> Self {
+        Self {
+            mailbox,
+            key,
+            kind,
+            audience,
+            payload,
+            author,
+            enqueued_at: now,
+            visible_at: now,
+            deadline,
+            deliveries: 0,
+            delivered_at: None,
+            claimant: None,
+            closed: None,
+            retain_until: None,
+        }
+    }
+
     /// Live: still in the mailbox at `now` (not closed, deadline not passed).
     pub fn is_live(&self, now: Timestamp) -> bool {
         self.closed.is_none() && now <= self.deadline

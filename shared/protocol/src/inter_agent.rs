@@ -87,21 +87,13 @@ pub fn bounce_receipt(id: &str, in_reply_to: &str, prior: &str, at: &str, sessio
     })
 }
 
-/// The §9.8 `message_signed_context`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MessageEntryContext {
-    pub from: String,
-    pub id: String,
-    pub jti: String,
-    pub ma2h_version: String,
-    pub payload_sha256: String,
-    pub t: String,
-    pub to: String,
-}
+/// The §9.8 `message_signed_context` has exactly §9.7's key set — `{from, id, jti, ma2h_version,
+/// payload_sha256, t, to}` — so it is the inbound context type, built with the message digest.
+pub type MessageEntryContext = crate::inbound::InboundContext;
 
-impl MessageEntryContext {
-    /// Built from the delivered entry itself — by the Hub to sign, by the addressee to verify.
-    /// `Err` names a missing bound member.
+impl crate::inbound::InboundContext {
+    /// Built from a delivered `message` entry itself — by the Hub to sign, by the addressee to
+    /// verify (the digest recomputed from what it received). `Err` names a missing bound member.
     pub fn for_entry(entry: &Value, jti: &str, t: &str) -> Result<Self, &'static str> {
         let member = |name: &'static str| entry.get(name).and_then(Value::as_str).map(str::to_owned).ok_or(name);
         Ok(Self {
@@ -113,22 +105,6 @@ impl MessageEntryContext {
             t: t.to_owned(),
             to: member("to")?,
         })
-    }
-
-    pub fn to_canonical(&self) -> Vec<u8> {
-        let mut m = Map::with_capacity(7);
-        for (k, v) in [
-            ("from", &self.from),
-            ("id", &self.id),
-            ("jti", &self.jti),
-            ("ma2h_version", &self.ma2h_version),
-            ("payload_sha256", &self.payload_sha256),
-            ("t", &self.t),
-            ("to", &self.to),
-        ] {
-            m.insert(k.into(), Value::String(v.clone()));
-        }
-        jcs::canonicalize(&Value::Object(m))
     }
 }
 

@@ -119,21 +119,13 @@ async fn reachability(
 /// §8.6 per-sender budget for addressed submits (`rate_limit.inter_agent_requests_per_minute`).
 async fn check_rate(hub: &Hub, sender: &Mailbox) -> Result<(), HubError> {
     let limit = hub.settings.inter_agent.requests_per_minute;
-    if limit == 0 {
-        return Ok(());
-    }
-    let now = hub.clock.now();
-    let minute = now.timestamp().div_euclid(60);
-    let key = format!("ia/{}/{minute}", sender.key());
-    let window_end = time::from_millis((minute + 1) * 60_000);
-    let count = hub.messages.incr_counter(&key, window_end, now).await?;
-    if count > u64::from(limit) {
-        return Err(HubError::RateLimited {
-            message: format!("more than {limit} addressed messages per minute from this agent"),
-            retry_after_secs: u64::try_from((window_end - now).num_seconds().max(1)).unwrap_or(1),
-        });
-    }
-    Ok(())
+    super::submit::per_minute(
+        hub,
+        &format!("ia/{}", sender.key()),
+        limit,
+        "addressed messages per minute from this agent",
+    )
+    .await
 }
 
 /// The `message` entry for an accepted addressed message: the delivered form, deadline at the
@@ -146,22 +138,16 @@ pub(crate) fn entry(hub: &Hub, route: &Route, record: &MessageRecord, envelope: 
         Value::Object(m) => m.clone(),
         _ => serde_json::Map::new(),
     };
-    MailboxEntry {
-        mailbox: route.mailbox.clone(),
-        key: record.id.to_string(),
-        kind: EntryKind::Message,
-        audience: route.audience.clone(),
-        payload: delivered_message(&raw, record.id.as_str(), &route.from),
-        author: route.from.clone(),
-        enqueued_at: now,
-        visible_at: now,
+    MailboxEntry::new(
+        route.mailbox.clone(),
+        record.id.to_string(),
+        EntryKind::Message,
+        route.audience.clone(),
+        delivered_message(&raw, record.id.as_str(), &route.from),
+        route.from.clone(),
+        now,
         deadline,
-        deliveries: 0,
-        delivered_at: None,
-        claimant: None,
-        closed: None,
-        retain_until: None,
-    }
+    )
 }
 
 /// Is this an addressed message (its accepted envelope carries `to`)?

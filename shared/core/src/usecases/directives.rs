@@ -120,22 +120,17 @@ pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<Ma
     };
     let retention = chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
     let deadline = expires_at.map_or(now + retention, |e| e.min(now + retention));
-    let entry = MailboxEntry {
-        mailbox: mailbox.clone(),
-        key: id.to_string(),
-        kind: EntryKind::Directive,
+    let author = principal.actor().to_string();
+    let entry = MailboxEntry::new(
+        mailbox.clone(),
+        id.to_string(),
+        EntryKind::Directive,
         audience,
-        payload: directive,
-        author: principal.actor().to_string(),
-        enqueued_at: now,
-        visible_at: now,
+        directive,
+        author,
+        now,
         deadline,
-        deliveries: 0,
-        delivered_at: None,
-        claimant: None,
-        closed: None,
-        retain_until: None,
-    };
+    );
     match hub.mailbox.enqueue(&entry, hub.settings.mailbox.depth).await? {
         Enqueued::New => {}
         Enqueued::Full => {

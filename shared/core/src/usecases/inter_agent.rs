@@ -149,22 +149,16 @@ async fn honour(hub: &Hub, entry: &MailboxEntry) -> Result<bool, HubError> {
     let payload =
         bounce_receipt(receipt_id.as_str(), entry.key.as_str(), prior, &time::format(*at), dest_session.as_str(), &to);
     let retention = chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
-    let receipt = MailboxEntry {
-        mailbox: Mailbox { account: record.account.clone(), agent: record.agent_id.clone() },
-        key: receipt_id.to_string(),
-        kind: EntryKind::Receipt,
-        audience: Audience::Session(sender_sess.clone()),
+    let receipt = MailboxEntry::new(
+        Mailbox { account: record.account.clone(), agent: record.agent_id.clone() },
+        receipt_id.to_string(),
+        EntryKind::Receipt,
+        Audience::Session(sender_sess.clone()),
         payload,
-        author: "system:hub".into(),
-        enqueued_at: now,
-        visible_at: now,
-        deadline: now + retention,
-        deliveries: 0,
-        delivered_at: None,
-        claimant: None,
-        closed: None,
-        retain_until: None,
-    };
+        "system:hub".into(),
+        now,
+        now + retention,
+    );
     // Best-effort (§8.7.1): a full mailbox drops the receipt; the pull stays authoritative.
     let queued = hub.mailbox.enqueue(&receipt, hub.settings.mailbox.depth).await?;
     if queued == crate::mailbox::Enqueued::New {

@@ -91,22 +91,16 @@ async fn response_entry(
         return Ok(None);
     }
     let deadline = write.resolved_at + chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
-    Ok(Some(MailboxEntry {
-        mailbox: Mailbox { account: record.account.clone(), agent: record.agent_id.clone() },
-        key: write.resolution_id.to_string(),
-        kind: EntryKind::Response,
-        audience: Audience::Session(id),
-        payload: write.response.clone(),
-        author: "system:hub".into(),
-        enqueued_at: write.resolved_at,
-        visible_at: write.resolved_at,
+    Ok(Some(MailboxEntry::new(
+        Mailbox { account: record.account.clone(), agent: record.agent_id.clone() },
+        write.resolution_id.to_string(),
+        EntryKind::Response,
+        Audience::Session(id),
+        write.response.clone(),
+        "system:hub".into(),
+        write.resolved_at,
         deadline,
-        deliveries: 0,
-        delivered_at: None,
-        claimant: None,
-        closed: None,
-        retain_until: None,
-    }))
+    )))
 }
 
 /// §7 lazy expiry: an open message read strictly after `expires_at` is expired now (with its

@@ -166,19 +166,24 @@ fn ack(hub: &Hub, rec: &MessageRecord, outbound: Option<&crate::mailbox::Mailbox
 
 /// §8.6 fixed one-minute window per agent, counted with an atomic store increment.
 async fn check_rate(hub: &Hub, principal: &Principal, agent: &ma2h_protocol::ids::AgentId) -> Result<(), HubError> {
-    let limit = hub.settings.requests_per_minute;
+    // ids may contain `/`: each part is escaped so two (account, agent) pairs never share a counter
+    let scope = format!("rpm/{}/{}", key_part(principal.account.as_str()), key_part(agent.as_str()));
+    per_minute(hub, &scope, hub.settings.requests_per_minute, "requests per minute for this agent").await
+}
+
+/// One fixed-minute budget: the `limit`-th request of the minute under `scope` passes, the next
+/// is 429 with the seconds left in the minute. `0` = no limit.
+pub(crate) async fn per_minute(hub: &Hub, scope: &str, limit: u32, what: &str) -> Result<(), HubError> {
     if limit == 0 {
         return Ok(());
     }
     let now = hub.clock.now();
     let minute = now.timestamp().div_euclid(60);
-    // ids may contain `/`: each part is escaped so two (account, agent) pairs never share a counter
-    let key = format!("rpm/{}/{}/{minute}", key_part(principal.account.as_str()), key_part(agent.as_str()));
     let window_end = now + Duration::seconds(60 - i64::from(now.second()));
-    let count = hub.messages.incr_counter(&key, window_end, now).await?;
+    let count = hub.messages.incr_counter(&format!("{scope}/{minute}"), window_end, now).await?;
     if count > u64::from(limit) {
         return Err(HubError::RateLimited {
-            message: format!("more than {limit} requests per minute for this agent"),
+            message: format!("more than {limit} {what}"),
             retry_after_secs: u64::try_from((window_end - now).num_seconds().max(1)).unwrap_or(1),
         });
     }
