@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 /// Most destinations with an allowlist, and most senders on one list.
 pub const MAX_ALLOWLISTS: usize = 500;
 pub const MAX_SENDERS: usize = 200;
+/// Largest stored policy document, in bytes.
+pub const MAX_POLICY_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AccountPolicy {

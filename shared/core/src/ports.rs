@@ -32,12 +32,15 @@ pub enum StoreError {
 pub trait MessageStore: Send + Sync + 'static {
     /// Write a new message together with its idempotency claim — and, for an addressed message,
     /// its `message` entry in the destination mailbox (§8.7.1) — in ONE atomic write. If a live
-    /// (unexpired) claim for `(account, agent, key)` exists, nothing is written.
+    /// (unexpired) claim for `(account, agent, key)` exists, nothing is written
+    /// ([`Inserted::Existing`]); otherwise, if `entry`'s audience partition of its mailbox already
+    /// holds `depth_cap` live entries, nothing is written ([`Inserted::MailboxFull`]; soft on
+    /// DynamoDB, exactly as [`MailboxStore::enqueue`]).
     async fn insert_message(
         &self,
         message: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
-        entry: Option<&MailboxEntry>,
+        entry: Option<(&MailboxEntry, u32)>,
         now: Timestamp,
     ) -> Result<Inserted, StoreError>;
 
@@ -172,7 +175,8 @@ pub trait CredentialStore: Send + Sync + 'static {
 #[async_trait]
 pub trait MailboxStore: Send + Sync + 'static {
     /// Append `entry` iff fewer than `depth_cap` live entries (not closed, deadline not passed at
-    /// `entry.enqueued_at`) are in its mailbox; otherwise write nothing.
+    /// `entry.enqueued_at`) of its audience are in its mailbox — so one audience (say, other
+    /// agents' mail) can never crowd out another (the human's directives); otherwise write nothing.
     async fn enqueue(&self, entry: &MailboxEntry, depth_cap: u32) -> Result<Enqueued, StoreError>;
 
     /// Claim at most `max` live entries of `mailbox` visible at `now` (`visible_at <= now <=
@@ -224,8 +228,10 @@ pub trait MailboxStore: Send + Sync + 'static {
 
     /// Close up to `limit` live entries whose deadline is before `now` (oldest deadline first, from
     /// an index — never a scan), keeping them readable until `retain_until`. The reason is
-    /// `Deadline`, except a principal-addressed (`Sessions`) `message` entry already delivered:
-    /// drained, never acked, never rescued — `Bounced` (§14.2). Returns them as written.
+    /// `Deadline`, except a principal-addressed (`Sessions`) `message` entry already delivered
+    /// whose deadline is the inbound retention (its payload has no `expires_at`): drained, never
+    /// acked, never rescued — `Bounced` (§14.2). A message that reached its own `expires_at`
+    /// after delivery stays `delivered` (seen but unanswered). Returns them as written.
     async fn close_due_entries(
         &self,
         now: Timestamp,

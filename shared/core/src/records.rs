@@ -198,6 +198,9 @@ pub enum Inserted {
     New,
     /// A live idempotency claim already exists for the key: nothing was written.
     Existing(IdempotencyRecord),
+    /// The addressed message's destination mailbox already holds its depth cap of live entries
+    /// for that audience: nothing was written.
+    MailboxFull,
 }
 
 /// Result of a lookup.

@@ -267,16 +267,22 @@ async fn a_session_death_bounces_its_mail_resolves_the_ask_undeliverable_and_rec
 }
 
 #[tokio::test]
-async fn unseen_expiry_and_the_principal_addressed_orphan_are_honest_at_the_deadline() {
-    let h = hub().await;
+async fn unseen_expiry_seen_expiry_and_the_principal_addressed_orphan_are_honest_at_the_deadline() {
+    let mut s = settings();
+    s.mailbox.retention_days = 1;
+    let h = hub_with(s).await;
     h.opt_in().await;
-    let asker = h.session_of(&h.agent).await;
-    let soon = ts(h.clock_now() + Duration::seconds(30));
+    let r = h.call(Method::POST, "/v1/sessions", Some(&h.agent), Some(json!({"ttl_seconds": 3600}))).await;
+    let asker = r.body["session"]["id"].as_str().unwrap().to_owned();
     let worker = h.session_of(&h.other_agent).await;
-    let ask = with(ask_to("agent:other", "k3", Some(&asker)), "/expires_at", json!(soon));
-    let orphan = accepted(&h.submit(&h.agent, ask).await);
-    // The worker drains the principal-addressed ask and never acks it.
-    assert_eq!(h.drain(&h.other_agent, Some(&worker)).await.len(), 1);
+    let soon = ts(h.clock_now() + Duration::seconds(30));
+    // Seen before its own expires_at, never answered: stays `delivered` (§14.2: seen, unanswered).
+    let timed = accepted(
+        &h.submit(&h.agent, with(ask_to("agent:other", "k3", Some(&asker)), "/expires_at", json!(soon))).await,
+    );
+    // Principal-addressed, drained, never acked, no expires_at: an orphan at the inbound retention.
+    let orphan = accepted(&h.submit(&h.agent, ask_to("agent:other", "k4", Some(&asker))).await);
+    assert_eq!(h.drain(&h.other_agent, Some(&worker)).await.len(), 2);
     // A self-addressed notify nobody ever drains.
     let never = accepted(&h.submit(&h.agent, with(notify_to("agent:bot"), "/expires_at", json!(soon))).await);
     h.advance(Duration::seconds(31));
@@ -284,12 +290,28 @@ async fn unseen_expiry_and_the_principal_addressed_orphan_are_honest_at_the_dead
     let n = h.read(&never).await;
     assert_eq!((n["status"].as_str(), n["mailbox"]["state"].as_str()), (Some("expired"), Some("expired")), "{n}");
     assert!(n["mailbox"].get("prior").is_none(), "`expired` means never seen; no prior");
+    let t = h.read(&timed).await;
+    assert_eq!((t["status"].as_str(), t["mailbox"]["state"].as_str()), (Some("expired"), Some("delivered")), "{t}");
+    // Past the inbound retention (the asker's session kept alive, renewed every 50 minutes).
+    for _ in 0..(24 * 60 / 50 + 2) {
+        h.advance(Duration::minutes(50));
+        let r = h.call(Method::GET, &format!("/v1/inbox?session={asker}&max=1"), Some(&h.agent), None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    sweep::sweep_once(&h.hub).await.unwrap();
     let o = h.read(&orphan).await;
-    assert_eq!(o["status"], "expired", "its own expires_at fired first");
-    assert_eq!((o["mailbox"]["state"].as_str(), o["mailbox"]["prior"].as_str()), (Some("bounced"), Some("delivered")));
+    assert_eq!(
+        (o["mailbox"]["state"].as_str(), o["mailbox"]["prior"].as_str()),
+        (Some("bounced"), Some("delivered")),
+        "{o}"
+    );
+    assert_eq!(
+        (o["status"].as_str(), o["response"]["response"]["actor"].as_str()),
+        (Some("cancelled"), Some("system:undeliverable"))
+    );
     let receipts: Vec<Value> =
         h.drain(&h.agent, Some(&asker)).await.into_iter().filter(|e| e.get("receipt").is_some()).collect();
-    assert_eq!(receipts.len(), 1, "the orphan's bounce only (expiry emits none)");
+    assert_eq!(receipts.len(), 1, "the orphan's bounce only (expiry emits none): {receipts:?}");
     assert_eq!(receipts[0]["receipt"]["session"], worker.as_str(), "names the last claimant");
 }
 
@@ -382,4 +404,54 @@ async fn an_ask_nobody_drains_before_the_inbound_retention_resolves_undeliverabl
     let mine = h.drain(&h.agent, Some(&asker)).await;
     assert!(mine.iter().all(|e| e.get("receipt").is_none()), "§14.2: expiry emits no receipt: {mine:?}");
     assert!(mine.iter().any(|e| e["response"]["in_reply_to"] == id.as_str()), "the auto-cancellation returns");
+}
+
+#[tokio::test]
+async fn mail_written_for_a_session_whose_bounce_already_ran_is_bounced_when_the_sender_reads() {
+    use ma2h_core::session::{EndKind, SessionEnd};
+    let h = hub().await;
+    h.opt_in().await;
+    let worker = h.session_of(&h.other_agent).await;
+    let id = accepted(&h.submit(&h.agent, ask_to(&format!("agent:other#{worker}"), "k10", None)).await);
+    // The race: the session ends and its bounce pass completes as if before the insert landed.
+    let acme = AccountId::parse("acme").unwrap();
+    let sid = ma2h_protocol::ids::SessionId::parse(&worker).unwrap();
+    let at = h.clock_now();
+    h.hub
+        .sessions
+        .end_session(&acme, &sid, SessionEnd { at, kind: EndKind::Closed }, at + Duration::days(1), None)
+        .await
+        .unwrap();
+    h.hub.sessions.bounce_done(&acme, &sid).await.unwrap();
+    let read = h.read(&id).await;
+    assert_eq!(
+        (read["mailbox"]["state"].as_str(), read["mailbox"]["prior"].as_str()),
+        (Some("bounced"), Some("queued")),
+        "{read}"
+    );
+    assert_eq!(
+        (read["status"].as_str(), read["response"]["response"]["actor"].as_str()),
+        (Some("cancelled"), Some("system:undeliverable"))
+    );
+}
+
+#[tokio::test]
+async fn other_agents_mail_is_capped_per_audience_and_never_crowds_out_directives() {
+    let mut s = settings();
+    s.mailbox.depth = 2;
+    let h = hub_with(s).await;
+    h.opt_in().await;
+    accepted(&h.submit(&h.agent, notify_to("agent:other")).await);
+    accepted(&h.submit(&h.agent, notify_to("agent:other")).await);
+    let full = h.submit(&h.agent, notify_to("agent:other")).await;
+    assert_eq!((full.status, full.code()), (StatusCode::TOO_MANY_REQUESTS, "rate_limited"), "{}", full.body);
+    let d = h
+        .call(
+            Method::POST,
+            "/v1/operator/directives",
+            Some(&h.operator),
+            Some(json!({"to": "agent:other", "title": "Pause"})),
+        )
+        .await;
+    assert_eq!(d.status, StatusCode::CREATED, "the human's directives have their own room: {}", d.body);
 }

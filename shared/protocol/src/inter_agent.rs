@@ -55,13 +55,36 @@ impl Destination {
     }
 }
 
-/// The §8.7.1 delivered form: the accepted envelope plus Hub-assigned `id` and attested `from`,
-/// with the submitter's machinery stripped (`state`, `client_ref`, `request.callback`,
-/// `action.callback`). `idempotency_key` and the advisory `agent` descriptor stay.
+/// The §4 members a delivered `message` may carry. Anything else the sender added (unknown
+/// members are tolerated on submit, §10) is unsigned and is not passed on.
+pub const DELIVERED_FIELDS: [&str; 15] = [
+    "ma2h_version",
+    "type",
+    "created_at",
+    "agent",
+    "to",
+    "title",
+    "body",
+    "priority",
+    "tags",
+    "context",
+    "idempotency_key",
+    "expires_at",
+    "sensitive",
+    "request",
+    "action",
+];
+
+/// The §8.7.1 delivered form: the accepted envelope's [`DELIVERED_FIELDS`] plus Hub-assigned
+/// `id` and attested `from` — so the submitter's machinery (`state`, `client_ref`,
+/// `request.callback`, `action.callback`) never leaves. `idempotency_key` and the advisory
+/// `agent` descriptor stay.
 pub fn delivered_message(envelope: &Map<String, Value>, id: &str, from: &str) -> Value {
-    let mut out = envelope.clone();
-    out.remove("state");
-    out.remove("client_ref");
+    let mut out: Map<String, Value> = envelope
+        .iter()
+        .filter(|(k, _)| DELIVERED_FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     for block in ["request", "action"] {
         if let Some(Value::Object(b)) = out.get_mut(block) {
             b.remove("callback");

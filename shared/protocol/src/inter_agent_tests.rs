@@ -147,12 +147,13 @@ fn the_to_grammar_splits_at_the_first_hash_and_requires_a_session_segment() {
 #[test]
 fn the_delivered_form_strips_the_submitters_machinery_and_attests_from() {
     let env = json!({"ma2h_version":"0.5","type":"ask","title":"t","to":"agent:b","state":{"s":1},"client_ref":"c",
-                     "idempotency_key":"k","agent":{"id":"a","run_id":"r"},
+                     "idempotency_key":"k","agent":{"id":"a","run_id":"r"},"verified_by":"human:alice",
                      "request":{"mode":"confirm","callback":{"mode":"pull"}}});
     let out = delivered_message(env.as_object().unwrap(), "msg_1", "agent:a");
     assert_eq!(out.get("state"), None);
     assert_eq!(out.get("client_ref"), None);
     assert_eq!(out["request"].get("callback"), None);
+    assert_eq!(out.get("verified_by"), None, "an unknown (unsigned) member is not passed on");
     assert_eq!((out["id"].as_str(), out["from"].as_str()), (Some("msg_1"), Some("agent:a")));
     assert_eq!(out["idempotency_key"], "k");
     assert_eq!(out["to"], "agent:b");

@@ -38,7 +38,7 @@ pub async fn an_addressed_insert_commits_its_entry_with_the_message_or_not_at_al
     let c = claim(&m, "k1", "fp", at(86_400));
     let dest = mailbox("acct-a", "worker");
     let entry = as_message(directive(&dest, at(0)), m.id.as_str(), Audience::Sessions);
-    assert_eq!(store.insert_message(&m, Some(&c), Some(&entry), at(0)).await.unwrap(), Inserted::New);
+    assert_eq!(store.insert_message(&m, Some(&c), Some((&entry, 10)), at(0)).await.unwrap(), Inserted::New);
     let stored = store.get_entry(&acct, m.id.as_str()).await.unwrap().expect("the entry was written");
     assert_eq!(
         (stored.kind, stored.audience.clone(), stored.payload.clone()),
@@ -49,8 +49,19 @@ pub async fn an_addressed_insert_commits_its_entry_with_the_message_or_not_at_al
     again.id = crate::fixtures::message_id();
     let c2 = claim(&again, "k1", "fp", at(86_400));
     let e2 = as_message(directive(&dest, at(1)), again.id.as_str(), Audience::Sessions);
-    assert!(matches!(store.insert_message(&again, Some(&c2), Some(&e2), at(1)).await.unwrap(), Inserted::Existing(_)));
+    assert!(matches!(
+        store.insert_message(&again, Some(&c2), Some((&e2, 10)), at(1)).await.unwrap(),
+        Inserted::Existing(_)
+    ));
     assert!(store.get_entry(&acct, again.id.as_str()).await.unwrap().is_none(), "nothing of the refused insert");
+    // The depth cap counts the entry's audience partition: full for more principal-addressed
+    // mail, while the human's directives (another audience) still fit.
+    let mut third = ask(&acct, &bot, at(2));
+    third.id = crate::fixtures::message_id();
+    let e3 = as_message(directive(&dest, at(2)), third.id.as_str(), Audience::Sessions);
+    assert_eq!(store.insert_message(&third, None, Some((&e3, 1)), at(2)).await.unwrap(), Inserted::MailboxFull);
+    assert!(matches!(store.get_message(&acct, &third.id).await.unwrap(), ma2h_core::records::Lookup::Missing));
+    assert_eq!(store.enqueue(&directive(&dest, at(2)), 1).await.unwrap(), ma2h_core::mailbox::Enqueued::New);
 }
 
 pub async fn principal_addressed_entries_reach_only_session_drains_one_claimant_per_window<S: Store>(store: S) {
@@ -147,9 +158,16 @@ pub async fn a_drained_principal_addressed_message_is_an_orphan_at_its_deadline<
     unseen.deadline = at(10);
     let mut plain = directive(&mb, at(0));
     plain.deadline = at(10);
+    // Its own expires_at is the deadline: seen but unanswered stays `delivered` (§14.2).
+    let mut timed = as_message(directive(&mb, at(0)), "msg_timed", Audience::Sessions);
+    timed.deadline = at(10);
+    timed.payload["expires_at"] = json!("2030-01-01T00:00:10Z");
     store.enqueue(&seen, 10).await.unwrap();
-    let c = store.claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(1), at(61), 1).await.unwrap();
-    assert_eq!(c.entries[0].key, "msg_seen");
+    store.enqueue(&timed, 10).await.unwrap();
+    let c = store.claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(1), at(61), 2).await.unwrap();
+    let mut got: Vec<&str> = c.entries.iter().map(|e| e.key.as_str()).collect();
+    got.sort_unstable();
+    assert_eq!(got, ["msg_seen", "msg_timed"]);
     store.enqueue(&unseen, 10).await.unwrap();
     store.enqueue(&plain, 10).await.unwrap();
     store
@@ -162,6 +180,7 @@ pub async fn a_drained_principal_addressed_message_is_an_orphan_at_its_deadline<
     assert_eq!(by_key("msg_seen").prior(), Some("delivered"));
     assert_eq!(by_key("msg_unseen"), Track::Expired, "never seen: expired, no prior");
     assert!(matches!(by_key(&plain.key), Track::Delivered { .. }), "a delivered directive stays delivered");
+    assert!(matches!(by_key("msg_timed"), Track::Delivered { .. }), "its own expiry: seen, unanswered");
     let orphan = store.get_entry(&mb.account, "msg_seen").await.unwrap().unwrap();
     assert_eq!(orphan.claimant, Some(s), "the receipt names the last claimant");
 }

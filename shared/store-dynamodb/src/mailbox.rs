@@ -71,6 +71,10 @@ pub(crate) fn entry_item(e: &MailboxEntry) -> Item {
     put("enqueued_at", n(ms(e.enqueued_at)));
     put("visible_at", n(ms(e.visible_at)));
     put("deadline", n(ms(e.deadline)));
+    if e.payload.get("expires_at").is_some() {
+        // §14.2: its deadline may be its own expiry, after which a delivered entry stays delivered.
+        put("has_expiry", AttributeValue::Bool(true));
+    }
     put("deliveries", n(i64::from(e.deliveries)));
     put("mbx_pk", s(ready_pk(&e.mailbox, &e.audience)));
     put("mbx_sk", s(ready_sk(e.visible_at, &e.key)));
@@ -213,7 +217,7 @@ impl DynamoStore {
     }
 
     /// Live entries of one audience partition (the depth cap counts the new entry's own).
-    async fn live_count(&self, mailbox: &Mailbox, audience: &Audience, now: Timestamp) -> R<u64> {
+    pub(crate) async fn live_count(&self, mailbox: &Mailbox, audience: &Audience, now: Timestamp) -> R<u64> {
         let mut pages = self
             .client
             .query()
@@ -391,33 +395,40 @@ impl MailboxStore for DynamoStore {
         retain_until: Timestamp,
         limit: usize,
     ) -> R<Vec<MailboxEntry>> {
-        // Live entries of the session's audience partition (closed ones have left the index).
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name("mailbox")
-            .key_condition_expression("mbx_pk = :p")
-            .expression_attribute_values(":p", s(ready_pk(mailbox, &Audience::Session(session.clone()))))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .send()
-            .await
-            .map_err(|e| unavailable("Query", e))?;
+        // Live entries of the session's audience partition (closed ones have left the index),
+        // page after page: response and receipt entries never bounce and may fill a page.
         let mut bounced = Vec::new();
-        for item in out.items() {
-            let position = get_s(item, "mbx_sk")?;
-            let (_, entry_key) =
-                parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
-            // Acked, or past its deadline (the sweeper closes it as expired): not a bounce. §14.2:
-            // `response`/`receipt` entries never bounce (they stay until their deadline).
-            let pk = entry_pk(&mailbox.account, entry_key);
-            let condition = "attribute_exists(mbx_pk) AND deadline >= :at AND (kind = :dir OR kind = :msg)";
-            let values = [(":dir", "directive"), (":msg", "message")];
-            if let Some(e) = self.close_entry(pk, "bounced", condition, &values, at, retain_until).await? {
-                bounced.push(e);
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name("mailbox")
+                .key_condition_expression("mbx_pk = :p")
+                .expression_attribute_values(":p", s(ready_pk(mailbox, &Audience::Session(session.clone()))))
+                .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| unavailable("Query", e))?;
+            for item in out.items() {
+                let position = get_s(item, "mbx_sk")?;
+                let (_, entry_key) =
+                    parse_ready_sk(position).ok_or_else(|| StoreError::Corrupt(format!("mbx_sk {position:?}")))?;
+                // Acked, or past its deadline (the sweeper closes it as expired): not a bounce.
+                let pk = entry_pk(&mailbox.account, entry_key);
+                let condition = "attribute_exists(mbx_pk) AND deadline >= :at AND (kind = :dir OR kind = :msg)";
+                let values = [(":dir", "directive"), (":msg", "message")];
+                if let Some(e) = self.close_entry(pk, "bounced", condition, &values, at, retain_until).await? {
+                    bounced.push(e);
+                }
+            }
+            match out.last_evaluated_key {
+                Some(k) if bounced.len() < limit => start = Some(k),
+                _ => return Ok(bounced),
             }
         }
-        Ok(bounced)
     }
 
     async fn get_entry(&self, account: &AccountId, entry_key: &str) -> R<Option<MailboxEntry>> {
@@ -452,9 +463,9 @@ impl MailboxStore for DynamoStore {
         // (prior `delivered`). Every other entry closes at its deadline — tried first, since it
         // is nearly every entry; the orphan write only follows its refusal.
         const DEADLINE: &str = "attribute_exists(mbx_pk) AND deadline < :at AND \
-             (kind <> :msg OR audience <> :sess OR attribute_not_exists(delivered_at))";
+             (kind <> :msg OR audience <> :sess OR attribute_not_exists(delivered_at) OR attribute_exists(has_expiry))";
         const ORPHAN: &str = "attribute_exists(mbx_pk) AND deadline < :at AND \
-             kind = :msg AND audience = :sess AND attribute_exists(delivered_at)";
+             kind = :msg AND audience = :sess AND attribute_exists(delivered_at) AND attribute_not_exists(has_expiry)";
         let values = [(":msg", "message"), (":sess", Audience::Sessions.as_str())];
         let mut closed = Vec::new();
         for row in self.due_keys("due", DUE_PARTITION, now, false, limit).await? {

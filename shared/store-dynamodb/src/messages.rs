@@ -166,11 +166,21 @@ impl MessageStore for DynamoStore {
         &self,
         m: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
-        entry: Option<&ma2h_core::mailbox::MailboxEntry>,
+        entry: Option<(&ma2h_core::mailbox::MailboxEntry, u32)>,
         now: Timestamp,
     ) -> R<Inserted> {
         let mut items = vec![self.put(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new())?];
-        if let Some(e) = entry {
+        if let Some((e, cap)) = entry {
+            // A soft cap, as `enqueue`'s; a replay is answered even when the mailbox is full.
+            if self.live_count(&e.mailbox, &e.audience, e.enqueued_at).await? >= u64::from(cap) {
+                return match claim {
+                    Some(c) => Ok(self
+                        .get_claim(&c.account, &c.agent_id, &c.key, now)
+                        .await?
+                        .map_or(Inserted::MailboxFull, Inserted::Existing)),
+                    None => Ok(Inserted::MailboxFull),
+                };
+            }
             // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
             items.push(self.put(crate::mailbox::entry_item(e), Some("attribute_not_exists(pk)"), HashMap::new())?);
         }

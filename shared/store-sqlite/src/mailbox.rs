@@ -25,8 +25,8 @@ use crate::codec::{DbError, json_text, json_value, limit, ms, opt_ts, parsed, ts
 const COLUMNS: &str = "account, entry_key, agent_id, kind, audience, payload, author, enqueued_at, visible_at, \
      deadline, deliveries, delivered_at, closed_at, closed_reason, ack_by, ack_note, retain_until, claimant";
 
-const COUNT_LIVE: &str =
-    "SELECT COUNT(*) FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND closed_at IS NULL AND deadline >= ?3";
+const COUNT_LIVE: &str = "SELECT COUNT(*) FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND audience = ?4 \
+     AND closed_at IS NULL AND deadline >= ?3";
 const INSERT: &str = "INSERT INTO mailbox (account, entry_key, agent_id, kind, audience, payload, author, \
      enqueued_at, visible_at, deadline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 // `?4`..`?6` are the audiences the drain may see (repeated to fill three for a session-less drain).
@@ -60,6 +60,15 @@ fn ack_sql() -> String {
     )
 }
 
+/// Does `e`'s audience partition of its mailbox already hold `depth_cap` live entries?
+pub(crate) fn is_full(conn: &Connection, e: &MailboxEntry, depth_cap: u32) -> Result<bool, DbError> {
+    let (account, agent) = (e.mailbox.account.as_str(), e.mailbox.agent.as_str());
+    let live: i64 = conn
+        .prepare_cached(COUNT_LIVE)?
+        .query_row(params![account, agent, ms(e.enqueued_at), e.audience.as_str()], |r| r.get(0))?;
+    Ok(live >= i64::from(depth_cap))
+}
+
 /// Insert one entry (inside the caller's write job: an enqueue, or a terminal's `response` entry).
 pub(crate) fn insert_entry(conn: &Connection, e: &MailboxEntry) -> Result<(), DbError> {
     conn.prepare_cached(INSERT)?.execute(params![
@@ -89,10 +98,7 @@ impl MailboxStore for SqliteStore {
     async fn enqueue(&self, entry: &MailboxEntry, depth_cap: u32) -> Result<Enqueued, StoreError> {
         let e = entry.clone();
         self.write(move |conn| {
-            let (account, agent) = (e.mailbox.account.as_str(), e.mailbox.agent.as_str());
-            let live: i64 =
-                conn.prepare_cached(COUNT_LIVE)?.query_row(params![account, agent, ms(e.enqueued_at)], |r| r.get(0))?;
-            if live >= i64::from(depth_cap) {
+            if is_full(conn, &e, depth_cap)? {
                 return Ok(Enqueued::Full);
             }
             insert_entry(conn, &e)?;
@@ -242,7 +248,8 @@ impl MailboxStore for SqliteStore {
             // prior `delivered`); everything else closes at its deadline.
             let mut stmt = conn.prepare_cached(&format!(
                 "UPDATE mailbox SET closed_at = ?1, retain_until = ?2, closed_reason = CASE \
-                     WHEN kind = 'message' AND audience = 'sessions' AND delivered_at IS NOT NULL THEN 'bounced' \
+                     WHEN kind = 'message' AND audience = 'sessions' AND delivered_at IS NOT NULL \
+                          AND json_extract(payload, '$.expires_at') IS NULL THEN 'bounced' \
                      ELSE 'deadline' END \
                  WHERE seq IN (SELECT seq FROM mailbox WHERE closed_at IS NULL AND deadline < ?1 \
                                ORDER BY deadline LIMIT ?3) RETURNING {COLUMNS}"

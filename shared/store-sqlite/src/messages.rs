@@ -45,16 +45,26 @@ impl MessageStore for SqliteStore {
         &self,
         message: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
-        entry: Option<&ma2h_core::mailbox::MailboxEntry>,
+        entry: Option<(&ma2h_core::mailbox::MailboxEntry, u32)>,
         now: Timestamp,
     ) -> Result<Inserted, StoreError> {
         // Encode on the caller's thread: the writer thread is the one serial resource.
         let (message, claim, envelope) = (message.clone(), claim.cloned(), json_text(&message.envelope));
-        let entry = entry.cloned();
+        let entry = entry.map(|(e, cap)| (e.clone(), cap));
         self.write(move |conn| {
+            if let Some(c) = &claim
+                && let Some(existing) = live_claim(conn, &c.account, &c.agent_id, &c.key, now)?
+            {
+                return Ok(Inserted::Existing(existing));
+            }
+            if let Some((e, cap)) = &entry
+                && crate::mailbox::is_full(conn, e, *cap)?
+            {
+                return Ok(Inserted::MailboxFull);
+            }
             let inserted = insert_message(conn, &message, &envelope, claim.as_ref(), now)?;
             // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
-            if let (Inserted::New, Some(e)) = (&inserted, &entry) {
+            if let (Inserted::New, Some((e, _))) = (&inserted, &entry) {
                 crate::mailbox::insert_entry(conn, e)?;
             }
             Ok(inserted)

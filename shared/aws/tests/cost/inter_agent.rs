@@ -44,14 +44,16 @@ async fn requests_per_phase_of_an_addressed_ask() {
         let id = ack["id"].as_str().unwrap().to_owned();
         // auth, the policy, the addressee's signing secret and session, the open count (GetItem
         // ×5); the sender's session renewal and the two rate counters — this minute's first
-        // request on each, so an update refused then a put (UpdateItem ×3, PutItem ×2); one
-        // transaction: message + idempotency claim + mailbox entry
+        // request on each, so an update refused then a put (UpdateItem ×3, PutItem ×2); the
+        // destination partition's depth (Query COUNT); one transaction: message + idempotency
+        // claim + mailbox entry
         phase(
             "addressed submit (the entry rides the insert)",
             &[
                 ("dynamodb:GetItem", 5),
                 ("dynamodb:PutItem", 2),
                 ("dynamodb:UpdateItem", 3),
+                ("dynamodb:Query", 1),
                 ("dynamodb:TransactWriteItems", 1),
             ],
             &mut rows,
@@ -72,12 +74,13 @@ async fn requests_per_phase_of_an_addressed_ask() {
         let (status, r) = call(&e, event("POST", &uri, &worker, Some(&answer))).await;
         assert_eq!(status, StatusCode::OK, "{r}");
         let resolution_id = r["resolution_id"].as_str().unwrap().to_owned();
-        // auth; renewal; the message (Query) and its entry (is it undeliverable?); the asker's
-        // session (is it live?); the terminal CAS carrying the response entry
+        // auth; renewal; the message (Query), its entry (is it undeliverable?) and the entry's
+        // session (ended, with a bounce to repair?); the asker's session (is it live?); the
+        // terminal CAS carrying the response entry
         phase(
             "addressee resolves (the response entry rides the terminal write)",
             &[
-                ("dynamodb:GetItem", 3),
+                ("dynamodb:GetItem", 4),
                 ("dynamodb:UpdateItem", 1),
                 ("dynamodb:Query", 1),
                 ("dynamodb:TransactWriteItems", 1),

@@ -100,6 +100,12 @@ async fn reachability(
     now: Timestamp,
 ) -> Result<Value, HubError> {
     let last_seen = match session {
+        // An ended session is nobody's address any more: `offline` since it was last seen.
+        Some(s) if !s.is_live(now) => {
+            return Ok(s
+                .last_seen
+                .map_or_else(unknown, |t| json!({ "state": "offline", "last_seen": time::format(t) })));
+        }
         Some(s) => s.last_seen,
         None => hub
             .sessions
@@ -156,11 +162,31 @@ pub(crate) fn is_addressed(record: &MessageRecord) -> bool {
 }
 
 /// The outbound `message` entry of an addressed message (until it is purged).
+///
+/// §14.2 repair: an entry still open for a session that has ended was written after — or, on a
+/// lagging index, missed by — that session's bounce. It is bounced now (the session's bounce is
+/// idempotent), so the sender never reads "queued" for mail nobody can ever drain.
 pub(crate) async fn outbound(hub: &Hub, record: &MessageRecord) -> Result<Option<MailboxEntry>, HubError> {
     if !is_addressed(record) {
         return Ok(None);
     }
-    Ok(hub.mailbox.get_entry(&record.account, record.id.as_str()).await?.filter(|e| e.kind == EntryKind::Message))
+    let read = || async {
+        Ok::<_, HubError>(
+            hub.mailbox.get_entry(&record.account, record.id.as_str()).await?.filter(|e| e.kind == EntryKind::Message),
+        )
+    };
+    let entry = read().await?;
+    if let Some(e) = &entry
+        && e.closed.is_none()
+        && let Some(sid) = e.audience.session()
+        && let Some(s) = hub.sessions.get_session(&e.mailbox.account, sid).await?
+        && s.agent == e.mailbox.agent
+        && s.end.is_some()
+    {
+        Box::pin(super::sessions::bounce(hub, &s)).await?;
+        return read().await;
+    }
+    Ok(entry)
 }
 
 /// The status a sender reads: an addressed notify mirrors its mailbox track (§5.1, §8.2).
@@ -202,14 +228,14 @@ pub(crate) fn undeliverable_terminal(record: &MessageRecord, entry: &MailboxEntr
     if !record.status.is_open() || record.kind == MessageType::Notify {
         return None;
     }
+    // Resolved now (the Hub clock at the transition, so `?since=` cursors see it); if the ask's
+    // own `expires_at` has passed by then, the §7 expiry wins instead.
     let now = hub.clock.now();
-    let at = match entry.track(now) {
-        Track::Bounced { at, .. } => at,
-        Track::Expired => entry.closed.as_ref().map_or(now, |c| c.at).min(now),
-        _ => return None,
-    };
+    if !matches!(entry.track(now), Track::Bounced { .. } | Track::Expired) {
+        return None;
+    }
     let actor = ma2h_protocol::ids::Actor::System(UNDELIVERABLE.to_owned());
-    Some(Terminal::undeliverable(record.kind, actor, at.max(record.created_at), hub.new_resolution_id()))
+    Some(Terminal::undeliverable(record.kind, actor, now, hub.new_resolution_id()))
 }
 
 /// The address of the live session an addressed message's sender submitted with, if any.

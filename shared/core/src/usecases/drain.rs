@@ -214,11 +214,18 @@ pub async fn ack(
     let response_ack = AckRecord { note: None, ..ack };
     for entry in acked.iter().filter(|e| e.kind == EntryKind::Response) {
         if let Some(id) = entry.payload.get("in_reply_to").and_then(Value::as_str).and_then(MessageId::parse) {
-            // A stream-pushed entry was never stamped (§8.7.2); its ack is the evidence.
-            if entry.delivered_at.is_none() {
-                hub.messages.mark_delivered(&mailbox.account, &id, now).await?;
+            // A stream-pushed entry was never stamped (§8.7.2); its ack is the evidence. The
+            // entry is consumed already: a failure here is logged, and the agent's own
+            // `POST /v1/messages/{id}/ack` (or a repeated read + ack) still completes the track.
+            let followed = async {
+                if entry.delivered_at.is_none() {
+                    hub.messages.mark_delivered(&mailbox.account, &id, now).await?;
+                }
+                hub.messages.ack_response(&mailbox.account, &id, &response_ack).await
+            };
+            if let Err(e) = followed.await {
+                tracing::warn!(message_id = %id, error = %e, "response-entry ack: the Response's ack was not recorded");
             }
-            hub.messages.ack_response(&mailbox.account, &id, &response_ack).await?;
         }
     }
     Ok(acked.len())

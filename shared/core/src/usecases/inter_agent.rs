@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::lifecycle::settle;
 use crate::auth::Principal;
 use crate::mailbox::{Audience, EntryKind, Mailbox, MailboxEntry, Track};
-use crate::policy::{AccountPolicy, MAX_ALLOWLISTS, MAX_SENDERS};
+use crate::policy::{AccountPolicy, MAX_ALLOWLISTS, MAX_POLICY_BYTES, MAX_SENDERS};
 use crate::records::{Lookup, PrincipalId};
 use crate::{Hub, HubError};
 
@@ -90,6 +90,12 @@ pub async fn apply(hub: &Hub, account: &AccountId, patch: &Value, by: &str) -> R
         }
         if policy.allowlists.len() > MAX_ALLOWLISTS {
             return Err(HubError::validation(format!("`/allowlists`: at most {MAX_ALLOWLISTS} destinations")));
+        }
+        // One stored document (a DynamoDB item is at most 400 KB), read on every addressed submit.
+        if policy.to_json().len() > MAX_POLICY_BYTES {
+            return Err(HubError::invalid_field(format!(
+                "`/allowlists`: the policy would exceed {MAX_POLICY_BYTES} bytes; use fewer or shorter entries"
+            )));
         }
         policy.version += 1;
         if hub.credentials.put_account_policy(account, &policy).await? {

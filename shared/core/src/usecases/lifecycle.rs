@@ -117,7 +117,7 @@ pub(crate) async fn settle(hub: &Hub, record: MessageRecord) -> Result<MessageRe
         None => None,
     };
     let terminal = match undeliverable {
-        // Expiry still wins when `expires_at` passed before the track went undeliverable.
+        // Expiry wins once `expires_at` has passed (§7: first terminal wins, judged now).
         Some(t) if !lifecycle::is_overdue(record.expires_at, t.resolved_at) => t,
         _ if !lifecycle::is_overdue(record.expires_at, now) => return Ok(record),
         _ => Terminal::expiry(record.envelope()?.request(), now, hub.new_resolution_id()),

@@ -48,21 +48,29 @@ fn hold_for(hub: &Hub, session: &SessionRecord) -> Duration {
 }
 
 impl Stream {
+    /// Has the session ended (closed, killed, lapsed) since the stream opened? Then the stream
+    /// stops claiming for it at once — a read, never a renewal.
+    async fn still_live(&self) -> Result<bool, HubError> {
+        let s = self.hub.sessions.get_session(&self.session.account, &self.session.id).await?;
+        Ok(s.is_some_and(|s| s.is_live(self.hub.clock.now())))
+    }
+
     /// The next batch of entries, waiting for one; `None` when the hold is over (the client
     /// reconnects) or the Hub is shutting down.
     pub async fn next(&mut self) -> Result<Option<Vec<Delivery>>, HubError> {
         let max = self.hub.settings.mailbox.max_batch as usize;
         loop {
+            // The bound holds under steady traffic too: the reconnect is the only renewal.
+            let left = self.until.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() || self.hub.changes.closing() || !self.still_live().await? {
+                return Ok(None);
+            }
             let subscription = self.hub.changes.subscribe_mailbox(&self.mailbox);
             let now = self.hub.clock.now();
             let (entries, next_visible_at) =
                 claim_signed(&self.hub, &self.mailbox, Some(&self.session), max, false).await?;
             if !entries.is_empty() {
                 return Ok(Some(entries));
-            }
-            let left = self.until.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() || self.hub.changes.closing() {
-                return Ok(None);
             }
             let until_visible =
                 next_visible_at.and_then(|t| (t - now).to_std().ok()).map_or(left, |d| d.max(Duration::from_millis(1)));

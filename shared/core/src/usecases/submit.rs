@@ -117,7 +117,8 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         expires_at: now + Duration::hours(i64::from(hub.settings.idempotency_ttl_hours)),
     });
     let entry = route.as_ref().map(|r| super::addressed::entry(hub, r, &record, &envelope));
-    match hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref(), now).await? {
+    let depth = hub.settings.mailbox.depth;
+    match hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now).await? {
         Inserted::New => {
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");
             if let Some(entry) = &entry {
@@ -129,6 +130,11 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         }
         // The key is claimed: an earlier submit (or a concurrent one that won the race).
         Inserted::Existing(claim) => replay(hub, &claim, &fingerprint).await,
+        // §8.6: the addressee's mailbox is full of other agents' mail (its directives unaffected).
+        Inserted::MailboxFull => Err(HubError::RateLimited {
+            message: "the destination's mailbox is full: it holds its limit of undelivered agent messages".into(),
+            retry_after_secs: 60,
+        }),
     }
 }
 

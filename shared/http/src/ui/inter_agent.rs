@@ -30,7 +30,7 @@ pub(super) fn section(hub: &Hub, policy: &AccountPolicy, csrf: &str) -> Markup {
                 p {
                     "Agents of this account "
                     strong { (if policy.inter_agent { "may" } else { "may not" }) }
-                    " send messages to each other (off by default). Addressed messages stay out of your triage unless you are listed as a resolver; you can read each one and its delivery track."
+                    " send messages to each other (off by default). You can open any addressed message to see who sent it to whom and its delivery track; unless its sender listed you as a resolver, only the addressee can answer it — closing the addressee's session is your way to unstick one."
                 }
                 form.inline method="post" action="/inbox/inter-agent" {
                     input type="hidden" name="csrf" value=(csrf);
