@@ -61,6 +61,13 @@ impl TestHub {
     }
 }
 
+/// A Hub over `settings` whose account has opted in.
+async fn opted_in(settings: ma2h_core::settings::Settings) -> TestHub {
+    let h = hub_with(settings).await;
+    h.opt_in().await;
+    h
+}
+
 /// An addressed ask from `bot` (optionally in `session`) to `to`.
 fn ask_to(to: &str, key: &str, session: Option<&str>) -> Value {
     let mut v = json!({
@@ -88,6 +95,29 @@ fn accepted(r: &Reply) -> String {
     validate(SchemaKind::SubmitAck, &r.body).unwrap_or_else(|e| panic!("{e}: {}", r.body));
     assert!(r.body.get("destination").is_some(), "§8.1: every addressed ack carries `destination`");
     r.body["id"].as_str().unwrap().to_owned()
+}
+
+/// §7/§14.2: the sender reads its ask resolved as undeliverable, its track `state` (with `prior`).
+fn assert_undeliverable(read: &Value, state: &str, prior: Option<&str>) {
+    assert_eq!((read["mailbox"]["state"].as_str(), read["mailbox"]["prior"].as_str()), (Some(state), prior), "{read}");
+    assert_eq!(
+        (read["status"].as_str(), read["response"]["response"]["actor"].as_str()),
+        (Some("cancelled"), Some("system:undeliverable")),
+        "{read}"
+    );
+}
+
+/// Advance the clock by `total` in 50-minute steps, draining as `session` each time so its
+/// (one-hour) lease stays alive: it would receive any receipt sent meanwhile.
+async fn keep_alive(h: &TestHub, key: &str, session: &str, total: Duration) {
+    let mut left = total;
+    while left > Duration::zero() {
+        let step = left.min(Duration::minutes(50));
+        h.advance(step);
+        left -= step;
+        let r = h.call(Method::GET, &format!("/v1/inbox?session={session}&max=1"), Some(key), None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
 }
 
 async fn key_of(h: &TestHub, agent: &str) -> ma2h_protocol::signature::SigningKey {
@@ -121,8 +151,7 @@ async fn the_leg_is_off_until_the_accounts_operator_opts_in() {
 
 #[tokio::test]
 async fn every_undeliverable_destination_answers_one_identical_422_and_the_senders_own_ended_session_410() {
-    let h = hub().await;
-    h.opt_in().await;
+    let h = opted_in(settings()).await;
     admin::create_agent(&h.hub, "globex", "elsewhere", None).await.unwrap();
     let theirs = h.session_of(&h.other_agent).await;
     h.close(&h.other_agent, &theirs).await;
@@ -158,8 +187,7 @@ async fn every_undeliverable_destination_answers_one_identical_422_and_the_sende
 
 #[tokio::test]
 async fn an_addressed_ask_reaches_only_a_session_drain_signed_and_stripped_and_only_the_addressee_resolves_it() {
-    let h = hub().await;
-    h.opt_in().await;
+    let h = opted_in(settings()).await;
     let asker = h.session_of(&h.agent).await;
     let worker = h.session_of(&h.other_agent).await;
     let r = h.submit(&h.agent, ask_to(&format!("agent:other#{worker}"), "k1", Some(&asker))).await;
@@ -204,8 +232,7 @@ async fn an_addressed_ask_reaches_only_a_session_drain_signed_and_stripped_and_o
 
 #[tokio::test]
 async fn principal_addressed_mail_goes_to_one_sibling_session_per_window_and_is_rescued_by_another() {
-    let h = hub().await;
-    h.opt_in().await;
+    let h = opted_in(settings()).await;
     let (s1, s2) = (h.session_of(&h.other_agent).await, h.session_of(&h.other_agent).await);
     let id = accepted(&h.submit(&h.agent, notify_to("agent:other")).await);
     assert_eq!(h.drain(&h.other_agent, Some(&s1)).await.len(), 1, "first claim wins");
@@ -219,8 +246,7 @@ async fn principal_addressed_mail_goes_to_one_sibling_session_per_window_and_is_
 
 #[tokio::test]
 async fn a_session_death_bounces_its_mail_resolves_the_ask_undeliverable_and_receipts_the_senders_session() {
-    let h = hub().await;
-    h.opt_in().await;
+    let h = opted_in(settings()).await;
     let asker = h.session_of(&h.agent).await;
     let worker = h.session_of(&h.other_agent).await;
     let ask_id = accepted(&h.submit(&h.agent, ask_to(&format!("agent:other#{worker}"), "k2", Some(&asker))).await);
@@ -270,8 +296,7 @@ async fn a_session_death_bounces_its_mail_resolves_the_ask_undeliverable_and_rec
 async fn unseen_expiry_seen_expiry_and_the_principal_addressed_orphan_are_honest_at_the_deadline() {
     let mut s = settings();
     s.mailbox.retention_days = 1;
-    let h = hub_with(s).await;
-    h.opt_in().await;
+    let h = opted_in(s).await;
     let r = h.call(Method::POST, "/v1/sessions", Some(&h.agent), Some(json!({"ttl_seconds": 3600}))).await;
     let asker = r.body["session"]["id"].as_str().unwrap().to_owned();
     let worker = h.session_of(&h.other_agent).await;
@@ -293,22 +318,9 @@ async fn unseen_expiry_seen_expiry_and_the_principal_addressed_orphan_are_honest
     let t = h.read(&timed).await;
     assert_eq!((t["status"].as_str(), t["mailbox"]["state"].as_str()), (Some("expired"), Some("delivered")), "{t}");
     // Past the inbound retention (the asker's session kept alive, renewed every 50 minutes).
-    for _ in 0..(24 * 60 / 50 + 2) {
-        h.advance(Duration::minutes(50));
-        let r = h.call(Method::GET, &format!("/v1/inbox?session={asker}&max=1"), Some(&h.agent), None).await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    }
+    keep_alive(&h, &h.agent, &asker, Duration::hours(25)).await;
     sweep::sweep_once(&h.hub).await.unwrap();
-    let o = h.read(&orphan).await;
-    assert_eq!(
-        (o["mailbox"]["state"].as_str(), o["mailbox"]["prior"].as_str()),
-        (Some("bounced"), Some("delivered")),
-        "{o}"
-    );
-    assert_eq!(
-        (o["status"].as_str(), o["response"]["response"]["actor"].as_str()),
-        (Some("cancelled"), Some("system:undeliverable"))
-    );
+    assert_undeliverable(&h.read(&orphan).await, "bounced", Some("delivered"));
     let receipts: Vec<Value> =
         h.drain(&h.agent, Some(&asker)).await.into_iter().filter(|e| e.get("receipt").is_some()).collect();
     assert_eq!(receipts.len(), 1, "the orphan's bounce only (expiry emits none): {receipts:?}");
@@ -317,8 +329,7 @@ async fn unseen_expiry_seen_expiry_and_the_principal_addressed_orphan_are_honest
 
 #[tokio::test]
 async fn a_replay_from_a_new_session_returns_the_original_and_routes_to_the_first() {
-    let h = hub().await;
-    h.opt_in().await;
+    let h = opted_in(settings()).await;
     let first = h.session_of(&h.agent).await;
     let id = accepted(&h.submit(&h.agent, ask_to("agent:other", "k4", Some(&first))).await);
     let second = h.session_of(&h.agent).await;
@@ -336,8 +347,7 @@ async fn a_replay_from_a_new_session_returns_the_original_and_routes_to_the_firs
 async fn addressed_submits_are_limited_per_sender() {
     let mut s = settings();
     s.inter_agent.requests_per_minute = 2;
-    let h = hub_with(s).await;
-    h.opt_in().await;
+    let h = opted_in(s).await;
     accepted(&h.submit(&h.agent, notify_to("agent:other")).await);
     accepted(&h.submit(&h.agent, notify_to("agent:other")).await);
     let third = h.submit(&h.agent, notify_to("agent:other")).await;
@@ -351,8 +361,7 @@ async fn the_stream_pushes_provisionally_and_closes_before_the_lease() {
     let mut s = settings();
     s.inter_agent.stream_served = true;
     s.inter_agent.stream_max_hold = std::time::Duration::from_millis(300);
-    let h = hub_with(s).await;
-    h.opt_in().await;
+    let h = opted_in(s).await;
     let cap = h.call(Method::GET, "/.well-known/ma2h", None, None).await.body;
     assert_eq!(cap["inbound"]["stream_url"], "https://hub.test/v1/inbox/stream");
     assert!(cap["inbound"]["stream_max_hold_seconds"].as_u64() <= cap["presence"]["freshness_seconds"].as_u64());
@@ -380,27 +389,21 @@ async fn the_stream_pushes_provisionally_and_closes_before_the_lease() {
 async fn an_ask_nobody_drains_before_the_inbound_retention_resolves_undeliverable_without_a_receipt() {
     let mut s = settings();
     s.mailbox.retention_days = 1;
-    let h = hub_with(s).await;
-    h.opt_in().await;
+    let h = opted_in(s).await;
     let r = h.call(Method::POST, "/v1/sessions", Some(&h.agent), Some(json!({"ttl_seconds": 3600}))).await;
     let asker = r.body["session"]["id"].as_str().unwrap().to_owned();
     let id = accepted(&h.submit(&h.agent, ask_to("agent:other", "k9", Some(&asker))).await);
     // Keep the asker's session alive across the wait (renewed every 50 minutes): it would receive
     // a receipt if one were sent.
-    let steps = i64::from(h.hub.settings.mailbox.retention_days) * 24 * 60 / 50 + 2;
-    for _ in 0..steps {
-        h.advance(Duration::minutes(50));
-        let r = h.call(Method::GET, &format!("/v1/inbox?session={asker}"), Some(&h.agent), None).await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    }
+    keep_alive(
+        &h,
+        &h.agent,
+        &asker,
+        Duration::days(i64::from(h.hub.settings.mailbox.retention_days)) + Duration::hours(1),
+    )
+    .await;
     sweep::sweep_once(&h.hub).await.unwrap();
-    let read = h.read(&id).await;
-    assert_eq!(
-        (read["status"].as_str(), read["mailbox"]["state"].as_str()),
-        (Some("cancelled"), Some("expired")),
-        "{read}"
-    );
-    assert_eq!(read["response"]["response"]["actor"], "system:undeliverable");
+    assert_undeliverable(&h.read(&id).await, "expired", None);
     let mine = h.drain(&h.agent, Some(&asker)).await;
     assert!(mine.iter().all(|e| e.get("receipt").is_none()), "§14.2: expiry emits no receipt: {mine:?}");
     assert!(mine.iter().any(|e| e["response"]["in_reply_to"] == id.as_str()), "the auto-cancellation returns");
@@ -409,8 +412,7 @@ async fn an_ask_nobody_drains_before_the_inbound_retention_resolves_undeliverabl
 #[tokio::test]
 async fn mail_written_for_a_session_whose_bounce_already_ran_is_bounced_when_the_sender_reads() {
     use ma2h_core::session::{EndKind, SessionEnd};
-    let h = hub().await;
-    h.opt_in().await;
+    let h = opted_in(settings()).await;
     let worker = h.session_of(&h.other_agent).await;
     let id = accepted(&h.submit(&h.agent, ask_to(&format!("agent:other#{worker}"), "k10", None)).await);
     // The race: the session ends and its bounce pass completes as if before the insert landed.
@@ -423,24 +425,14 @@ async fn mail_written_for_a_session_whose_bounce_already_ran_is_bounced_when_the
         .await
         .unwrap();
     h.hub.sessions.bounce_done(&acme, &sid).await.unwrap();
-    let read = h.read(&id).await;
-    assert_eq!(
-        (read["mailbox"]["state"].as_str(), read["mailbox"]["prior"].as_str()),
-        (Some("bounced"), Some("queued")),
-        "{read}"
-    );
-    assert_eq!(
-        (read["status"].as_str(), read["response"]["response"]["actor"].as_str()),
-        (Some("cancelled"), Some("system:undeliverable"))
-    );
+    assert_undeliverable(&h.read(&id).await, "bounced", Some("queued"));
 }
 
 #[tokio::test]
 async fn other_agents_mail_is_capped_per_audience_and_never_crowds_out_directives() {
     let mut s = settings();
     s.mailbox.depth = 2;
-    let h = hub_with(s).await;
-    h.opt_in().await;
+    let h = opted_in(s).await;
     accepted(&h.submit(&h.agent, notify_to("agent:other")).await);
     accepted(&h.submit(&h.agent, notify_to("agent:other")).await);
     let full = h.submit(&h.agent, notify_to("agent:other")).await;
