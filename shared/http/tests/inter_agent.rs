@@ -447,3 +447,36 @@ async fn other_agents_mail_is_capped_per_audience_and_never_crowds_out_directive
         .await;
     assert_eq!(d.status, StatusCode::CREATED, "the human's directives have their own room: {}", d.body);
 }
+
+#[tokio::test]
+async fn a_stream_stops_soon_after_its_session_ends_mid_hold() {
+    let mut s = settings();
+    s.inter_agent.stream_served = true;
+    s.inter_agent.stream_max_hold = std::time::Duration::from_secs(20);
+    let h = opted_in(s).await;
+    let worker = h.session_of(&h.other_agent).await;
+    let started = std::time::Instant::now();
+    let uri = format!("/v1/inbox/stream?session={worker}");
+    let (r, ()) = tokio::join!(h.call(Method::GET, &uri, Some(&h.other_agent), None), async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        h.close(&h.other_agent, &worker).await;
+    });
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "held {:?} past its session", started.elapsed());
+    assert!(r.body.as_str().unwrap().trim_end().ends_with("event: close\ndata: {\"reconnect\":true}"), "{}", r.body);
+}
+
+#[tokio::test]
+async fn a_replayed_ack_reads_the_senders_own_ended_session_as_offline() {
+    let h = opted_in(settings()).await;
+    let mine = h.session_of(&h.agent).await;
+    let to = format!("agent:bot#{mine}");
+    let first = h.submit(&h.agent, ask_to(&to, "k11", Some(&mine))).await;
+    accepted(&first);
+    assert_eq!(first.body["destination"]["state"], "online", "self-addressed: its own session is visible");
+    h.close(&h.agent, &mine).await;
+    let again = h.submit(&h.agent, ask_to(&to, "k11", None)).await;
+    assert_eq!(again.body["id"], first.body["id"], "the replay recovers the original");
+    assert_eq!(again.body["destination"]["state"], "offline", "{}", again.body);
+    assert!(again.body["destination"]["last_seen"].is_string());
+}

@@ -17,6 +17,9 @@ use crate::session::SessionRecord;
 use crate::usecases::drain::{Delivery, claim_signed, own_mailbox};
 use crate::{Hub, HubError};
 
+/// Longest wait between two checks that the stream's session is still live.
+const RECHECK: Duration = Duration::from_secs(1);
+
 /// One held stream.
 pub struct Stream {
     hub: Hub,
@@ -74,7 +77,9 @@ impl Stream {
             }
             let until_visible =
                 next_visible_at.and_then(|t| (t - now).to_std().ok()).map_or(left, |d| d.max(Duration::from_millis(1)));
-            subscription.wait(left.min(until_visible)).await;
+            // Re-checked at least every second: a session that ends mid-hold stops the stream soon
+            // even when nothing arrives for it.
+            subscription.wait(left.min(until_visible).min(RECHECK)).await;
         }
     }
 }
