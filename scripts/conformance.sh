@@ -14,8 +14,8 @@ cd "$ROOT"
 # shellcheck source=lib/hub.sh
 . scripts/lib/hub.sh
 
-# --workspace: the same feature set as `cargo test --workspace`, so nothing is rebuilt
-"$CARGO" build --quiet --workspace --bin ma2h-hub --bin ma2h-conformance
+# --all-targets: the feature set `cargo test --workspace` unifies, so after the tests nothing is rebuilt
+"$CARGO" build --quiet --locked --workspace --all-targets
 TARGET=$("$CARGO" metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 HUB="$TARGET/debug/ma2h-hub"
 RUNNER="$TARGET/debug/ma2h-conformance"

@@ -15,8 +15,9 @@ if [ ! -x "$CHROMIUM" ]; then
   exit 1
 fi
 
-# --workspace: the same feature set as `cargo test --workspace`, so nothing is rebuilt
-cargo build --locked --workspace --bin ma2h-hub
+# --all-targets: the feature set `cargo test --workspace` unifies (dev-dependencies included), so
+# after the test run nothing is rebuilt (a plain `--bin` build rebuilt tokio and the HTTP stack)
+cargo build --locked --workspace --all-targets
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
 BIN="$TARGET_DIR/debug/ma2h-hub"
 
