@@ -1,7 +1,9 @@
 # ma2h-hub — the two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
-DATA_DIR ?= ./data
-BIND ?= 127.0.0.1:8080
+# `make run BIND=… DATA_DIR=…`; MA2H_BIND / MA2H_DATA_DIR from the environment are honoured too
+# (the make variables win when both are given).
+DATA_DIR ?= $(or $(MA2H_DATA_DIR),./data)
+BIND ?= $(or $(MA2H_BIND),127.0.0.1:8080)
 
 .PHONY: help run test check build lint lint-infra fmt clean
 
@@ -9,10 +11,11 @@ BIND ?= 127.0.0.1:8080
 help:
 	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed -e 's/^## //' | awk -F': ' '{ printf "  %-11s %s\n", $$1, $$2 }'
 
-## run: build and start the local Hub on 127.0.0.1:8080 (dev mode, data in ./data)
+## run: build ma2h-hub and ma2h (release) and start the local Hub on $(BIND) (dev mode, data in $(DATA_DIR))
 run:
-	MA2H_MODE=dev MA2H_BIND=$(BIND) MA2H_PUBLIC_URL=http://$(BIND) MA2H_DATA_DIR=$(DATA_DIR) \
-		$(CARGO) run --release -p ma2h-hub -- serve
+	$(CARGO) build --release -p ma2h-hub -p ma2h-cli
+	MA2H_MODE=dev MA2H_BIND=$(BIND) MA2H_PUBLIC_URL=$(or $(MA2H_PUBLIC_URL),http://$(BIND)) MA2H_DATA_DIR=$(DATA_DIR) \
+		$(or $(CARGO_TARGET_DIR),./target)/release/ma2h-hub serve
 
 # moto stands in for DynamoDB + SQS (same endpoint contract as localstack/).
 AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
@@ -20,7 +23,7 @@ AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS
 
 # The Router suite (shared/http/tests): `make test` runs it on each store (MA2H_TEST_STORE).
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
-ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races
+ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front
 
 ## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; then clippy, fmt and template lint
 test:
@@ -32,14 +35,22 @@ test:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all -- --check
 	bash scripts/ui-test.sh
+	bash scripts/first-hour-test.sh
 	bash scripts/conformance.sh
 	$(MAKE) lint-infra
 
-## lint-infra: cfn-lint and `sam validate --lint` on the SAM template (offline)
+## lint-infra: cfn-lint and `sam validate --lint` on the SAM template, then lint-workflows (offline)
 lint-infra:
 	bash scripts/venv.sh
 	.venv/bin/cfn-lint infra/template.yaml
 	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 .venv/bin/sam validate --lint -t infra/template.yaml
+	$(MAKE) lint-workflows
+
+## lint-workflows: the example GitHub Actions workflows — schema, expressions, no `${{ }}` in run:, shellcheck (offline)
+.PHONY: lint-workflows
+lint-workflows:
+	bash scripts/venv.sh
+	bash scripts/lint-workflows.sh
 
 ## check: the inner loop — build, unit and Router tests (no moto, browser or template lint), clippy
 check:

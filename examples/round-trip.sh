@@ -6,12 +6,13 @@
 #   run #2: re-invoked → verify → dedup → open state → resume
 #
 # Run #2 is re-invoked by a scheduled pull (`ma2h get --once`) by default. With PUSH=1 it is
-# re-invoked by the Hub's signed push to `ma2h listen` instead; that needs the Hub to allow
-# loopback callbacks and the host bound for the dev agent:
-#   MA2H_DEV_EGRESS_ALLOW=127.0.0.0/8 make run
-#   MA2H_MODE=dev MA2H_DATA_DIR=./data cargo run -q -p ma2h-hub -- admin bind-callback --account dev --agent dev-agent --host 127.0.0.1
+# re-invoked by the Hub's signed push to `ma2h listen` instead: a Hub started by `make run` allows
+# that out of the box (dev mode reaches loopback, and binds 127.0.0.1 and localhost for the dev
+# agent). If the push does not arrive within TIMEOUT seconds (default 30), the script says why —
+# the Hub's push track, as `ma2h get` shows it — and exits 1.
 #
-# Usage (from the repository root, with `make run` in another terminal):
+# Usage (from the repository root, with `make run` in another terminal — it builds the release
+# binaries this script uses):
 #   examples/round-trip.sh            # pull path
 #   PUSH=1 examples/round-trip.sh     # push path
 set -euo pipefail
@@ -22,8 +23,12 @@ DEV_ENV=${DEV_ENV:-data/dev.env}
 # shellcheck disable=SC1090
 . "$DEV_ENV"                                  # MA2H_HUB_URL, MA2H_AGENT_ID, MA2H_API_KEY, MA2H_SIGNING_SECRET, MA2H_OPERATOR_KEY
 export MA2H_RESOLVERS=human:dev               # the dev operator may answer, no per-call flags
-MA2H=${MA2H:-target/debug/ma2h}
-[ -x "$MA2H" ] || cargo build -q -p ma2h-cli
+MA2H=${MA2H:-${CARGO_TARGET_DIR:-target}/release/ma2h}
+if [ ! -x "$MA2H" ]; then
+  echo "no $MA2H: 'make run' builds it (or: cargo build --release -p ma2h-cli)" >&2
+  exit 2
+fi
+TIMEOUT=${TIMEOUT:-30}
 # §9.3: the state key is pre-positioned in the agent's runtime, never sent to the Hub.
 export MA2H_STATE_KEY=${MA2H_STATE_KEY:-$("$MA2H" seal-state --generate-key)}
 WORK=$(mktemp -d)
@@ -54,6 +59,16 @@ curl -fsS -X POST "$MA2H_HUB_URL/v1/messages/$ID/resolve" \
 
 echo "== run #2"
 if [ "${PUSH:-0}" = 1 ]; then
+  # the listener exits after the first verified push; give up after TIMEOUT seconds
+  for _ in $(seq "$((TIMEOUT * 10))"); do
+    kill -0 "$LISTENER" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$LISTENER" 2>/dev/null; then
+    echo "no push arrived within ${TIMEOUT}s; the Hub's push track for $ID:" >&2
+    "$MA2H" get "$ID" >/dev/null || true      # prints the push failure and its reason on stderr
+    exit 1
+  fi
   wait "$LISTENER"; LISTENER=
   STATE=$(cat "$WORK/resumed.json")
 else

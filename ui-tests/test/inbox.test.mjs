@@ -1,6 +1,8 @@
 // The web inbox in a real browser (headless Debian Chromium via playwright-core).
 // scripts/ui-test.sh starts a Hub, submits the asks and exports what this file needs:
-// HUB_URL, AGENT_KEY, OPERATOR_KEY, SELECT_ID, INPUT_ID, XSS_ID, SCREENSHOT_DIR.
+// HUB_URL, AGENT_KEY, OPERATOR_KEY, SELECT_ID, INPUT_ID, XSS_ID, URGENT_ID, PROPOSED_ID,
+// NOT_MINE_ID, PUSHFAIL_ID, SCREENSHOT_DIR. Screenshots at phone (375 px) and desktop width land in
+// SCREENSHOT_DIR; docs/inbox.md shows two of them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -15,7 +17,7 @@ const HUB = env('HUB_URL');
 const SHOTS = process.env.SCREENSHOT_DIR || 'artifacts';
 mkdirSync(SHOTS, { recursive: true });
 
-let browser, context, page;
+let browser, context, page, desktop;
 const dialogs = [];
 
 before(async () => {
@@ -29,7 +31,22 @@ before(async () => {
   page = await context.newPage();
   page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
   page.setDefaultTimeout(10_000);
+  desktop = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 });
+
+// The same page at desktop width, logged in with the same session cookie.
+async function desktopShot(path, name) {
+  await desktop.addCookies(await context.cookies());
+  const p = await desktop.newPage();
+  await p.goto(`${HUB}${path}`);
+  await p.screenshot({ path: `${SHOTS}/${name}`, fullPage: true });
+  await p.close();
+}
+
+async function inlineScripts() {
+  return page.evaluate(() => [...document.querySelectorAll('script')]
+    .filter((s) => !s.src || new URL(s.src).pathname !== '/inbox/keys.js').length);
+}
 
 after(async () => { await browser?.close(); });
 
@@ -54,12 +71,88 @@ test('log in with the keyboard and land on the inbox', async () => {
   await page.getByRole('heading', { name: 'Open messages' }).waitFor();
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
-  assert.equal(await page.locator('script').count(), 0, 'the inbox ships no script');
+  assert.equal(await inlineScripts(), 0, 'no script but the Hub\'s own keys.js');
   await noSidewaysScroll();
-  await page.screenshot({ path: `${SHOTS}/inbox.png`, fullPage: true });
+  await page.screenshot({ path: `${SHOTS}/inbox-phone.png`, fullPage: true });
+  await desktopShot('/inbox', 'inbox-desktop.png');
+});
+
+test('rows show urgency, expiring soon, a preview and whether I can answer', async () => {
+  await page.goto(`${HUB}/inbox`);
+  const urgent = page.locator('li.item', { hasText: 'Roll back the payments deploy?' });
+  assert.match(await urgent.getAttribute('class'), /prio-urgent/);
+  assert.match(await urgent.getAttribute('class'), /due-soon/);
+  const edge = await urgent.evaluate((li) => getComputedStyle(li).borderLeftColor);
+  assert.notEqual(edge, 'rgba(0, 0, 0, 0)', 'an urgent row has a coloured edge');
+  assert.match(await urgent.innerText(), /expires soon/);
+  assert.match(await urgent.innerText(), /Error rate is 4% since build 412/);
+  assert.match(await urgent.innerText(), /Roll back · Keep build 412 · Page the owner/);
+  assert.match(await urgent.innerText(), /you can answer/);
+  const notMine = page.locator('li.item', { hasText: 'Approve the budget?' });
+  assert.match(await notMine.innerText(), /view only/);
+  assert.doesNotMatch(await notMine.innerText(), /you can answer/);
+  assert.doesNotMatch(await page.locator('main').innerText(), /\b1 (asks|tasks)\b/);
+});
+
+test('keyboard: j/k move between rows, Enter opens, a digit picks an option', async () => {
+  await page.goto(`${HUB}/inbox`);
+  const titles = await page.locator('ul.items li a.title').allInnerTexts();
+  await page.keyboard.press('j');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), titles[0]);
+  await page.keyboard.press('j');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), titles[1]);
+  await page.keyboard.press('k');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), titles[0]);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(new RegExp(`/inbox/${env('URGENT_ID')}$`));
+  await page.keyboard.press('2');
+  assert.equal(await page.getByLabel(/Keep build 412/).isChecked(), true);
+  await page.keyboard.press('1');
+  assert.equal(await page.getByLabel(/Roll back/).isChecked(), true);
+});
+
+test('the message page shows the stakes and long URLs wrap at phone width', async () => {
+  await page.goto(`${HUB}/inbox/${env('URGENT_ID')}`);
+  const stakes = await page.locator('section.stakes').innerText();
+  assert.match(stakes, /“Keep build 412” is applied automatically/);
+  assert.match(stakes, /human:tester/);
+  assert.match(stakes, /run-ui/);
+  await noSidewaysScroll();
+  await page.screenshot({ path: `${SHOTS}/message-phone.png`, fullPage: true });
+  await desktopShot(`/inbox/${env('URGENT_ID')}`, 'message-desktop.png');
+});
+
+test('a select submitted with nothing chosen marks the option group', async () => {
+  await page.goto(`${HUB}/inbox/${env('URGENT_ID')}`);
+  await page.getByRole('button', { name: 'Submit answer' }).click();
+  await page.locator('#value-err').waitFor();
+  assert.match(await page.locator('fieldset.invalid').innerText(), /Choose one of the options/);
+  assert.equal((await agentGet(env('URGENT_ID'))).status, 'open');
+  await page.screenshot({ path: `${SHOTS}/select-unchosen.png`, fullPage: true });
+});
+
+test('a proposed answer is prefilled and accepted as-is', async () => {
+  await page.goto(`${HUB}/inbox/${env('PROPOSED_ID')}`);
+  assert.equal(await page.getByLabel(/Replicas/).inputValue(), '6');
+  assert.match(await page.locator('section.stakes').innerText(), /replicas = 6, region = eu/);
+  await page.getByRole('button', { name: 'Accept as proposed' }).click();
+  await page.getByText('Your answer was recorded.').waitFor();
+  const got = await agentGet(env('PROPOSED_ID'));
+  assert.deepEqual(got.response.response.value, { replicas: 6, region: 'eu' });
+  assert.equal(got.response.response.edited, false);
+});
+
+test('FYI lists the notifies with their time', async () => {
+  await page.getByRole('link', { name: 'FYI' }).click();
+  await page.getByRole('heading', { name: 'FYI' }).waitFor();
+  const text = await page.locator('main').innerText();
+  assert.match(text, /Nightly build is green/);
+  assert.match(text, /sent .* ago · \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
+  assert.doesNotMatch(text, /Roll back the payments deploy/);
 });
 
 test('answer a select ask; the agent GET shows the answer', async () => {
+  await page.goto(`${HUB}/inbox`);
   await page.getByRole('link', { name: 'Pick a release channel' }).click();
   await page.getByText('Ship to everyone at once.').waitFor();
   await page.getByLabel(/Stable/).check();
@@ -95,7 +188,8 @@ test('a hostile body renders inert', async () => {
   await page.goto(`${HUB}/inbox/${env('XSS_ID')}`);
   const body = page.locator('section.body');
   await body.waitFor();
-  assert.equal(await page.locator('script').count(), 0);
+  assert.equal(await inlineScripts(), 0);
+  assert.equal(await body.locator('script').count(), 0);
   assert.equal(await page.locator('img').count(), 0);
   assert.equal(await page.locator('a[href^="javascript:"]').count(), 0);
   assert.match(await body.innerText(), /<script>/, 'the markup is shown as text');
@@ -115,12 +209,22 @@ test('a POST without the CSRF token is refused', async () => {
   assert.equal((await agentGet(env('XSS_ID'))).status, 'open');
 });
 
-test('history shows the answer, its actor and delivery state; logout ends the session', async () => {
-  await page.goto(`${HUB}/inbox/history`);
-  const text = await page.locator('main').innerText();
+test('history shows the chosen label, actor, times and a failed push with its reason; logout ends the session', async () => {
+  let text = '';
+  for (let i = 0; i < 50; i += 1) { // the failed push settles after its retries (≈ 1 s)
+    await page.goto(`${HUB}/inbox/history`);
+    text = await page.locator('main').innerText();
+    if (/push failed:/.test(text)) break;
+    await page.waitForTimeout(200);
+  }
   assert.match(text, /Pick a release channel/);
+  assert.match(text, /Chose “Stable” \(stable\)/);
   assert.match(text, /by human:tester/);
+  assert.match(text, /resolved .* ago · \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
   assert.match(text, /pull/);
+  assert.match(text, /push failed: .+ — the agent can still pull it/);
+  await noSidewaysScroll();
+  await page.screenshot({ path: `${SHOTS}/history-phone.png`, fullPage: true });
   await page.getByRole('button', { name: 'Log out' }).click();
   await page.waitForURL(/\/login$/);
   await page.goto(`${HUB}/inbox`);

@@ -126,13 +126,21 @@ pub async fn verify_cmd(a: &VerifyArgs, config: &Config) -> Result<u8> {
 }
 
 #[derive(Args, Debug)]
-pub struct StateArgs {
-    /// Input JSON file (`-` = stdin).
+pub struct SealArgs {
+    /// The state to seal, a JSON file (`-` = stdin).
     #[arg(long = "in", default_value = "-")]
     pub input: String,
-    /// Print a fresh random MA2H_STATE_KEY and exit (seal-state only).
+    /// Print a fresh random MA2H_STATE_KEY and exit.
     #[arg(long)]
     pub generate_key: bool,
+}
+
+/// `open-state` flags.
+#[derive(Args, Debug)]
+pub struct OpenArgs {
+    /// A sealed state object, a Response, or a GET body, as a JSON file (`-` = stdin).
+    #[arg(long = "in", default_value = "-")]
+    pub input: String,
 }
 
 fn state_key(config: &Config) -> Result<(StateKey, String)> {
@@ -145,7 +153,7 @@ fn parse_json(bytes: &[u8]) -> Result<Value> {
     serde_json::from_slice(bytes).map_err(|e| usage(format!("input is not JSON: {e}")))
 }
 
-pub fn seal_cmd(a: &StateArgs, config: &Config) -> Result<u8> {
+pub fn seal_cmd(a: &SealArgs, config: &Config) -> Result<u8> {
     if a.generate_key {
         println!("{}", StateKey::generate_base64());
         return Ok(exit::OK);
@@ -157,7 +165,7 @@ pub fn seal_cmd(a: &StateArgs, config: &Config) -> Result<u8> {
 }
 
 /// Accepts the sealed object itself, a §6 Response (`.state`) or a §8.2 GET body (`.response.state`).
-pub fn open_cmd(a: &StateArgs, config: &Config) -> Result<u8> {
+pub fn open_cmd(a: &OpenArgs, config: &Config) -> Result<u8> {
     let (key, agent) = state_key(config)?;
     let input = parse_json(&read_input(&a.input)?)?;
     let sealed = if input.get("ma2h_sealed").is_some() {

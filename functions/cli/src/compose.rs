@@ -17,9 +17,15 @@ pub struct Common {
     /// Human-readable detail (Markdown).
     #[arg(long)]
     pub body: Option<String>,
-    /// low | normal | high | urgent.
+    /// low | normal | high | urgent (default normal).
     #[arg(long)]
     pub priority: Option<String>,
+    /// The project this agent works for (§4.1 `agent.project`; the inbox shows and filters it).
+    #[arg(long, env = "MA2H_PROJECT")]
+    pub project: Option<String>,
+    /// Mark the message sensitive (§9.6): its values stay out of exports and telemetry.
+    #[arg(long)]
+    pub sensitive: bool,
     /// A filter label (repeatable).
     #[arg(long = "tag")]
     pub tags: Vec<String>,
@@ -48,6 +54,10 @@ pub struct Decision {
     /// Who may resolve, e.g. human:alice (repeatable; default: MA2H_RESOLVERS, comma-separated).
     #[arg(long = "resolver")]
     pub resolvers: Vec<String>,
+    /// Submit without any resolver: then only this agent itself may resolve it (§9.1's
+    /// fail-closed default) — no human can answer. Without this flag the CLI refuses.
+    #[arg(long)]
+    pub self_resolvable: bool,
     /// Auto-resolve after this long: 90s, 30m, 2h, 1d (or plain seconds).
     #[arg(long, conflicts_with = "expires_at")]
     pub expires_in: Option<String>,
@@ -109,6 +119,12 @@ pub fn apply_common(mut b: MessageBuilder, c: &Common) -> Result<MessageBuilder>
     if let Some(body) = &c.body {
         b = b.body(body);
     }
+    if let Some(p) = &c.project {
+        b = b.project(p);
+    }
+    if c.sensitive {
+        b = b.sensitive(true);
+    }
     if let Some(p) = &c.priority {
         b = b.priority(
             Priority::parse(p).ok_or_else(|| usage(format!("--priority `{p}`: use low|normal|high|urgent")))?,
@@ -130,6 +146,21 @@ pub fn apply_common(mut b: MessageBuilder, c: &Common) -> Result<MessageBuilder>
         b = b.idempotency_key(k);
     }
     Ok(b)
+}
+
+/// §9.1: with no `allowed_resolvers` only the submitter may resolve a human-inbox ask/task, so
+/// the human it was meant for cannot answer. Refuse that unless the caller says it is intended.
+/// An addressed one (`--to`) defaults to its addressee instead.
+pub fn check_resolvers(c: &Common, d: &Decision, config: &Config) -> Result<()> {
+    if c.to.is_some() || d.self_resolvable || !d.resolvers.is_empty() || !config.resolvers.is_empty() {
+        return Ok(());
+    }
+    Err(usage(
+        "no resolvers: without --resolver (or MA2H_RESOLVERS) no human may answer this — only this agent \
+         itself could resolve it (§9.1). Name who may answer, e.g. --resolver human:alice or \
+         `export MA2H_RESOLVERS=human:alice,human:bob`; pass --self-resolvable if that is really intended."
+            .to_owned(),
+    ))
 }
 
 pub fn apply_decision(mut b: MessageBuilder, d: &Decision, config: &Config) -> Result<MessageBuilder> {
@@ -195,12 +226,21 @@ pub struct AskArgs {
     /// Remove the decline/ignore affordance.
     #[arg(long)]
     pub no_ignore: bool,
-    /// Do not offer editing the proposed value.
+    /// Do not offer editing the proposed value (`allow_edit: false`).
     #[arg(long)]
     pub no_edit: bool,
+    /// Do not offer accepting the proposed value as-is (`allow_accept: false`).
+    #[arg(long)]
+    pub no_accept: bool,
+    /// Input mode: propose a value for one field, `NAME=VALUE` (VALUE as JSON, else a string;
+    /// repeatable). The inbox pre-fills it; the human accepts it as-is or edits it, and the
+    /// Response says which (`edited`).
+    #[arg(long = "proposed", value_name = "NAME=VALUE")]
+    pub proposed: Vec<String>,
 }
 
 pub fn ask(c: &Common, a: &AskArgs, d: &Decision, config: &Config) -> Result<MessageBuilder> {
+    check_resolvers(c, d, config)?;
     let mode = match a.mode.as_deref() {
         Some("select") => Mode::Select,
         Some("confirm") => Mode::Confirm,
@@ -216,21 +256,47 @@ pub fn ask(c: &Common, a: &AskArgs, d: &Decision, config: &Config) -> Result<Mes
         b = b.option(value, label, None);
     }
     if let Some(s) = &a.schema {
-        b = b.schema(json_arg("--schema", s)?);
+        b = b.schema(propose(json_arg("--schema", s)?, &a.proposed)?);
+    } else if !a.proposed.is_empty() {
+        return Err(usage("--proposed needs an input-mode ask (--schema): it pre-fills the form's fields"));
     }
     if let Some(d) = &a.default_on_expire {
         // a bare option value, or JSON (object for input mode, or null)
         b = b.default_on_expire(serde_json::from_str(d).unwrap_or_else(|_| Value::String(d.clone())));
     }
-    if a.no_respond || a.no_ignore || a.no_edit {
+    if a.no_respond || a.no_ignore || a.no_edit || a.no_accept {
         b = b.permissions(Permissions {
             allow_respond: !a.no_respond,
             allow_ignore: !a.no_ignore,
             allow_edit: !a.no_edit,
-            ..Permissions::default()
+            allow_accept: !a.no_accept,
         });
     }
     apply_decision(apply_common(b, c)?, d, config)
+}
+
+/// The proposal travels as each property's JSON Schema `default` (an annotation the flat schema
+/// allows, §5.2), so any Hub or client reads it without an extension field.
+fn propose(mut schema: Value, proposed: &[String]) -> Result<Value> {
+    for p in proposed {
+        let Some((name, raw)) = p.split_once('=') else {
+            return Err(usage(format!("--proposed `{p}`: use NAME=VALUE")));
+        };
+        let Some(prop) = schema.get_mut("properties").and_then(|ps| ps.get_mut(name)).and_then(Value::as_object_mut)
+        else {
+            return Err(usage(format!("--proposed `{name}`: the schema has no property `{name}`")));
+        };
+        // Typed by the schema: a string field keeps `1234` as text; other fields read JSON.
+        let stringy = prop.get("type").and_then(Value::as_str) == Some("string")
+            || prop.get("enum").and_then(Value::as_array).is_some_and(|e| e.contains(&Value::String(raw.to_owned())));
+        let value = if stringy {
+            Value::String(raw.to_owned())
+        } else {
+            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+        };
+        prop.insert("default".into(), value);
+    }
+    Ok(schema)
 }
 
 /// `task` specifics (§5.3).
@@ -248,6 +314,7 @@ pub struct TaskArgs {
 }
 
 pub fn task(c: &Common, t: &TaskArgs, d: &Decision, config: &Config) -> Result<MessageBuilder> {
+    check_resolvers(c, d, config)?;
     let mut b = MessageBuilder::task(&c.title, &t.instructions);
     for item in &t.checklist {
         b = b.checklist_item(item);

@@ -82,6 +82,7 @@ enum Command {
     },
     /// Read a message (§8.2); the exit code reports its outcome.
     Get {
+        /// The message id (`msg_…`) that `ask`/`task`/`notify` printed.
         id: String,
         #[command(flatten)]
         wait: WaitArg,
@@ -94,15 +95,18 @@ enum Command {
         state_dir: Option<std::path::PathBuf>,
     },
     /// Withdraw an open ask (§8.4); if another outcome won, reports that one.
-    Cancel { id: String },
+    Cancel {
+        /// The id of the open ask/task to withdraw.
+        id: String,
+    },
     /// Resolve an ask/task addressed to this agent (§8.8): answer, decline, complete or dismiss.
     Resolve(resolve::ResolveArgs),
     /// Verify a pushed Response (§9.2): exit 0 accepted (body on stdout), 6 duplicate, 5 rejected.
     Verify(check::VerifyArgs),
     /// Seal resume state with MA2H_STATE_KEY (§9.3).
-    SealState(check::StateArgs),
+    SealState(check::SealArgs),
     /// Verify and open sealed state (a sealed object, a Response, or a GET body).
-    OpenState(check::StateArgs),
+    OpenState(check::OpenArgs),
     /// Run a callback receiver that verifies each Response and runs a command once per resolution.
     Listen(listen::ListenArgs),
     /// Drain this agent's mailbox (§8.7): verify each directive (§9.7) — and, with --session, each
@@ -250,5 +254,44 @@ async fn run(cli: Cli) -> Result<u8> {
             println!("{doc}");
             Ok(exit::OK)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand, as `path --arg` for the ones without help text.
+    fn undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+            if !builtin && arg.get_help().is_none() {
+                out.push(format!("{path} {}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_about().is_none() {
+                out.push(format!("{path} {} (no about)", sub.get_name()));
+            }
+            undocumented(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_command_and_argument_has_help_text() {
+        Cli::command().debug_assert();
+        let mut missing = Vec::new();
+        undocumented(&Cli::command(), "ma2h", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+
+    #[test]
+    fn open_state_does_not_offer_seal_state_flags() {
+        let cmd = Cli::command();
+        let open = cmd.find_subcommand("open-state").unwrap();
+        assert!(open.get_arguments().all(|a| a.get_id() != "generate_key"));
+        let seal = cmd.find_subcommand("seal-state").unwrap();
+        assert!(seal.get_arguments().any(|a| a.get_id() == "generate_key"));
     }
 }

@@ -54,6 +54,9 @@ pub async fn wait(client: &Client, id: &str, limit_secs: u64) -> Result<Value> {
 /// Print a GET body (or cancel result) and return its exit code.
 pub fn report(body: &Value, json: bool) -> u8 {
     let resolution = exit::resolution_of(body);
+    if let Some(note) = push_trouble(body) {
+        eprintln!("{note}"); // stderr: a diagnostic for the person, also beside --json
+    }
     if json {
         println!("{body}");
     } else {
@@ -80,4 +83,32 @@ pub fn report(body: &Value, json: bool) -> u8 {
         println!("{line}");
     }
     exit::for_resolution(resolution)
+}
+
+/// The Hub's push track, when the push failed for good: the Response is still here to pull, but
+/// the callback never got it.
+pub fn push_trouble(body: &Value) -> Option<String> {
+    let push = body.get("push")?;
+    let s = |k: &str| push.get(k).and_then(Value::as_str);
+    let error = s("last_error")?;
+    let attempts = push.get("attempts").and_then(Value::as_u64).unwrap_or(0);
+    // The Hub reports only a push that failed for good (§8.2: a terminal body does not change).
+    (s("status")? == "failed").then(|| {
+        format!("push failed after {attempts} attempt(s): {error} — the Response is still available here (pull)")
+    })
+}
+
+#[cfg(test)]
+mod push_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_failed_push_is_explained_and_nothing_else_is() {
+        let failed = json!({"push": {"status": "failed", "attempts": 5, "last_error": "receiver answered 500"}});
+        assert!(push_trouble(&failed).unwrap().contains("push failed after 5 attempt(s): receiver answered 500"));
+        assert_eq!(push_trouble(&json!({"push": {"status": "delivered", "attempts": 1, "last_error": null}})), None);
+        assert_eq!(push_trouble(&json!({"push": {"status": "pending", "attempts": 0, "last_error": null}})), None);
+        assert_eq!(push_trouble(&json!({"status": "open"})), None);
+    }
 }

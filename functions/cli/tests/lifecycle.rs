@@ -137,3 +137,63 @@ fn missing_config_unreachable_hub_and_hub_errors_have_their_own_exit_codes() {
     let out = hub.run(&["ask", "x", "--mode", "select"]);
     assert_eq!(code(&out), 2, "select without options fails locally: {}", stderr(&out));
 }
+
+#[test]
+fn an_ask_nobody_may_answer_is_refused_unless_self_resolvable() {
+    let hub = TestHub::start();
+    let out = hub.ma2h(&["ask", "Drop the table?"]).env_remove("MA2H_RESOLVERS").output().unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--resolver") && stderr(&out).contains("--self-resolvable"), "{}", stderr(&out));
+    let out = hub.ma2h(&["ask", "Drop the table?", "--self-resolvable"]).env_remove("MA2H_RESOLVERS").output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out =
+        hub.ma2h(&["ask", "Drop it?", "--resolver", "human:alice"]).env_remove("MA2H_RESOLVERS").output().unwrap();
+    assert_eq!(code(&out), 0, "an explicit resolver is enough: {}", stderr(&out));
+}
+
+#[test]
+fn envelope_flags_reach_the_hub_and_a_proposal_is_a_schema_default() {
+    let hub = TestHub::start();
+    let schema =
+        r#"{"type":"object","properties":{"replicas":{"type":"integer","minimum":1},"ticket":{"type":"string"}}}"#;
+    let out = hub.run(&[
+        "ask",
+        "Scale up?",
+        "--schema",
+        schema,
+        "--proposed",
+        "replicas=3",
+        "--proposed",
+        "ticket=1234",
+        "--no-edit",
+        "--project",
+        "payments",
+        "--tag",
+        "deploy",
+        "--sensitive",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let id = stdout(&out);
+    let got = json_out(&hub.run(&["get", &id, "--json"]));
+    assert_eq!(got["agent"]["project"], "payments");
+    assert_eq!(got["sensitive"], true);
+    assert_eq!(got["tags"], json!(["deploy"]));
+    assert_eq!(got["request"]["schema"]["properties"]["replicas"]["default"], 3);
+    assert_eq!(got["request"]["schema"]["properties"]["ticket"]["default"], "1234", "a string field stays text");
+    assert_eq!(got["request"]["permissions"]["allow_edit"], false);
+    assert_eq!(got["request"]["permissions"]["allow_accept"], true);
+    let out = hub.run(&["ask", "Scale?", "--schema", schema, "--proposed", "nodes=3"]);
+    assert_eq!(code(&out), 2, "an unknown field is a usage error: {}", stderr(&out));
+    let out = hub.run(&["ask", "Ship?", "--option", "a", "--option", "b", "--proposed", "x=1"]);
+    assert_eq!(code(&out), 2, "a proposal needs an input ask: {}", stderr(&out));
+}
+
+#[test]
+fn an_unbound_callback_host_names_the_admin_command() {
+    let hub = TestHub::start();
+    let out = hub.run(&["ask", "Resume?", "--callback-url", "http://unbound.example/cb"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("bind-callback --account acme --agent bot --host unbound.example"), "{err}");
+    assert!(err.contains("bound to this agent by an operator"), "the specific hint: {err}");
+}

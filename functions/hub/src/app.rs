@@ -183,14 +183,15 @@ pub async fn run(settings: Settings) -> Result<()> {
     let bind = settings.bind;
     let dev = settings.mode == Mode::Dev;
     let local = build_local(settings)?;
-    if dev {
-        crate::bootstrap::dev_credentials(&local.hub).await?;
-    }
+    let creds = if dev { Some(crate::bootstrap::dev_credentials(&local.hub).await?) } else { None };
     let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, mode = if dev { "dev" } else { "production" }, "ma2h hub listening");
     // One machine-readable line on stdout: scripts and tests started with port 0 read it.
     println!("ma2h hub listening on http://{addr}");
+    if let Some(creds) = creds {
+        print!("{}", crate::bootstrap::banner(&local.hub.settings.public_url, &creds));
+    }
     serve(listener, local, shutdown_signal()).await
 }
 

@@ -30,6 +30,7 @@ enum Command {
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     let mut settings = Settings::from_env()?;
+    settings.local_dev_egress(std::env::var_os("MA2H_DEV_EGRESS_ALLOW").is_some());
     // §8.7.2: this process holds connections open, so it serves (and advertises) the stream.
     settings.inter_agent.stream_served = true;
     app::init_tracing(&settings);

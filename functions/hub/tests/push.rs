@@ -217,6 +217,8 @@ fn a_4xx_stops_at_once_and_exhaustion_is_recorded_while_the_response_stays_pulla
     for id in [&bad, &down] {
         let (status, read) = get(&s.hub, &format!("/v1/messages/{id}"), &s.agent_key);
         assert_eq!((status, read["status"].as_str()), (200, Some("answered")), "pull stays authoritative");
+        assert_eq!(read["push"]["status"], "failed", "the owner sees the failed push: {read}");
+        assert!(read["push"]["last_error"].as_str().is_some_and(|e| e.contains("receiver answered")), "{read}");
         // No push was delivered; this authenticated read is the delivery evidence (§14.2).
         assert_eq!(read["delivery"]["state"], "delivered-to-agent");
     }
@@ -366,4 +368,7 @@ fn an_unbound_host_refuses_the_push_and_records_why() {
     assert_eq!(push["status"], "failed");
     assert_eq!(push["last_error"], "refused: callback host 127.0.0.1 is not bound to agent bot");
     assert!(receiver.hits("unbound").is_empty(), "nothing was sent");
+    // The agent that owns the ask sees the same track, and why, on its own GET.
+    let (_, read) = get(&s.hub, &format!("/v1/messages/{id}"), &s.agent_key);
+    assert_eq!(read["push"], push, "{read}");
 }

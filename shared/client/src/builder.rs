@@ -38,6 +38,7 @@ pub struct MessageBuilder {
     tags: Vec<String>,
     context: Vec<Value>,
     resolvers: Vec<String>,
+    project: Option<String>,
 }
 
 impl MessageBuilder {
@@ -53,6 +54,7 @@ impl MessageBuilder {
             tags: vec![],
             context: vec![],
             resolvers: vec![],
+            project: None,
         }
     }
 
@@ -91,6 +93,15 @@ impl MessageBuilder {
 
     pub fn body(self, body: &str) -> Self {
         self.set("body", body)
+    }
+    /// §4.1 `agent.project`: the project the agent works for (the inbox shows and filters it).
+    pub fn project(mut self, project: &str) -> Self {
+        self.project = Some(project.into());
+        self
+    }
+    /// §9.6 message-level `sensitive`: the Hub keeps its values out of exports and telemetry.
+    pub fn sensitive(self, sensitive: bool) -> Self {
+        self.set("sensitive", sensitive)
     }
     pub fn priority(self, p: Priority) -> Self {
         self.set("priority", p.as_str())
@@ -195,7 +206,11 @@ impl MessageBuilder {
         m.insert("ma2h_version".into(), MA2H_VERSION.into());
         m.insert("type".into(), self.kind.as_str().into());
         m.insert("created_at".into(), chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into());
-        m.insert("agent".into(), json!({"id": agent.id, "run_id": agent.run_id, "runtime": agent.runtime}));
+        let mut origin = json!({"id": agent.id, "run_id": agent.run_id, "runtime": agent.runtime});
+        if let Some(p) = &self.project {
+            origin["project"] = p.as_str().into();
+        }
+        m.insert("agent".into(), origin);
         if !self.tags.is_empty() {
             m.insert("tags".into(), self.tags.clone().into());
         }

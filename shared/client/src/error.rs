@@ -36,7 +36,16 @@ impl HubErrorBody {
             "idempotency_conflict" => "this idempotency key was already used with a different payload",
             "already_terminal" => "the message is already resolved",
             "not_acknowledgeable" => "the message is not in a state that can be acknowledged",
-            "invalid_field" | "unknown_destination" => "a field was rejected (e.g. expires_at in the past)",
+            // the Hub's message names the field and, for callbacks, the admin command to run
+            "invalid_field" if self.message.contains("callback binding") => {
+                "the callback host must be bound to this agent by an operator first (§9.4; see the message)"
+            }
+            "invalid_field" if self.message.contains("secret named") => {
+                "the callback's secret/token must be registered for this agent by an operator first (see the message)"
+            }
+            "invalid_field" if self.message.contains("expires_at") => "expires_at must be in the future (Hub clock)",
+            "unknown_destination" => "no such agent or session to address (or the sender may not reach it)",
+            "invalid_field" => "a field was rejected; the message names it",
             "rate_limited" => "over the Hub's rate limit; retry after the advertised delay",
             _ => match self.status {
                 400 => "the request was rejected as malformed",

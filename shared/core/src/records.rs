@@ -94,6 +94,20 @@ pub struct PushTrack {
 }
 
 impl PushTrack {
+    /// The track as the operator listing and the owning agent's GET show it (a Hub extension:
+    /// the §8.2 body admits additional members). `last_error` is the Hub's own words — an HTTP
+    /// status, a timeout, an egress refusal — never the receiver's response body.
+    pub fn to_json(&self) -> serde_json::Value {
+        let fmt = ma2h_protocol::time::format;
+        serde_json::json!({
+            "status": self.status.as_str(),
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "next_attempt_at": self.next_attempt_at.map(fmt),
+            "delivered_at": self.delivered_at.map(fmt),
+        })
+    }
+
     pub fn pending(at: Timestamp) -> Self {
         Self {
             status: PushStatus::Pending,

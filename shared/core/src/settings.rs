@@ -27,6 +27,9 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// The networks a dev-mode Hub may push to when `MA2H_DEV_EGRESS_ALLOW` is unset: this machine.
+pub const DEV_LOOPBACK: [&str; 2] = ["127.0.0.0/8", "::1/128"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     pub mode: Mode,
@@ -68,7 +71,8 @@ pub struct Settings {
     /// overlap (`MA2H_ED25519_PREVIOUS`, comma-separated).
     pub ed25519_previous: Vec<String>,
     /// Dev mode only: networks push egress may reach despite §9.4 (`MA2H_DEV_EGRESS_ALLOW`,
-    /// comma-separated CIDRs, e.g. `127.0.0.0/8`). Ignored — fails closed — in production.
+    /// comma-separated CIDRs; `none` = nothing; unset = nothing, except on the local binary,
+    /// which defaults to [`DEV_LOOPBACK`]). Ignored — fails closed — in production.
     pub dev_egress_allow: Vec<String>,
     /// The local server's connection limits (the Lambda deployment has API Gateway's).
     pub server: ServerSettings,
@@ -386,12 +390,26 @@ impl Settings {
                 .unwrap_or_default()
         };
         s.ed25519_previous = list("MA2H_ED25519_PREVIOUS");
-        s.dev_egress_allow = list("MA2H_DEV_EGRESS_ALLOW");
+        // `none` says "nothing" explicitly (the local binary's dev default is loopback, see
+        // [`Settings::local_dev_egress`]). Production ignores the list (§9.4 fails closed).
+        s.dev_egress_allow = match get("MA2H_DEV_EGRESS_ALLOW").as_deref() {
+            None | Some("none") => Vec::new(),
+            Some(_) => list("MA2H_DEV_EGRESS_ALLOW"),
+        };
         if let Some(j) = get("MA2H_LOG_JSON") {
             s.log_json = matches!(j.as_str(), "1" | "true" | "yes");
         }
         s.validate()?;
         Ok(s)
+    }
+
+    /// The local binary in dev mode reaches a receiver on this machine out of the box (`ma2h
+    /// listen`, the push example) unless `MA2H_DEV_EGRESS_ALLOW` was given (`none` included).
+    /// Not for Lambda: there loopback is the runtime API.
+    pub fn local_dev_egress(&mut self, configured: bool) {
+        if self.mode == Mode::Dev && !configured {
+            self.dev_egress_allow = DEV_LOOPBACK.iter().map(|n| (*n).to_owned()).collect();
+        }
     }
 
     /// Start-up checks: refuse a configuration that would misbehave later.
@@ -505,6 +523,28 @@ mod tests {
         let s = Settings::from_vars(vars(&[("MA2H_PUBLIC_URL", "https://hub.example/")])).unwrap();
         assert_eq!(s.mode, Mode::Production);
         assert_eq!(s.public_url, "https://hub.example");
+    }
+
+    #[test]
+    fn dev_egress_reaches_loopback_on_the_local_binary_unless_configured_otherwise() {
+        let dev = |extra: &[(&str, &str)]| {
+            let mut v = vars(&[("MA2H_MODE", "dev")]);
+            v.extend(vars(extra));
+            let mut s = Settings::from_vars(v).unwrap();
+            s.local_dev_egress(!extra.is_empty());
+            s.dev_egress_allow
+        };
+        assert_eq!(dev(&[]), vec!["127.0.0.0/8".to_owned(), "::1/128".to_owned()]);
+        assert!(dev(&[("MA2H_DEV_EGRESS_ALLOW", "none")]).is_empty());
+        let lambda = Settings::from_vars(vars(&[("MA2H_MODE", "dev")])).unwrap();
+        assert!(lambda.dev_egress_allow.is_empty(), "without the local binary's call, nothing");
+        let mut prod = Settings::from_vars(vars(&[("MA2H_PUBLIC_URL", "https://hub.example")])).unwrap();
+        prod.local_dev_egress(false);
+        assert!(prod.dev_egress_allow.is_empty(), "production never");
+        assert_eq!(
+            dev(&[("MA2H_DEV_EGRESS_ALLOW", "10.0.0.0/8, 192.168.0.0/16")]),
+            vec!["10.0.0.0/8".to_owned(), "192.168.0.0/16".to_owned()]
+        );
     }
 
     #[test]

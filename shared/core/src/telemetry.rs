@@ -5,7 +5,8 @@
 /// Where and how log lines go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
-    /// Human-readable lines on stderr; ANSI colour only when stderr is a terminal.
+    /// Human-readable lines on stderr; ANSI colour only when stderr is a terminal (and `NO_COLOR`
+    /// is unset, no-color.org).
     Text,
     /// JSON lines on stderr (`MA2H_LOG_JSON=1` on the local binary).
     Json,
@@ -21,7 +22,8 @@ pub fn init(format: LogFormat) {
         LogFormat::Lambda => tracing_subscriber::fmt().json().with_env_filter(filter).without_time().try_init(),
         LogFormat::Text | LogFormat::Json => {
             // colour only for a person at a terminal, never into a log file or pipe
-            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
             let builder =
                 tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
             if format == LogFormat::Json { builder.json().try_init() } else { builder.try_init() }

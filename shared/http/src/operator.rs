@@ -98,13 +98,7 @@ fn summary_json(s: &MessageSummary) -> Value {
         "expires_at": s.expires_at.map(time::format),
     });
     if let Some(p) = &s.push {
-        out["push"] = json!({
-            "status": p.status.as_str(),
-            "attempts": p.attempts,
-            "last_error": p.last_error,
-            "next_attempt_at": p.next_attempt_at.map(time::format),
-            "delivered_at": p.delivered_at.map(time::format),
-        });
+        out["push"] = p.to_json();
     }
     if let Some(rid) = &s.resolution_id {
         // §6: the resolution is the terminal status the Response records.

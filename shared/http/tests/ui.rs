@@ -13,7 +13,9 @@ async fn login_sets_an_httponly_samesite_strict_session_cookie() {
     let form = t.page(Method::GET, "/login", None, None).await;
     assert_eq!(form.status, StatusCode::OK);
     let csp = form.headers.get("content-security-policy").unwrap().to_str().unwrap();
-    assert!(csp.contains("default-src 'none'") && !csp.contains("script-src"), "{csp}");
+    // scripts only from the Hub's own files (the keyboard shortcuts), never inline
+    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self';"), "{csp}");
+    assert!(!csp.contains("unsafe-eval") && !csp.contains("script-src 'self' 'unsafe-inline'"), "{csp}");
     assert_eq!(form.headers.get("x-content-type-options").unwrap(), "nosniff");
     assert_eq!(form.headers.get("referrer-policy").unwrap(), "no-referrer");
     let login_cookie = cookie_pair(&form.set_cookies()[0]);
@@ -235,7 +237,10 @@ async fn a_hostile_body_renders_inert_and_client_ref_and_state_never_appear() {
     let id = t.submit_ok(env).await;
     let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
     let html = &page.html;
-    assert!(!html.contains("<script") && !html.contains("<img") && !html.contains("<b>"), "{html}");
+    // the only script element is the Hub's own keys.js; the hostile body's script is text
+    let scripts = html.matches("<script").count();
+    assert_eq!(scripts, html.matches(r#"<script src="/inbox/keys.js" defer></script>"#).count(), "{html}");
+    assert!(!html.contains("<img") && !html.contains("<b>"), "{html}");
     assert!(!html.contains("href=\"javascript"), "{html}");
     assert!(html.contains("↗ external: example.com") && html.contains("noopener noreferrer nofollow"), "{html}");
     assert!(html.contains("image not loaded"), "{html}");
@@ -243,7 +248,7 @@ async fn a_hostile_body_renders_inert_and_client_ref_and_state_never_appear() {
     assert!(html.contains("diff.patch"));
     assert!(!html.contains("CREF-42") && !html.contains("v1.opaque"), "no client_ref or state");
     let list = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
-    assert!(!list.html.contains("CREF-42") && !list.html.contains("<script"));
+    assert!(!list.html.contains("CREF-42") && !list.html.contains("<script>"));
 }
 
 #[tokio::test]

@@ -88,6 +88,13 @@ impl ResolveRequest {
                 if let Err(errors) = validate_input(schema, value) {
                     return Err(ProtocolError::invalid_at(errors.into_iter().map(|e| e.within("/value")).collect()));
                 }
+                // §5.2 `allow_edit: false`: the agent's proposal may be accepted, not changed.
+                if !req.permissions.allow_edit
+                    && let Some(proposal) = crate::rules::proposal(schema)
+                    && crate::rules::departs_from(&proposal, value)
+                {
+                    return bad("`/value`: this ask does not allow editing the proposal (permissions.allow_edit is false): answer with the proposed values, or decline".into());
+                }
             }
         }
         Ok(())

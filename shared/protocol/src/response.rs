@@ -30,6 +30,9 @@ pub struct Terminal {
     pub comment: Option<String>,
     pub checklist: Option<Vec<ChecklistItem>>,
     pub defaulted: bool,
+    /// §6 `response.edited`: the human changed the agent's proposed input (the schema's
+    /// `default`s) before answering. Only an answered input-mode ask with a proposal sets it.
+    pub edited: bool,
 }
 
 impl Terminal {
@@ -48,6 +51,7 @@ impl Terminal {
             comment: None,
             checklist: None,
             defaulted,
+            edited: false,
         }
     }
 
@@ -62,6 +66,7 @@ impl Terminal {
             comment: None,
             checklist: None,
             defaulted: false,
+            edited: false,
         }
     }
 
@@ -78,6 +83,7 @@ impl Terminal {
             comment: Some("undeliverable: the addressee can no longer receive this message".into()),
             checklist: None,
             defaulted: false,
+            edited: false,
         }
     }
 
@@ -89,7 +95,7 @@ impl Terminal {
             detail.insert("value".into(), v.clone());
         }
         if self.resolution == Resolution::Answered {
-            detail.insert("edited".into(), Value::Bool(false));
+            detail.insert("edited".into(), Value::Bool(self.edited));
         }
         detail.insert("actor".into(), Value::String(self.actor.to_string()));
         detail.insert("resolved_at".into(), Value::String(time::format(self.resolved_at)));

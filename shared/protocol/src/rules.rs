@@ -286,7 +286,40 @@ pub fn check_flat_schema(schema: &Value) -> Result<(), ProtocolError> {
     }
     // The schema must also compile.
     input_validator(schema).map_err(|e| ProtocolError::invalid_field(format!("`/request/schema`: {e}")))?;
+    // A proposal (the `default`s) must itself be a valid answer for the fields it fills.
+    if let Some(proposed) = proposal(schema) {
+        let mut optional = schema.clone();
+        if let Some(o) = optional.as_object_mut() {
+            o.remove("required");
+        }
+        if let Err(errors) = validate_input(&optional, &proposed) {
+            let list: Vec<String> = errors.iter().map(|e| format!("{} {}", e.pointer, e.message)).collect();
+            return bad(format!("a proposed `default` is not a valid answer: {}", list.join("; ")));
+        }
+    }
     Ok(())
+}
+
+/// The agent's proposed answer for an input-mode ask: each property's JSON Schema `default`, as
+/// one object (`None` when no property proposes a value). The inbox pre-fills it; an answer that
+/// differs from it is `edited` (§6).
+pub fn proposal(schema: &Value) -> Option<Value> {
+    let props = schema.get("properties")?.as_object()?;
+    let proposed: serde_json::Map<String, Value> =
+        props.iter().filter_map(|(k, p)| Some((k.clone(), p.get("default")?.clone()))).collect();
+    (!proposed.is_empty()).then_some(Value::Object(proposed))
+}
+
+/// §6 `edited`: whether an input answer changed any field the agent proposed (fields the
+/// proposal left open are the human's to fill, not an edit). Numbers compare by value, so a form
+/// that sends `3.0` for a proposed `3` did not edit it.
+pub fn departs_from(proposal: &Value, answer: &Value) -> bool {
+    let Some(proposed) = proposal.as_object() else { return false };
+    proposed.iter().any(|(k, p)| match (p, answer.get(k)) {
+        (Value::Number(a), Some(Value::Number(b))) => a.as_f64() != b.as_f64(),
+        (p, Some(v)) => p != v,
+        (_, None) => true,
+    })
 }
 
 fn is_scalar(v: &Value) -> bool {
@@ -338,6 +371,32 @@ mod tests {
         let s = json!({"type":"object","properties":{"reason":{"type":"string","x-ma2h-sensitive":true},
             "n":{"type":"integer","minimum":1},"color":{"enum":["red","blue"]}},"required":["reason"]});
         assert!(check_flat_schema(&s).is_ok());
+    }
+
+    #[test]
+    fn the_proposal_is_the_defaults_and_must_be_a_valid_answer() {
+        let s = json!({"type":"object","properties":{"replicas":{"type":"integer","minimum":1,"default":3},
+            "region":{"enum":["eu","us"],"default":"eu"},"reason":{"type":"string"}},"required":["reason"]});
+        assert!(check_flat_schema(&s).is_ok(), "a partial proposal is fine: `reason` is left to the human");
+        assert_eq!(proposal(&s), Some(json!({"replicas":3,"region":"eu"})));
+        assert_eq!(proposal(&json!({"type":"object","properties":{"a":{"type":"string"}}})), None);
+        for bad in [
+            json!({"type":"object","properties":{"n":{"type":"integer","minimum":1,"default":0}}}),
+            json!({"type":"object","properties":{"c":{"enum":["a","b"],"default":"z"}}}),
+            json!({"type":"object","properties":{"s":{"type":"string","default":5}}}),
+        ] {
+            let e = check_flat_schema(&bad).unwrap_err().to_string();
+            assert!(e.contains("proposed `default`"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_a_changed_proposed_field_is_an_edit() {
+        let p = json!({"replicas": 3, "region": "eu"});
+        assert!(!departs_from(&p, &json!({"replicas": 3, "region": "eu", "reason": "filled in"})));
+        assert!(!departs_from(&p, &json!({"replicas": 3.0, "region": "eu"})), "3.0 is the proposed 3");
+        assert!(departs_from(&p, &json!({"replicas": 4, "region": "eu"})));
+        assert!(departs_from(&p, &json!({"replicas": 3})), "a dropped proposed field is an edit");
     }
 
     #[test]

@@ -93,6 +93,13 @@ pub fn body(record: &MessageRecord, outbound: Option<&MailboxEntry>, now: Timest
     if let Some(r) = &record.response {
         out.insert("response".into(), r.clone());
     }
+    // A push that failed for good, and why (unbound host, refused address, receiver errors), so
+    // the agent that owns it learns it without asking an operator. Only the final failure: a
+    // terminal body reads the same on every GET (§8.2), and a delivered push is already the
+    // `delivery` track. The schema admits the extra member (the envelope is open, §10).
+    if let Some(track) = record.push.as_ref().filter(|p| p.status == crate::records::PushStatus::Failed) {
+        out.insert("push".into(), track.to_json());
+    }
     // §14.2 response track: a 2xx push or the submitter's first read is delivery evidence; the
     // agent's ack closes it.
     if let Some(at) = record.delivered_to_agent() {

@@ -110,3 +110,37 @@ pub fn allowed(record: &MessageRecord, envelope: &Envelope, principal: &Principa
     }
     Allowed::Resolve(affordances)
 }
+
+/// A listed message as the inbox list shows it: its envelope (for the question, options and
+/// stakes) and what this operator may do with it. `None` for a row that vanished meanwhile.
+#[derive(Debug, Clone)]
+pub struct Glance {
+    pub envelope: Envelope,
+    pub allowed: Allowed,
+    /// The §6 Response once terminal (history shows the chosen option's label).
+    pub response: Option<serde_json::Value>,
+}
+
+/// Load the listed messages `ids` of the operator's account at once (one page: at most the
+/// listing's page size), so each row can preview its question and say whether *this* operator
+/// may answer it. The store's summaries carry neither (they stay small, see docs/COST.md).
+pub async fn glance(hub: &Hub, principal: &Principal, ids: &[MessageId]) -> Result<Vec<Option<Glance>>, HubError> {
+    if !matches!(principal.id, PrincipalId::Operator(_)) {
+        return Err(HubError::NotFound);
+    }
+    let loads = ids.iter().map(|id| hub.lookup(&principal.account, id));
+    let mut out = Vec::with_capacity(ids.len());
+    for found in futures_util::future::join_all(loads).await {
+        out.push(match found? {
+            Lookup::Found(rec) => {
+                let envelope = rec.envelope()?;
+                // §7: past its expiry (an answer AT it still wins) it is no longer answerable, swept or not.
+                let due = rec.expires_at.is_some_and(|e| e < hub.clock.now());
+                let allowed = if due { Allowed::Closed } else { allowed(&rec, &envelope, principal) };
+                Some(Glance { envelope, allowed, response: rec.response })
+            }
+            Lookup::Gone { .. } | Lookup::Missing => None,
+        });
+    }
+    Ok(out)
+}

@@ -257,7 +257,9 @@ pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelo
     let agent = &envelope.agent.id;
     if !hub.credentials.list_bindings(account, agent).await?.contains(&host) {
         return bad(format!(
-            "/url`: host {host} is not a registered callback binding for agent {agent} (ask an operator to bind it)"
+            "/url`: host {host} is not a registered callback binding for agent {agent} (§9.4); an operator binds it \
+             with the admin command `bind-callback --account {account} --agent {agent} --host {host}` \
+             (`ma2h-hub admin …` locally, `ma2h-admin-aws …` on AWS)"
         ));
     }
     if let Some(auth) = &callback.auth {
@@ -266,7 +268,11 @@ pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelo
             let known =
                 !name.starts_with(RESERVED_PREFIX) && hub.credentials.get_secret(account, agent, name).await?.is_some();
             if !known {
-                return bad(format!("/auth/{what}`: no secret named `{name}` is registered for agent {agent}"));
+                return bad(format!(
+                    "/auth/{what}`: no secret named `{name}` is registered for agent {agent}; an operator registers \
+                     it with the admin command `put-secret --account {account} --agent {agent} --name {name} \
+                     --value-stdin` (`ma2h-hub admin …` locally, `ma2h-admin-aws …` on AWS)"
+                ));
             }
         }
     }

@@ -43,6 +43,9 @@ pub async fn resolve(
         return Err(already_terminal(&record));
     }
     request.check_against(&envelope)?;
+    // §6 `edited`: an answer that differs from the agent's proposal (the input schema's defaults).
+    let proposal = envelope.request().and_then(|r| r.schema.as_ref()).and_then(ma2h_protocol::rules::proposal);
+    let edited = matches!((&proposal, &request.value), (Some(p), Some(v)) if ma2h_protocol::rules::departs_from(p, v));
 
     let terminal = Terminal {
         resolution: request.resolution,
@@ -53,6 +56,7 @@ pub async fn resolve(
         comment: request.comment,
         checklist: request.checklist,
         defaulted: false,
+        edited,
     };
     match apply_terminal(hub, &record, &envelope, terminal).await? {
         Completion::Applied(rec) => Ok(Resolved {

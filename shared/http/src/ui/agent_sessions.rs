@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::agents::ago;
 use super::session::Session;
-use super::{csrf_refused, form_get, form_pairs, human_duration, notice};
+use super::{csrf_refused, form_get, form_pairs, notice};
 use crate::extract::Body;
 
 /// The sessions section of the agent page.
@@ -53,7 +53,7 @@ pub fn section(
                             td { (state_text(s, now)) }
                             td {
                                 @match s.state(now) {
-                                    SessionState::Active => { "expires in " (human_duration(s.expires_at - now)) }
+                                    SessionState::Active => { "expires " (ago(s.expires_at, now)) }
                                     SessionState::Ended(end) => { "ended " (ago(end.at, now)) }
                                 }
                             }

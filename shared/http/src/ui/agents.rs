@@ -23,7 +23,7 @@ use maud::{Markup, PreEscaped, html};
 use serde_json::{Value, json};
 
 use super::session::Session;
-use super::{csrf_refused, form_get, form_pairs, human_duration, notice, page, render_markdown, respond};
+use super::{csrf_refused, form_get, form_pairs, notice, page, render_markdown, respond};
 use crate::extract::{Body, Params};
 
 /// Recent directives shown on an agent page.
@@ -178,8 +178,9 @@ fn title_of(e: &MailboxEntry) -> String {
     e.payload.get("title").and_then(Value::as_str).unwrap_or(&e.key).to_owned()
 }
 
+/// The inbox's one way of writing a time: relative, then absolute in UTC ([`super::rows::stamp`]).
 pub(super) fn ago(t: Timestamp, now: Timestamp) -> Markup {
-    html! { time datetime=(time::format(t)) { (human_duration(now - t)) " ago" } }
+    super::rows::stamp(t, now)
 }
 
 fn track_text(t: &Track, now: Timestamp) -> Markup {

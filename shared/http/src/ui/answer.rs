@@ -1,4 +1,4 @@
-//! The answer form and `POST /inbox/{id}/resolve`. The form is plain HTML (no JavaScript): select
+//! The answer form and `POST /inbox/{id}/resolve`. The form is plain HTML (works without JavaScript): select
 //! asks offer each option's label and description, confirm asks show their two options as
 //! buttons, input asks get fields generated from the flat schema (§5.2), tasks get their checklist
 //! as toggles. `permissions` decide which buttons appear. The POST checks the CSRF token, turns
@@ -37,8 +37,11 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
             @if let (Some(req), true) = (env.request(), aff.answer) {
                 @match req.mode {
                     Mode::Select => {
-                        fieldset {
+                        @let group_err = state.field_errors.get("value");
+                        fieldset.invalid[group_err.is_some()] aria-invalid=[group_err.map(|_| "true")]
+                            aria-describedby=[group_err.map(|_| "value-err")] {
                             legend { "Choose one" }
+                            @if let Some(e) = group_err { p.error #value-err { (e) } }
                             @for (i, o) in req.options.iter().enumerate() {
                                 label.choice for=(format!("opt-{i}")) {
                                     input #(format!("opt-{i}")) type="radio" name="value" value=(o.value)
@@ -51,7 +54,7 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
                     }
                     Mode::Input => {
                         @let schema = req.schema.clone().unwrap_or(Value::Null);
-                        (input_fields(&schema, state))
+                        (input_fields(&schema, state, locked(req)))
                     }
                     Mode::Confirm => {}
                 }
@@ -77,7 +80,14 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
                             button type="submit" name="act" value=(format!("answer:{}", o.value)) { (o.label) }
                         }
                     } @else {
-                        button type="submit" name="act" value="answered" { "Submit answer" }
+                        @if proposal(req).is_some() && req.permissions.allow_accept {
+                            button type="submit" name="act" value="accept" { "Accept as proposed" }
+                        }
+                        @if !locked(req) {
+                            button.secondary[proposal(req).is_some()] type="submit" name="act" value="answered" {
+                                @if proposal(req).is_some() { "Submit edited answer" } @else { "Submit answer" }
+                            }
+                        }
                     }
                 }
                 @if aff.decline { button.danger type="submit" name="act" value="declined" { "Decline" } }
@@ -91,7 +101,7 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
 /// Fields generated from a flat input schema: enums and booleans as selects, numbers and strings
 /// as text inputs (`x-ma2h-sensitive` ones as password inputs), each with its label, description,
 /// constraints and validation message.
-fn input_fields(schema: &Value, state: &FormState) -> Markup {
+fn input_fields(schema: &Value, state: &FormState, locked: bool) -> Markup {
     let required: Vec<&str> =
         schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     let props = schema["properties"].as_object().cloned().unwrap_or_default();
@@ -99,7 +109,15 @@ fn input_fields(schema: &Value, state: &FormState) -> Markup {
         @for (name, p) in &props {
             @let fid = format!("in-{name}");
             @let err = state.field_errors.get(name);
-            @let current = state.values.get(&format!("{FIELD_PREFIX}{name}")).map(String::as_str).unwrap_or("");
+            // First showing: the agent's proposal (the `default`, §5.2); after a POST: what was typed.
+            @let proposed = p.get("default").map(scalar);
+            @let fixed = locked && proposed.is_some();
+            @let current = match state.values.get(&format!("{FIELD_PREFIX}{name}")) {
+                _ if fixed => proposed.as_deref().unwrap_or(""),
+                Some(v) => v.as_str(),
+                None if state.values.is_empty() => proposed.as_deref().unwrap_or(""),
+                None => "",
+            };
             @let is_required = required.contains(&name.as_str());
             @let described = format!("{fid}-hint{}", if err.is_some() { format!(" {fid}-err") } else { String::new() });
             label for=(fid) {
@@ -109,14 +127,14 @@ fn input_fields(schema: &Value, state: &FormState) -> Markup {
             @if let Some(e) = err { p.error #(format!("{fid}-err")) { (e) } }
             @if let Some(options) = p["enum"].as_array() {
                 select #(fid) name=(format!("{FIELD_PREFIX}{name}")) aria-describedby=(described) aria-invalid=[err.map(|_| "true")] {
-                    option value="" { "—" }
-                    @for o in options { @let v = scalar(o); option value=(v) selected[v == current] { (v) } }
+                    @if !fixed { option value="" { "—" } }
+                    @for o in options { @let v = scalar(o); @if !fixed || v == current { option value=(v) selected[v == current] { (v) } } }
                 }
             } @else if p["type"] == "boolean" {
                 select #(fid) name=(format!("{FIELD_PREFIX}{name}")) aria-describedby=(described) aria-invalid=[err.map(|_| "true")] {
-                    option value="" { "—" }
-                    option value="true" selected[current == "true"] { "yes" }
-                    option value="false" selected[current == "false"] { "no" }
+                    @if !fixed { option value="" { "—" } }
+                    @if !fixed || current == "true" { option value="true" selected[current == "true"] { "yes" } }
+                    @if !fixed || current == "false" { option value="false" selected[current == "false"] { "no" } }
                 }
             } @else {
                 @let sensitive = p["x-ma2h-sensitive"] == Value::Bool(true);
@@ -124,7 +142,7 @@ fn input_fields(schema: &Value, state: &FormState) -> Markup {
                 input #(fid) type=(if sensitive { "password" } else { "text" }) name=(format!("{FIELD_PREFIX}{name}"))
                     value=(if sensitive { "" } else { current }) inputmode=(mode) autocomplete="off"
                     aria-required=[is_required.then_some("true")] aria-describedby=(described)
-                    aria-invalid=[err.map(|_| "true")];
+                    aria-invalid=[err.map(|_| "true")] readonly[fixed];
             }
             p.hint #(format!("{fid}-hint")) { (hint(p)) }
         }
@@ -152,7 +170,20 @@ fn hint(p: &Value) -> String {
     if p["x-ma2h-sensitive"] == Value::Bool(true) {
         parts.push("sensitive: hidden while typing and masked afterwards".to_owned());
     }
+    if let Some(d) = p.get("default").filter(|_| p["x-ma2h-sensitive"] != Value::Bool(true)) {
+        parts.push(format!("proposed by the agent: {}", scalar(d)));
+    }
     parts.join(" · ")
+}
+
+/// The agent's proposed answer (the input schema's `default`s, §5.2), if any.
+fn proposal(req: &ma2h_protocol::envelope::Request) -> Option<Value> {
+    req.schema.as_ref().and_then(ma2h_protocol::rules::proposal)
+}
+
+/// `allow_edit: false` with a proposal to accept: the proposed fields are shown read-only.
+fn locked(req: &ma2h_protocol::envelope::Request) -> bool {
+    !req.permissions.allow_edit && req.permissions.allow_accept && proposal(req).is_some()
 }
 
 fn scalar(v: &Value) -> String {
@@ -183,7 +214,10 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
     let request = match build_request(&view, &pairs, &mut state.field_errors) {
         Some(r) if state.field_errors.is_empty() => r,
         _ => {
-            state.error.get_or_insert_with(|| "Please correct the fields marked below.".to_owned());
+            // A whole-form problem (no button, a locked proposal) is the banner; otherwise the
+            // banner points at the marked fields.
+            let whole = state.field_errors.remove("");
+            state.error = Some(whole.unwrap_or_else(|| "Please correct the fields marked below.".to_owned()));
             return message::render(&hub, &session, &view, false, &state, StatusCode::UNPROCESSABLE_ENTITY);
         }
     };
@@ -224,6 +258,7 @@ fn build_request(
     let act = form_get(pairs, "act").unwrap_or("");
     let (resolution, chosen) = match act.split_once(':') {
         Some(("answer", v)) => ("answered", Some(v)),
+        _ if act == "accept" => ("answered", None),
         _ => (act, None),
     };
     let kind = view.record.kind;
@@ -242,11 +277,24 @@ fn build_request(
         let req = view.envelope.request()?;
         let value = match (req.mode, chosen) {
             (_, Some(v)) => json!(v),
+            // "Accept as proposed": the proposed fields exactly as proposed (`edited` stays false,
+            // §6), plus whatever the human filled into fields the proposal left open.
+            (Mode::Input, None) if act == "accept" && req.permissions.allow_accept => {
+                let proposed = proposal(req)?;
+                let mut typed = input_value(req.schema.as_ref()?, pairs, errors);
+                if let (Some(t), Some(p)) = (typed.as_object_mut(), proposed.as_object()) {
+                    for (k, v) in p {
+                        errors.remove(k);
+                        t.insert(k.clone(), v.clone());
+                    }
+                }
+                typed
+            }
             (Mode::Input, None) => input_value(req.schema.as_ref()?, pairs, errors),
             (_, None) => match form_get(pairs, "value") {
                 Some(v) => json!(v),
                 None => {
-                    errors.insert(String::new(), "Choose an option first.".to_owned());
+                    errors.insert("value".to_owned(), "Choose one of the options.".to_owned());
                     return None;
                 }
             },
@@ -313,7 +361,18 @@ fn input_value(schema: &Value, pairs: &[(String, String)], errors: &mut HashMap<
             }
         }
     }
-    Value::Object(obj)
+    let value = Value::Object(obj);
+    // The schema's own rules (minimum, pattern, …) for the fields that did convert, so every
+    // invalid field is marked in one round — not one per submit.
+    if let Err(found) = ma2h_protocol::rules::validate_input(schema, &value) {
+        for f in found {
+            if let Some(name) = f.pointer.strip_prefix('/').filter(|n| !n.is_empty() && !n.contains('/')) {
+                let name = name.replace("~1", "/").replace("~0", "~");
+                errors.entry(name).or_insert(f.message);
+            }
+        }
+    }
+    value
 }
 
 /// The input-form field a pointer names: `/value/n` → `n` (an RFC 6901 token, unescaped).

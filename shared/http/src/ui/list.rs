@@ -6,6 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use ma2h_core::inbox::Glance;
 use ma2h_core::list::{self, ListParams, Listing};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::envelope::{MessageType, Priority};
@@ -13,8 +14,9 @@ use ma2h_protocol::time;
 use maud::{Markup, html};
 use serde_json::Value;
 
+use super::rows::{self, answerable, chosen, plural, preview, stamp};
 use super::session::Session;
-use super::{human_duration, notice, page, respond};
+use super::{notice, page, respond};
 use crate::extract::Params;
 use crate::operator::filter_from;
 
@@ -91,9 +93,20 @@ async fn fetch(hub: &Hub, session: &Session, params: &Params, resolved: bool) ->
     }
 }
 
-/// The items of a listing as JSON rows (the API's shape: one renderer for both).
-fn rows(listing: &Listing) -> Vec<Value> {
-    crate::operator::listing_json(listing)["messages"].as_array().cloned().unwrap_or_default()
+/// The items of a listing as JSON rows (the API's shape: one renderer for both), each with its
+/// [`Glance`] (the question, its options, whether this operator may answer).
+async fn rows(hub: &Hub, session: &Session, listing: &Listing) -> Vec<(Value, Option<Glance>)> {
+    let json = crate::operator::listing_json(listing)["messages"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<_> = listing.page.items.iter().map(|s| s.id.clone()).collect();
+    let glances = match ma2h_core::inbox::glance(hub, &session.principal, &ids).await {
+        Ok(g) => g,
+        Err(e) => {
+            // The rows still list (title, priority, agent…); only the previews are missing.
+            tracing::warn!(error = %e, "inbox previews unavailable");
+            vec![None; ids.len()]
+        }
+    };
+    json.into_iter().zip(glances.into_iter().chain(std::iter::repeat(None))).collect()
 }
 
 fn pager(filters: &Filters, path: &str, listing: &Listing, paged: bool, next_label: &str) -> Markup {
@@ -114,7 +127,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
         Err(resp) => return resp,
     };
     let filters = Filters::from(&params);
-    let shown = rows(&listing);
+    let shown = rows(&hub, &session, &listing).await;
     let paged = params.get("cursor").is_some();
     let now = hub.clock.now();
     let c = listing.counts.unwrap_or_default();
@@ -126,7 +139,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
                 @let n = c.priority(p); @if n > 0 { " · " (n) " " (p.as_str()) }
             }
             @for k in [MessageType::Ask, MessageType::Task] {
-                " · " (c.kind(k)) " " (k.as_str()) "s"
+                " · " (plural(c.kind(k), k.as_str()))
             }
             @if filters.any() { " — " (c.matching) " matching" }
         }
@@ -134,8 +147,10 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
         @if shown.is_empty() {
             p.notice { @if filters.any() { "Nothing matches these filters." } @else { "Nothing waiting for you." } }
         } @else {
+            p.hint.kbd-help { "Keyboard: " kbd { "j" } "/" kbd { "k" } " move, " kbd { "Enter" } " opens, "
+                kbd { "1" } "–" kbd { "9" } " picks an option on a message." }
             ul.items {
-                @for m in &shown { li { (item(m, now)) } }
+                @for (m, g) in &shown { (item(m, g.as_ref(), now)) }
             }
         }
         (pager(&filters, "/inbox", &listing, paged, "Next page →"))
@@ -181,82 +196,112 @@ fn ts(v: &Value) -> Option<time::Timestamp> {
     v.as_str().and_then(time::parse)
 }
 
-fn item(m: &Value, now: time::Timestamp) -> Markup {
+fn item(m: &Value, glance: Option<&Glance>, now: time::Timestamp) -> Markup {
     let id = m["id"].as_str().unwrap_or("");
     let priority = m["priority"].as_str().unwrap_or("normal");
+    let expires = ts(&m["expires_at"]);
+    let soon = expires.is_some_and(|e| e > now && e - now <= rows::SOON);
     html! {
-        a.title href=(format!("/inbox/{id}")) { (m["title"].as_str().unwrap_or("(untitled)")) }
-        div.meta {
-            span class=(format!("badge p-{priority}")) { (priority) }
-            span { (m["type"].as_str().unwrap_or("")) }
-            span { "agent " (m["agent"]["id"].as_str().unwrap_or("")) }
-            @if let Some(p) = m["agent"]["project"].as_str() { span { "project " (p) } }
-            @if let Some(c) = ts(&m["created_at"]) {
-                span { time datetime=(time::format(c)) { (human_duration(now - c)) " ago" } }
+        li class=(format!("item prio-{priority}{}", if soon { " due-soon" } else { "" })) {
+            a.title href=(format!("/inbox/{id}")) { (m["title"].as_str().unwrap_or("(untitled)")) }
+            div.meta {
+                span class=(format!("badge p-{priority}")) { (priority) }
+                span { (m["type"].as_str().unwrap_or("")) }
+                span { "agent " (m["agent"]["id"].as_str().unwrap_or("")) }
+                @if let Some(p) = m["agent"]["project"].as_str() { span { "project " (p) } }
+                @if let Some(c) = ts(&m["created_at"]) { span { "asked " (stamp(c, now)) } }
+                @if let Some(e) = expires { (rows::expiry(e, now)) }
+                @if let Some(tags) = m["tags"].as_array() {
+                    @for t in tags { @if let Some(t) = t.as_str() { span { "#" (t) } } }
+                }
+                @if let Some(g) = glance { (answerable(g)) }
             }
-            @if let Some(e) = ts(&m["expires_at"]) { (expiry(e, now)) }
-            @if let Some(tags) = m["tags"].as_array() {
-                @for t in tags { @if let Some(t) = t.as_str() { span { "#" (t) } } }
-            }
+            @if let Some(g) = glance { (preview(g)) }
         }
     }
 }
 
-/// "expires in 2 h" or an overdue warning.
-pub(super) fn expiry(e: time::Timestamp, now: time::Timestamp) -> Markup {
-    html! {
-        @if e > now {
-            span { "expires in " time datetime=(time::format(e)) { (human_duration(e - now)) } }
-        } @else {
-            span.overdue { "expired " (human_duration(now - e)) " ago" }
-        }
-    }
-}
-
-/// The push delivery state of a resolved message (§8.3/§14.2), as the listing reports it.
+/// The push delivery state of a resolved message (§8.3/§14.2), as the listing reports it; a
+/// failure says why (the Hub's own words, e.g. `receiver answered 500`).
 pub(super) fn delivery(push: &Value) -> String {
+    let reason = push["last_error"].as_str();
     match push["status"].as_str() {
         Some("delivered") => "push delivered".to_owned(),
-        Some("pending") => format!("push retrying ({} attempts so far)", push["attempts"].as_u64().unwrap_or(0)),
-        Some("failed") => "push failed — the agent can still pull it".to_owned(),
+        Some("pending") => match reason {
+            Some(r) => {
+                format!("push retrying after {}: {r}", plural(push["attempts"].as_u64().unwrap_or(0), "attempt"))
+            }
+            None => "push queued".to_owned(),
+        },
+        Some("failed") => {
+            format!("push failed: {} — the agent can still pull it", reason.unwrap_or("no reason recorded"))
+        }
         _ => "pull (no push callback)".to_owned(),
     }
 }
 
 /// `GET /inbox/history`.
 pub async fn history(State(hub): State<Hub>, session: Session, params: Params) -> Response {
+    resolved_page(hub, session, params, false).await
+}
+
+/// `GET /inbox/fyi`: the agents' notifies — informational, never waiting for anyone (§5.1) —
+/// newest first, so they are seen without crowding the open list.
+pub async fn fyi(State(hub): State<Hub>, session: Session, mut params: Params) -> Response {
+    params.0.insert("type".into(), "notify".into());
+    resolved_page(hub, session, params, true).await
+}
+
+async fn resolved_page(hub: Hub, session: Session, params: Params, fyi: bool) -> Response {
     let listing = match fetch(&hub, &session, &params, true).await {
         Ok(l) => l,
         Err(resp) => return resp,
     };
     let filters = Filters::from(&params);
-    let shown = rows(&listing);
+    let shown = rows(&hub, &session, &listing).await;
     let paged = params.get("cursor").is_some();
+    let now = hub.clock.now();
+    let (title, path) = if fyi { ("FYI", "/inbox/fyi") } else { ("History", "/inbox/history") };
     let body = html! {
-        h1 { "History" }
-        p.counts { "Resolved and delivered messages, newest first" @if filters.any() { ", filtered" } }
-        @if shown.is_empty() { p.notice { @if paged { "No older messages." } @else { "Nothing resolved yet." } } }
-        ul.items {
-            @for m in &shown { li { (history_item(m)) } }
+        h1 { (title) }
+        p.counts {
+            @if fyi { "Notifications from your agents, newest first" } @else { "Resolved and delivered messages, newest first" }
+            @if filters.any() && !fyi { ", filtered" }
         }
-        (pager(&filters, "/inbox/history", &listing, paged, "Older →"))
+        @if shown.is_empty() {
+            p.notice { @if paged { "No older messages." } @else if fyi { "No notifications yet." } @else { "Nothing resolved yet." } }
+        }
+        ul.items {
+            @for (m, g) in &shown { (history_item(m, g.as_ref(), now)) }
+        }
+        (pager(&filters, path, &listing, paged, "Older →"))
     };
-    respond(StatusCode::OK, page("History", Some(&session), body))
+    respond(StatusCode::OK, page(title, Some(&session), body))
 }
 
-fn history_item(m: &Value) -> Markup {
+fn history_item(m: &Value, glance: Option<&Glance>, now: time::Timestamp) -> Markup {
     let id = m["id"].as_str().unwrap_or("");
+    let notify = m["type"].as_str() == Some("notify");
     let outcome = m["resolution"].as_str().or(m["status"].as_str()).unwrap_or("");
+    let priority = m["priority"].as_str().unwrap_or("normal");
     html! {
-        a.title href=(format!("/inbox/{id}")) { (m["title"].as_str().unwrap_or("(untitled)")) }
-        div.meta {
-            span.badge { (outcome) }
-            span { (m["type"].as_str().unwrap_or("")) }
-            span { "agent " (m["agent"]["id"].as_str().unwrap_or("")) }
-            @if let Some(a) = m["actor"].as_str() { span { "by " (a) } }
-            @if let Some(t) = m["resolved_at"].as_str() { span { time datetime=(t) { (t) } } }
-            @if m["type"].as_str() != Some("notify") { span { (delivery(&m["push"])) } }
+        li class=(format!("item prio-{priority}")) {
+            a.title href=(format!("/inbox/{id}")) { (m["title"].as_str().unwrap_or("(untitled)")) }
+            div.meta {
+                @if notify { span class=(format!("badge p-{priority}")) { (priority) } } @else { span.badge { (outcome) } }
+                span { (m["type"].as_str().unwrap_or("")) }
+                span { "agent " (m["agent"]["id"].as_str().unwrap_or("")) }
+                @if let Some(a) = m["actor"].as_str() { span { "by " (a) } }
+                @if notify {
+                    @if let Some(t) = ts(&m["created_at"]) { span { "sent " (stamp(t, now)) } }
+                } @else if let Some(t) = ts(&m["resolved_at"]) {
+                    span { "resolved " (stamp(t, now)) }
+                }
+                @if !notify { span.delivery { (delivery(&m["push"])) } }
+            }
+            @if let Some(label) = glance.and_then(chosen) { p.choices { "Chose " strong { (label) } } }
+            @if notify { @if let Some(g) = glance { (preview(g)) } }
+            @if let Some(c) = m["comment"].as_str() { p.comment { "Comment: “" (c) "”" } }
         }
-        @if let Some(c) = m["comment"].as_str() { p { "“" (c) "”" } }
     }
 }

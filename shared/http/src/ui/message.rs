@@ -12,13 +12,15 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use ma2h_core::inbox::{self, Allowed, InboxMessage};
 use ma2h_core::{Hub, HubError};
+use ma2h_protocol::envelope::{MessageType, Verb};
 use maud::{Markup, PreEscaped, html};
 use serde_json::Value;
 
 use super::answer;
-use super::list::{delivery, expiry};
+use super::list::delivery;
+use super::rows::{expiry, stamp};
 use super::session::Session;
-use super::{human_duration, notice, render_markdown, respond};
+use super::{notice, render_markdown, respond};
 use crate::extract::Params;
 
 /// What the answer form shows besides the message: earlier input and validation messages.
@@ -86,10 +88,11 @@ pub fn render(
             span { "agent " a href=(format!("/inbox/agents/{}", rec.agent_id.as_str())) { (rec.agent_id.as_str()) } }
             @if let Some(to) = &env.to { span { "to " strong { (to) } } }
             @if let Some(p) = &env.agent.project { span { "project " (p) } }
-            span { "received " (human_duration(now - rec.created_at)) " ago" }
+            span { "received " (stamp(rec.created_at, now)) }
             @if let (Some(e), true) = (rec.expires_at, rec.status.is_open()) { (expiry(e, now)) }
             @for t in &env.tags { span { "#" (t) } }
         }
+        @if rec.kind != MessageType::Notify { (stakes(view, now)) }
         @if masked {
             p.notice.masked {
                 "This message is marked sensitive; its content is hidden. "
@@ -115,7 +118,7 @@ pub fn render(
             }
         }
         @if let Some(entry) = &view.outbound { (agent_to_agent(entry, now)) }
-        @if let Some(resp) = &rec.response { (outcome(view, resp, reveal)) }
+        @if let Some(resp) = &rec.response { (outcome(view, resp, reveal, now)) }
         @match &view.allowed {
             Allowed::Resolve(aff) => (answer::form(view, *aff, &session.csrf, form)),
             Allowed::Denied(reason) => {
@@ -129,12 +132,93 @@ pub fn render(
     respond(status, super::page(&rec.title, Some(session), body))
 }
 
+/// What is at stake before answering: who asked (agent, run, runtime, session), who may answer
+/// (§9.1), what happens on expiry (§7: the default and when), and whether the agent proposed an
+/// answer to accept as-is or edit (§5.2 `allow_accept`/`allow_edit`).
+fn stakes(view: &InboxMessage, now: ma2h_protocol::time::Timestamp) -> Markup {
+    let (rec, env) = (&view.record, &view.envelope);
+    // §9.6: proposed or default values of a sensitive message or field are not spelled out here.
+    let hidden = |k: &str| env.sensitive || sensitive_fields(view).iter().any(|f| f == k);
+    let runtime = env.raw.get("agent").and_then(|a| a.get("runtime")).and_then(Value::as_str);
+    let request = env.request();
+    let proposal = request.and_then(|r| r.schema.as_ref()).and_then(ma2h_protocol::rules::proposal);
+    html! {
+        section.stakes aria-label="At stake" {
+            h2 { "At stake" }
+            dl.kv {
+                dt { "Asked by" }
+                dd {
+                    code { (env.agent.id.as_str()) } " · run " code { (env.agent.run_id) }
+                    @if let Some(r) = runtime { " · " (r) }
+                    @if let Some(s) = &env.agent.session { " · session " code { (s) } }
+                }
+                dt { "Who may answer" }
+                dd {
+                    @match env.allowed_resolvers() {
+                        Some(list) if !list.is_empty() => { (list.join(", ")) }
+                        _ => @if let Some(to) = &env.to {
+                            "only the addressee, " code { (to) } " (no allowed_resolvers)"
+                        } @else {
+                            "only the submitting agent itself (no allowed_resolvers, §9.1)"
+                        },
+                    }
+                }
+                @if rec.status.is_open() {
+                    dt { "On expiry" }
+                    dd {
+                        @match rec.expires_at {
+                            None => "no expiry: it waits until someone answers or the agent cancels it",
+                            Some(e) => { (stamp(e, now)) ": " (on_expiry(&env.verb, &hidden)) }
+                        }
+                    }
+                }
+                @if let (Some(p), Some(req)) = (&proposal, request) {
+                    dt { "Proposed" }
+                    dd {
+                        (proposal_text(p, &hidden))
+                        @if req.permissions.allow_accept { " — you can accept it as-is" }
+                        @if req.permissions.allow_edit { ", or edit it" } @else { " (editing is not allowed)" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// §7: what the expiry does — the default's label for a select/confirm ask.
+fn on_expiry(verb: &Verb, hidden: &dyn Fn(&str) -> bool) -> String {
+    match verb {
+        Verb::Ask(req) => match &req.default_on_expire {
+            Some(Value::String(v)) => {
+                let label = req.options.iter().find(|o| &o.value == v).map_or(v.as_str(), |o| o.label.as_str());
+                format!("“{label}” is applied automatically (by system:default_on_expire)")
+            }
+            Some(Value::Object(o)) => {
+                format!("the default answer is applied ({})", proposal_text(&Value::Object(o.clone()), hidden))
+            }
+            _ => "it expires unanswered; the agent gets `expired`".to_owned(),
+        },
+        _ => "it expires; the agent gets `expired`".to_owned(),
+    }
+}
+
+/// `replicas = 3, region = eu` (a sensitive field as `token = ••••••`).
+fn proposal_text(v: &Value, hidden: &dyn Fn(&str) -> bool) -> String {
+    v.as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| if hidden(k) { format!("{k} = ••••••") } else { format!("{k} = {}", scalar(v)) })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
 /// An addressed message (§8.7.1): who sent it to whom, and its outbound mailbox track (§14.2) —
 /// what the sender's own GET reports.
 fn agent_to_agent(entry: &ma2h_core::mailbox::MailboxEntry, now: ma2h_protocol::time::Timestamp) -> Markup {
     use ma2h_core::mailbox::Track;
     let track = entry.track(now);
-    let fmt = |t: ma2h_protocol::time::Timestamp| ma2h_protocol::time::format(t);
     html! {
         section.a2a aria-label="Agent to agent" {
             h2 { "Agent to agent" }
@@ -145,8 +229,8 @@ fn agent_to_agent(entry: &ma2h_core::mailbox::MailboxEntry, now: ma2h_protocol::
                     strong { (track.as_str()) }
                     @if let Some(p) = track.prior() { " — prior " (p) (if p == "queued" { " (never seen)" } else { " (seen, never acknowledged)" }) }
                 }
-                @if let Some(d) = entry.delivered_at { dt { "Delivered" } dd { time datetime=(fmt(d)) { (fmt(d)) } } }
-                @if let Track::Acknowledged { ack, .. } = &track { dt { "Acknowledged" } dd { time datetime=(fmt(ack.acked_at)) { (fmt(ack.acked_at)) } } }
+                @if let Some(d) = entry.delivered_at { dt { "Delivered" } dd { (stamp(d, now)) } }
+                @if let Track::Acknowledged { ack, .. } = &track { dt { "Acknowledged" } dd { (stamp(ack.acked_at, now)) } }
                 dt { "Deliveries" } dd { (entry.deliveries) }
             }
         }
@@ -190,7 +274,7 @@ fn file_part(file: &Value) -> Markup {
 
 /// The outcome of a terminal ask/task: resolution, actor, time, value, comment, checklist and
 /// push delivery state. Input values marked `x-ma2h-sensitive` are masked unless revealed.
-fn outcome(view: &InboxMessage, resp: &Value, reveal: bool) -> Markup {
+fn outcome(view: &InboxMessage, resp: &Value, reveal: bool, now: ma2h_protocol::time::Timestamp) -> Markup {
     let detail = &resp["response"];
     let sensitive_fields = sensitive_fields(view);
     let masked = (view.envelope.sensitive || !sensitive_fields.is_empty()) && !reveal;
@@ -200,7 +284,10 @@ fn outcome(view: &InboxMessage, resp: &Value, reveal: bool) -> Markup {
             h2 { "Outcome: " (resp["resolution"].as_str().unwrap_or("")) }
             dl.kv {
                 @if let Some(a) = detail["actor"].as_str() { dt { "By" } dd { (a) } }
-                @if let Some(t) = detail["resolved_at"].as_str() { dt { "At" } dd { time datetime=(t) { (t) } } }
+                @if let Some(t) = detail["resolved_at"].as_str().and_then(ma2h_protocol::time::parse) {
+                    dt { "At" } dd { (stamp(t, now)) }
+                }
+                @if detail["edited"] == Value::Bool(true) { dt { "Edited" } dd { "yes: the proposal was changed before answering" } }
                 @if resp["defaulted"] == Value::Bool(true) { dt { "Default" } dd { "applied on expiry" } }
                 @match &detail["value"] {
                     Value::Null => {}
@@ -215,7 +302,7 @@ fn outcome(view: &InboxMessage, resp: &Value, reveal: bool) -> Markup {
                             }
                         }
                     }
-                    v => { dt { "Answer" } dd { @if masked && view.envelope.sensitive { span.masked { "•••••• (sensitive)" } } @else { (scalar(v)) } } }
+                    v => { dt { "Answer" } dd { @if masked && view.envelope.sensitive { span.masked { "•••••• (sensitive)" } } @else { (option_label(view, v)) } } }
                 }
                 @if let Some(c) = detail["comment"].as_str() { dt { "Comment" } dd { (c) } }
                 @if view.record.kind != ma2h_protocol::envelope::MessageType::Notify {
@@ -235,9 +322,16 @@ fn outcome(view: &InboxMessage, resp: &Value, reveal: bool) -> Markup {
 }
 
 fn push_json(view: &InboxMessage) -> Value {
-    match &view.record.push {
-        Some(p) => serde_json::json!({ "status": p.status.as_str(), "attempts": p.attempts }),
-        None => Value::Null,
+    view.record.push.as_ref().map_or(Value::Null, ma2h_core::records::PushTrack::to_json)
+}
+
+/// A chosen option as its label, with the value beside it when they differ.
+fn option_label(view: &InboxMessage, v: &Value) -> String {
+    let value = scalar(v);
+    let label = view.envelope.request().and_then(|r| r.options.iter().find(|o| o.value == value)).map(|o| &o.label);
+    match label {
+        Some(l) if *l != value => format!("{l} ({value})"),
+        _ => value,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The human inbox: server-rendered HTML pages on the same Router as the API, so the local binary
-//! and every deployment serve them. No JavaScript, no CDN, nothing fetched at build time: the
+//! and every deployment serve them. Every page works without JavaScript (one small script adds
+//! keyboard shortcuts); no CDN, nothing fetched at build time: the
 //! stylesheet is embedded, markup comes from `maud` (escaping everything by default), and message
 //! bodies go through [`markdown`] (§9.6).
 //!
@@ -8,12 +9,14 @@
 //! | `GET/POST /login`, `POST /logout` | [`login`]: operator API key → sealed session cookie |
 //! | `GET /inbox` | [`list`]: open messages, urgent/high first then oldest, with filters |
 //! | `GET /inbox/history` | [`list`]: resolved messages with outcome and push delivery state |
+//! | `GET /inbox/fyi` | [`list`]: the agents' notifies, newest first |
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
 //!
-//! Every UI response carries a script-free Content-Security-Policy, `nosniff`, `no-referrer` and
-//! `no-store`.
+//! Every UI response carries a Content-Security-Policy that admits only the Hub's own script
+//! file (`/inbox/keys.js`: keyboard shortcuts, progressive enhancement — every page works without
+//! it) and no inline script, plus `nosniff`, `no-referrer` and `no-store`.
 
 mod agent_sessions;
 mod agents;
@@ -23,6 +26,7 @@ mod list;
 mod login;
 mod markdown;
 mod message;
+mod rows;
 mod session;
 
 use axum::Router;
@@ -38,11 +42,14 @@ use maud::{DOCTYPE, Markup, html};
 pub use markdown::render as render_markdown;
 use session::Session;
 
-/// The Content-Security-Policy of every UI page: no script at all, nothing remote.
-pub const CSP: &str = "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
-                       form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The Content-Security-Policy of every UI page: scripts only from the Hub's own files (no inline
+/// script, no eval), nothing remote.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+                       img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const CSS: &str = include_str!("style.css");
+/// Keyboard shortcuts (j/k/Enter on lists, 1–9 on a message): an enhancement only.
+const KEYS_JS: &str = include_str!("keys.js");
 
 /// The inbox routes, merged into the main Router.
 pub fn routes() -> Router<Hub> {
@@ -51,6 +58,7 @@ pub fn routes() -> Router<Hub> {
         .route("/logout", post(login::logout))
         .route("/inbox", get(list::inbox))
         .route("/inbox/history", get(list::history))
+        .route("/inbox/fyi", get(list::fyi))
         .route("/inbox/agents", get(agents::index))
         .route("/inbox/agents/{*agent}", get(agents::agent))
         .route("/inbox/directives", post(agents::send))
@@ -61,11 +69,16 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/{id}", get(message::page))
         .route("/inbox/{id}/resolve", post(answer::resolve))
         .route("/inbox/style.css", get(stylesheet))
+        .route("/inbox/keys.js", get(keys_script))
         .layer(middleware::from_fn(security_headers))
 }
 
 async fn stylesheet() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response()
+}
+
+async fn keys_script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], KEYS_JS).into_response()
 }
 
 async fn security_headers(req: Request, next: Next) -> Response {
@@ -90,6 +103,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 meta name="referrer" content="no-referrer";
                 title { (title) " · MA2H inbox" }
                 link rel="stylesheet" href="/inbox/style.css";
+                script src="/inbox/keys.js" defer {}
             }
             body {
                 a.skip href="#main" { "Skip to content" }
@@ -98,6 +112,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                         a.brand href="/inbox" { "MA2H inbox" }
                         @if let Some(s) = session {
                             a href="/inbox" { "Open" }
+                            a href="/inbox/fyi" { "FYI" }
                             a href="/inbox/history" { "History" }
                             a href="/inbox/agents" { "Agents" }
                             span.who { (s.who()) }
