@@ -2,7 +2,7 @@
 CARGO ?= cargo
 # `make run BIND=… DATA_DIR=…`; MA2H_BIND / MA2H_DATA_DIR from the environment are honoured too
 # (the make variables win when both are given).
-DATA_DIR ?= $(or $(MA2H_DATA_DIR),./data)
+DATA_DIR ?= $(or $(MA2H_DATA_DIR),data)
 BIND ?= $(or $(MA2H_BIND),127.0.0.1:8080)
 
 .PHONY: help run test check build lint lint-infra fmt clean
