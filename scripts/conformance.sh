@@ -14,19 +14,12 @@ cd "$ROOT"
 # shellcheck source=lib/hub.sh
 . scripts/lib/hub.sh
 
-# --all-targets: the feature set `cargo test --workspace` unifies, so after the tests nothing is rebuilt
-"$CARGO" build --quiet --locked --workspace --all-targets
-TARGET=$("$CARGO" metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-HUB="$TARGET/debug/ma2h-hub"
-RUNNER="$TARGET/debug/ma2h-conformance"
+BINS=$(CARGO=$CARGO hub_debug_bins)
+HUB="$BINS/ma2h-hub"
+RUNNER="$BINS/ma2h-conformance"
 
-DATA=$(mktemp -d)
-HUB_PID=""
-cleanup() {
-    if [ -n "$HUB_PID" ]; then kill "$HUB_PID" 2>/dev/null || true; wait "$HUB_PID" 2>/dev/null || true; fi
-    rm -rf "$DATA"
-}
-trap cleanup EXIT
+hub_scratch
+DATA=$HUB_SCRATCH
 
 export MA2H_MODE=dev MA2H_DATA_DIR="$DATA" MA2H_LOG=warn
 ACCOUNT=conformance

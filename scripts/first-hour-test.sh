@@ -12,21 +12,13 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 # shellcheck source=lib/hub.sh
 . scripts/lib/hub.sh
-CARGO=${CARGO:-cargo}
 
-# --all-targets: the feature set `cargo test --workspace` unifies, so nothing is rebuilt
-"$CARGO" build --quiet --locked --workspace --all-targets
-TARGET=$("$CARGO" metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-HUB_BIN="$TARGET/debug/ma2h-hub"
-MA2H_BIN="$TARGET/debug/ma2h"
+BINS=$(hub_debug_bins)
+HUB_BIN="$BINS/ma2h-hub"
+MA2H_BIN="$BINS/ma2h"
 
-TMP=$(mktemp -d)
-HUB_PID=""
-cleanup() {
-  if [ -n "$HUB_PID" ]; then kill "$HUB_PID" 2>/dev/null || true; wait "$HUB_PID" 2>/dev/null || true; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+hub_scratch
+TMP=$HUB_SCRATCH
 fail() { echo "first-hour: FAIL: $*" >&2; exit 1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

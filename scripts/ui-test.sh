@@ -15,23 +15,14 @@ if [ ! -x "$CHROMIUM" ]; then
   exit 1
 fi
 
-# --all-targets: the feature set `cargo test --workspace` unifies (dev-dependencies included), so
-# after the test run nothing is rebuilt (a plain `--bin` build rebuilt tokio and the HTTP stack)
-cargo build --locked --workspace --all-targets
-TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
-BIN="$TARGET_DIR/debug/ma2h-hub"
+BIN="$(hub_debug_bins)/ma2h-hub"
 
 if [ ! -d ui-tests/node_modules/playwright-core ]; then
   (cd ui-tests && npm ci --no-audit --no-fund)
 fi
 
-TMP=$(mktemp -d)
-HUB_PID=""
-cleanup() {
-  if [ -n "$HUB_PID" ]; then kill "$HUB_PID" 2>/dev/null || true; wait "$HUB_PID" 2>/dev/null || true; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+hub_scratch
+TMP=$HUB_SCRATCH
 
 # fast push retries, so the failed-push fixture below settles within seconds
 export MA2H_MODE=dev MA2H_DATA_DIR="$TMP/data" MA2H_BIND=127.0.0.1:0 MA2H_PUBLIC_URL=http://127.0.0.1 \

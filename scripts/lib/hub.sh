@@ -29,3 +29,26 @@ hub_address() {
     tail -n 50 "$err" >&2 || true
     return 1
 }
+
+# hub_debug_bins — build the workspace's debug binaries with the feature set `cargo test
+# --workspace` unifies (--all-targets: after the test run nothing is rebuilt; a plain `--bin`
+# build would rebuild tokio and the HTTP stack) and print the directory that holds them.
+hub_debug_bins() {
+    "${CARGO:-cargo}" build --quiet --locked --workspace --all-targets
+    "${CARGO:-cargo}" metadata --format-version 1 --no-deps |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"] + "/debug")'
+}
+
+# hub_scratch — a fresh temp dir in HUB_SCRATCH, removed at exit together with the Hub whose pid
+# the caller keeps in HUB_PID (if any): the EXIT trap every throw-away-Hub script needs. Call it
+# directly (not in `$(…)`: the trap and the variables must live in the calling shell).
+HUB_PID=""
+HUB_SCRATCH=""
+hub_cleanup() {
+    if [ -n "$HUB_PID" ]; then kill "$HUB_PID" 2>/dev/null || true; wait "$HUB_PID" 2>/dev/null || true; fi
+    if [ -n "$HUB_SCRATCH" ]; then rm -rf "$HUB_SCRATCH"; fi
+}
+hub_scratch() {
+    HUB_SCRATCH=$(mktemp -d)
+    trap hub_cleanup EXIT
+}
