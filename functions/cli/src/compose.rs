@@ -26,6 +26,13 @@ pub struct Common {
     /// Mark the message sensitive (§9.6): its values stay out of exports and telemetry.
     #[arg(long)]
     pub sensitive: bool,
+    /// This run's id (§4.1 `agent.run_id`; default: MA2H_RUN_ID, GITHUB_RUN_ID, else random).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// An opaque correlation label of yours (§4 `client_ref`): returned to you, never shown to
+    /// resolvers, never used for dedup.
+    #[arg(long)]
+    pub client_ref: Option<String>,
     /// A filter label (repeatable).
     #[arg(long = "tag")]
     pub tags: Vec<String>,
@@ -124,6 +131,12 @@ pub fn apply_common(mut b: MessageBuilder, c: &Common) -> Result<MessageBuilder>
     }
     if c.sensitive {
         b = b.sensitive(true);
+    }
+    if let Some(r) = &c.run_id {
+        b = b.run_id(r);
+    }
+    if let Some(r) = &c.client_ref {
+        b = b.client_ref(r);
     }
     if let Some(p) = &c.priority {
         b = b.priority(

@@ -171,12 +171,18 @@ fn envelope_flags_reach_the_hub_and_a_proposal_is_a_schema_default() {
         "--tag",
         "deploy",
         "--sensitive",
+        "--run-id",
+        "run-77",
+        "--client-ref",
+        "JIRA-9",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let id = stdout(&out);
     let got = json_out(&hub.run(&["get", &id, "--json"]));
     assert_eq!(got["agent"]["project"], "payments");
     assert_eq!(got["sensitive"], true);
+    assert_eq!(got["agent"]["run_id"], "run-77");
+    assert_eq!(got["client_ref"], "JIRA-9", "the agent's own read returns its label");
     assert_eq!(got["tags"], json!(["deploy"]));
     assert_eq!(got["request"]["schema"]["properties"]["replicas"]["default"], 3);
     assert_eq!(got["request"]["schema"]["properties"]["ticket"]["default"], "1234", "a string field stays text");

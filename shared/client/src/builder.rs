@@ -39,6 +39,7 @@ pub struct MessageBuilder {
     context: Vec<Value>,
     resolvers: Vec<String>,
     project: Option<String>,
+    run_id: Option<String>,
 }
 
 impl MessageBuilder {
@@ -55,6 +56,7 @@ impl MessageBuilder {
             context: vec![],
             resolvers: vec![],
             project: None,
+            run_id: None,
         }
     }
 
@@ -97,6 +99,11 @@ impl MessageBuilder {
     /// §4.1 `agent.project`: the project the agent works for (the inbox shows and filters it).
     pub fn project(mut self, project: &str) -> Self {
         self.project = Some(project.into());
+        self
+    }
+    /// §4.1 `agent.run_id` for this message, instead of the [`AgentRef`]'s.
+    pub fn run_id(mut self, run_id: &str) -> Self {
+        self.run_id = Some(run_id.into());
         self
     }
     /// §9.6 message-level `sensitive`: the Hub keeps its values out of exports and telemetry.
@@ -209,6 +216,9 @@ impl MessageBuilder {
         let mut origin = json!({"id": agent.id, "run_id": agent.run_id, "runtime": agent.runtime});
         if let Some(p) = &self.project {
             origin["project"] = p.as_str().into();
+        }
+        if let Some(r) = &self.run_id {
+            origin["run_id"] = r.as_str().into();
         }
         m.insert("agent".into(), origin);
         if !self.tags.is_empty() {
