@@ -221,7 +221,7 @@ pub fn apply_decision(mut b: MessageBuilder, d: &Decision, config: &Config) -> R
 /// `ask` specifics (§5.2).
 #[derive(Args, Debug)]
 pub struct AskArgs {
-    /// select | confirm | input (default: select with --option, else confirm).
+    /// select | confirm | input (default: input with --schema, select with --option, else confirm).
     #[arg(long)]
     pub mode: Option<String>,
     /// An option `VALUE[=LABEL]` (repeatable).

@@ -105,7 +105,8 @@ enum Command {
     Verify(check::VerifyArgs),
     /// Seal resume state with MA2H_STATE_KEY (§9.3).
     SealState(check::SealArgs),
-    /// Verify and open sealed state (a sealed object, a Response, or a GET body).
+    /// Verify and open sealed state (a sealed object, a Response, or a GET body) with
+    /// MA2H_STATE_KEY and MA2H_AGENT_ID; prints it, or exits 7 if it was tampered with.
     OpenState(check::OpenArgs),
     /// Run a callback receiver that verifies each Response and runs a command once per resolution.
     Listen(listen::ListenArgs),

@@ -182,9 +182,10 @@ pub async fn run_sweeper(hub: Hub) {
 pub async fn run(settings: Settings) -> Result<()> {
     let bind = settings.bind;
     let dev = settings.mode == Mode::Dev;
+    // Bind first: a busy port fails before anything is written to the data dir.
+    let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
     let local = build_local(settings)?;
     let creds = if dev { Some(crate::bootstrap::dev_credentials(&local.hub).await?) } else { None };
-    let listener = TcpListener::bind(bind).await.with_context(|| format!("binding {bind}"))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, mode = if dev { "dev" } else { "production" }, "ma2h hub listening");
     // One machine-readable line on stdout: scripts and tests started with port 0 read it.
