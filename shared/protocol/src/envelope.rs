@@ -167,6 +167,14 @@ pub struct Request {
     pub callback: Option<Callback>,
 }
 
+impl Request {
+    /// The label of the option whose value is `value`, or the value itself (an input ask, or a
+    /// value no option has).
+    pub fn label_of<'a>(&'a self, value: &'a str) -> &'a str {
+        self.options.iter().find(|o| o.value == value).map_or(value, |o| o.label.as_str())
+    }
+}
+
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }

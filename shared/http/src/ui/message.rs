@@ -190,7 +190,7 @@ fn on_expiry(verb: &Verb, hidden: &dyn Fn(&str) -> bool) -> String {
     match verb {
         Verb::Ask(req) => match &req.default_on_expire {
             Some(Value::String(v)) => {
-                let label = req.options.iter().find(|o| &o.value == v).map_or(v.as_str(), |o| o.label.as_str());
+                let label = req.label_of(v);
                 format!("“{label}” is applied automatically (by system:default_on_expire)")
             }
             Some(Value::Object(o)) => {
@@ -328,9 +328,8 @@ fn push_json(view: &InboxMessage) -> Value {
 /// A chosen option as its label, with the value beside it when they differ.
 fn option_label(view: &InboxMessage, v: &Value) -> String {
     let value = scalar(v);
-    let label = view.envelope.request().and_then(|r| r.options.iter().find(|o| o.value == value)).map(|o| &o.label);
-    match label {
-        Some(l) if *l != value => format!("{l} ({value})"),
+    match view.envelope.request().map(|r| r.label_of(&value)) {
+        Some(l) if l != value => format!("{l} ({value})"),
         _ => value,
     }
 }

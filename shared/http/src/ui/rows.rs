@@ -123,7 +123,7 @@ pub fn chosen(g: &Glance) -> Option<String> {
     }
     let value = g.response.as_ref()?.get("response")?.get("value")?.as_str()?;
     let req = g.envelope.request()?;
-    let label = req.options.iter().find(|o| o.value == value).map_or(value, |o| o.label.as_str());
+    let label = req.label_of(value);
     Some(if label == value { format!("“{label}”") } else { format!("“{label}” ({value})") })
 }
 
