@@ -6,8 +6,10 @@
 mod check;
 mod compose;
 mod exit;
+mod hook;
 mod inbox;
 mod listen;
+mod mcp;
 mod resolve;
 mod session;
 mod wait;
@@ -121,6 +123,12 @@ enum Command {
     Session(session::SessionCommand),
     /// Print the Hub's capability document (§8.0).
     Discover,
+    /// Serve MCP over stdio for coding agents: ask_human, wait_for_answer, notify_human,
+    /// assign_task, cancel_ask, list_my_open_asks, check_inbox (docs/mcp.md).
+    Mcp,
+    /// A permission hook for coding agents (Claude Code, Codex): read the hook event on stdin,
+    /// ask a human, print allow/deny (docs/mcp.md).
+    Hook(hook::HookArgs),
 }
 
 fn main() -> ExitCode {
@@ -249,6 +257,8 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Inbox(a) => inbox::inbox(&a, &config, json).await,
         Command::Ack(a) => inbox::ack(&a, &config, json).await,
         Command::Session(cmd) => session::run(&cmd, &config, json).await,
+        Command::Mcp => mcp::serve(config).await,
+        Command::Hook(a) => hook::run(&a, &config).await,
         Command::Discover => {
             let hub = config.hub_url().map_err(|e| exit::usage(e.to_string()))?;
             let doc = Client::new(hub, "").map_err(exit::client)?.discover().await.map_err(exit::client)?;

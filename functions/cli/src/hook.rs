@@ -1,0 +1,268 @@
+//! `ma2h hook`: a permission hook for coding agents. It reads the hook event a coding agent
+//! sends on stdin — Claude Code's `PermissionRequest` or `PreToolUse`, Codex's
+//! `PermissionRequest` (the same wire shape) — files a `confirm` ask describing the tool call,
+//! waits up to `--timeout`, and prints the decision in the format that event expects.
+//!
+//! Fail closed: no answer in time (or a Hub that cannot be reached) gives `--on-timeout`
+//! (default deny). A timed-out ask is cancelled, and if the human decided in the meantime that
+//! decision is used (§7 first terminal wins). Values that look like secrets are replaced in the
+//! title and body and the ask is marked `sensitive` (§9.6).
+
+mod render;
+
+use std::io::Read;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use ma2h_client::{CancelOutcome, Client, ClientError, Config, MessageBuilder};
+use ma2h_protocol::envelope::{Mode, Priority};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::exit;
+
+/// The largest hook event read from stdin.
+const MAX_EVENT: u64 = 4 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Fallback {
+    /// Refuse the tool call.
+    Deny,
+    /// Let the tool call run.
+    Allow,
+    /// Hand the decision back to the agent's own prompt (PermissionRequest: print nothing;
+    /// PreToolUse: `ask`).
+    Ask,
+}
+
+#[derive(Args, Debug)]
+pub struct HookArgs {
+    /// Seconds to wait for a human (keep it below the agent's hook timeout setting).
+    #[arg(long, env = "MA2H_HOOK_TIMEOUT", default_value_t = 300, value_name = "S")]
+    pub timeout: u64,
+    /// The decision when nobody answers in time or the Hub cannot be reached.
+    #[arg(long, env = "MA2H_HOOK_ON_TIMEOUT", value_enum, default_value_t = Fallback::Deny)]
+    pub on_timeout: Fallback,
+    /// Who may answer, e.g. human:alice (repeatable; default: MA2H_RESOLVERS).
+    #[arg(long = "resolver")]
+    pub resolvers: Vec<String>,
+    /// The ask's priority: low | normal | high | urgent.
+    #[arg(long, default_value = "high")]
+    pub priority: String,
+    /// Read the event from this file instead of stdin (for testing a hook by hand).
+    #[arg(long, value_name = "FILE")]
+    pub event: Option<std::path::PathBuf>,
+}
+
+/// The fields of a hook event this hook reads (others are ignored).
+#[derive(Debug, Deserialize)]
+pub struct HookEvent {
+    #[serde(default)]
+    pub hook_event_name: Option<String>,
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+}
+
+/// Which output shape the agent expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    PermissionRequest,
+    PreToolUse,
+}
+
+impl Event {
+    fn of(name: Option<&str>) -> Option<Self> {
+        match name {
+            None | Some("PermissionRequest") => Some(Self::PermissionRequest),
+            Some("PreToolUse") => Some(Self::PreToolUse),
+            Some(_) => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Deny,
+    Ask,
+}
+
+/// The JSON to print for `verdict` (None: print nothing, the agent's own prompt decides).
+pub fn output(event: Event, verdict: Verdict, reason: &str) -> Option<Value> {
+    match (event, verdict) {
+        (Event::PermissionRequest, Verdict::Ask) => None,
+        (Event::PermissionRequest, Verdict::Allow) => Some(json!({"hookSpecificOutput": {
+            "hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})),
+        (Event::PermissionRequest, Verdict::Deny) => Some(json!({"hookSpecificOutput": {
+            "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason}}})),
+        (Event::PreToolUse, v) => {
+            let d = match v {
+                Verdict::Allow => "allow",
+                Verdict::Deny => "deny",
+                Verdict::Ask => "ask",
+            };
+            Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": d,
+                "permissionDecisionReason": reason}}))
+        }
+    }
+}
+
+fn fallback_verdict(f: Fallback) -> Verdict {
+    match f {
+        Fallback::Deny => Verdict::Deny,
+        Fallback::Allow => Verdict::Allow,
+        Fallback::Ask => Verdict::Ask,
+    }
+}
+
+/// The verdict a terminal GET body (or a cancel's 409 body) carries; None while it is open.
+pub fn verdict_of(body: &Value) -> Option<(Verdict, String)> {
+    let resolution = exit::resolution_of(body);
+    let r = body.get("response").and_then(|r| r.get("response"));
+    let s = |k: &str| r.and_then(|r| r.get(k)).and_then(Value::as_str);
+    let actor = s("actor").unwrap_or("the Hub");
+    let comment = s("comment").map(|c| format!(": {c}")).unwrap_or_default();
+    let id = body.get("id").and_then(Value::as_str).unwrap_or("the ask");
+    let verdict = match (resolution, s("value")) {
+        ("open" | "queued", _) => return None,
+        ("answered" | "expired", Some("allow")) => Verdict::Allow,
+        ("answered" | "expired", Some("deny")) => Verdict::Deny,
+        // declined, cancelled, expired without a default, anything unexpected: fail closed
+        _ => Verdict::Deny,
+    };
+    let how = match (resolution, verdict) {
+        ("expired", _) => format!("nobody answered in time; {id}'s default applied"),
+        ("answered", Verdict::Allow) => format!("allowed by {actor} via MA2H ({id}){comment}"),
+        ("answered", _) => format!("denied by {actor} via MA2H ({id}){comment}"),
+        (other, _) => format!("{id} was {other} ({actor}){comment}; denied"),
+    };
+    Some((verdict, how))
+}
+
+pub async fn run(args: &HookArgs, config: &Config) -> Result<u8> {
+    let mut raw = String::new();
+    match &args.event {
+        Some(p) => raw = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        None => {
+            std::io::stdin().take(MAX_EVENT).read_to_string(&mut raw).context("reading the hook event on stdin")?;
+        }
+    }
+    let event: HookEvent = serde_json::from_str(&raw).map_err(|e| exit::usage(format!("not a hook event: {e}")))?;
+    let Some(kind) = Event::of(event.hook_event_name.as_deref()) else {
+        eprintln!("ma2h hook: ignoring {:?} (handles PermissionRequest and PreToolUse)", event.hook_event_name);
+        return Ok(exit::OK);
+    };
+    let (verdict, reason) = match decide(args, config, &event).await {
+        Ok(v) => v,
+        Err(e) => {
+            let v = fallback_verdict(args.on_timeout);
+            (v, format!("MA2H could not ask a human ({e}); --on-timeout is {:?}", args.on_timeout).to_lowercase())
+        }
+    };
+    eprintln!("ma2h hook: {reason}");
+    if let Some(out) = output(kind, verdict, &reason) {
+        println!("{out}");
+    }
+    Ok(exit::OK)
+}
+
+async fn decide(args: &HookArgs, config: &Config, event: &HookEvent) -> Result<(Verdict, String), ClientError> {
+    let resolvers = if args.resolvers.is_empty() { config.resolvers.clone() } else { args.resolvers.clone() };
+    if resolvers.is_empty() {
+        return Err(ClientError::Config("no resolver: set MA2H_RESOLVERS or pass --resolver human:<id>".into()));
+    }
+    let priority = Priority::parse(&args.priority)
+        .ok_or_else(|| ClientError::Config(format!("--priority {}: use low, normal, high or urgent", args.priority)))?;
+    let rendered = render::render(event);
+    let mut b = MessageBuilder::ask(&rendered.title, Mode::Confirm)
+        .body(&rendered.body)
+        .priority(priority)
+        .option("allow", "Allow", None)
+        .option("deny", "Deny", None)
+        .tag("permission")
+        .allowed_resolvers(&resolvers)
+        // the ask outlives the hook by a minute; its own expiry gives the same fail-closed answer
+        .expires_in(i64::try_from(args.timeout).unwrap_or(i64::MAX / 2).saturating_add(60));
+    match args.on_timeout {
+        Fallback::Allow => b = b.default_on_expire("allow".into()),
+        Fallback::Deny => b = b.default_on_expire("deny".into()),
+        Fallback::Ask => {}
+    }
+    if rendered.sensitive {
+        b = b.sensitive(true);
+    }
+    if let Some(key) = render::idempotency_key(event) {
+        b = b.idempotency_key(&key);
+    }
+    let agent = crate::compose::agent(config).map_err(|e| ClientError::Config(e.to_string()))?;
+    let envelope = b.build(&agent)?;
+    let client = Client::from_config(config)?;
+    let ack = client.submit(envelope).await?;
+    eprintln!(
+        "ma2h hook: filed {} ({}); waiting up to {} s",
+        ack.id,
+        ack.review_url.as_deref().unwrap_or("see the inbox"),
+        args.timeout
+    );
+    let body = client.wait_terminal(&ack.id, Some(Duration::from_secs(args.timeout)), |_| {}).await?;
+    if let Some(v) = verdict_of(&body) {
+        return Ok(v);
+    }
+    // Timed out: withdraw the ask; a decision that won the race stands.
+    let body = match client.cancel(&ack.id).await? {
+        CancelOutcome::AlreadyTerminal(_) => client.get(&ack.id, None).await?,
+        CancelOutcome::Cancelled(_) => {
+            let v = fallback_verdict(args.on_timeout);
+            let why = format!("nobody answered {} within {} s; --on-timeout {:?}", ack.id, args.timeout, args.on_timeout);
+            return Ok((v, why.to_lowercase()));
+        }
+    };
+    Ok(verdict_of(&body).unwrap_or((fallback_verdict(args.on_timeout), format!("{} is still open", ack.id))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_event_gets_the_shape_its_agent_reads() {
+        let allow = output(Event::PermissionRequest, Verdict::Allow, "ok").unwrap();
+        assert_eq!(allow["hookSpecificOutput"]["decision"], json!({"behavior": "allow"}));
+        let deny = output(Event::PermissionRequest, Verdict::Deny, "no").unwrap();
+        assert_eq!(deny["hookSpecificOutput"]["decision"], json!({"behavior": "deny", "message": "no"}));
+        assert_eq!(output(Event::PermissionRequest, Verdict::Ask, "x"), None);
+        let pre = output(Event::PreToolUse, Verdict::Ask, "later").unwrap();
+        assert_eq!(pre["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+        assert_eq!(pre["hookSpecificOutput"]["permissionDecision"], "ask");
+        assert_eq!(pre["hookSpecificOutput"]["permissionDecisionReason"], "later");
+        assert_eq!(Event::of(Some("PostToolUse")), None);
+        assert_eq!(Event::of(None), Some(Event::PermissionRequest));
+    }
+
+    #[test]
+    fn only_an_answered_or_defaulted_allow_allows() {
+        let body = |res: &str, value: Option<&str>| {
+            json!({"id": "msg_1", "status": res, "response": {"resolution": res,
+                "response": {"value": value, "actor": "human:alice", "comment": "fine"}}})
+        };
+        let (v, why) = verdict_of(&body("answered", Some("allow"))).unwrap();
+        assert_eq!(v, Verdict::Allow);
+        assert!(why.contains("allowed by human:alice") && why.contains("fine"), "{why}");
+        assert_eq!(verdict_of(&body("answered", Some("deny"))).unwrap().0, Verdict::Deny);
+        assert_eq!(verdict_of(&body("expired", Some("allow"))).unwrap().0, Verdict::Allow);
+        assert_eq!(verdict_of(&body("expired", None)).unwrap().0, Verdict::Deny);
+        assert_eq!(verdict_of(&body("declined", None)).unwrap().0, Verdict::Deny);
+        assert_eq!(verdict_of(&body("cancelled", None)).unwrap().0, Verdict::Deny);
+        assert_eq!(verdict_of(&json!({"id": "msg_1", "status": "open"})), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! The asks and tasks this agent filed through `ma2h mcp`, kept in the state directory so
+//! `list_my_open_asks` works across MCP server restarts (a coding agent's client restarts the
+//! server with every session). MA2H has no agent-side listing (§8 reads one message by id), so
+//! this is the agent's own record: ids, titles and review URLs — never `state`, never keys.
+//! Statuses are always re-read from the Hub; the ledger only remembers which ids to read.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// At most this many ids are remembered (the oldest are forgotten first).
+const CAP: usize = 200;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Filed {
+    pub id: String,
+    pub kind: String,
+    pub title: String,
+    pub filed_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_url: Option<String>,
+}
+
+/// One JSON file per agent id: `<state dir>/mcp-filed-<agent>.json`.
+pub struct Ledger {
+    path: PathBuf,
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl Ledger {
+    pub fn new(dir: PathBuf, agent_id: &str) -> Self {
+        let safe: String =
+            agent_id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+        Self { path: dir.join(format!("mcp-filed-{safe}.json")), lock: tokio::sync::Mutex::new(()) }
+    }
+
+    fn read(&self) -> Vec<Filed> {
+        std::fs::read(&self.path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    fn write(&self, all: &[Filed]) -> std::io::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = self.path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(all).expect("entries serialize"))?;
+        std::fs::rename(tmp, &self.path)
+    }
+
+    /// All remembered entries, oldest first.
+    pub async fn all(&self) -> Vec<Filed> {
+        let _g = self.lock.lock().await;
+        self.read()
+    }
+
+    /// Look one up (for its title and review URL).
+    pub async fn find(&self, id: &str) -> Option<Filed> {
+        self.all().await.into_iter().find(|f| f.id == id)
+    }
+
+    /// Remember a filed ask/task (a replayed submit with the same id is remembered once).
+    pub async fn add(&self, entry: Filed) -> std::io::Result<()> {
+        let _g = self.lock.lock().await;
+        let mut all = self.read();
+        all.retain(|f| f.id != entry.id);
+        all.push(entry);
+        let excess = all.len().saturating_sub(CAP);
+        all.drain(..excess);
+        self.write(&all)
+    }
+
+    /// Forget ids that reached a terminal state or that the Hub no longer knows.
+    pub async fn forget(&self, ids: &[String]) -> std::io::Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _g = self.lock.lock().await;
+        let mut all = self.read();
+        all.retain(|f| !ids.contains(&f.id));
+        self.write(&all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filed(id: &str) -> Filed {
+        Filed { id: id.into(), kind: "ask".into(), title: format!("t {id}"), filed_at: "now".into(), review_url: None }
+    }
+
+    #[tokio::test]
+    async fn entries_survive_a_new_ledger_on_the_same_dir_and_are_forgotten_on_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Ledger::new(dir.path().into(), "bot/dev");
+        a.add(filed("msg_1")).await.unwrap();
+        a.add(filed("msg_2")).await.unwrap();
+        a.add(filed("msg_1")).await.unwrap(); // a replay: once, now newest
+        let b = Ledger::new(dir.path().into(), "bot/dev");
+        let ids: Vec<_> = b.all().await.into_iter().map(|f| f.id).collect();
+        assert_eq!(ids, ["msg_2", "msg_1"]);
+        b.forget(&["msg_2".into()]).await.unwrap();
+        assert_eq!(a.find("msg_2").await, None);
+        assert_eq!(a.find("msg_1").await.unwrap().title, "t msg_1");
+        // another agent's ledger is another file
+        assert!(Ledger::new(dir.path().into(), "other").all().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_ledger_remembers_at_most_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Ledger::new(dir.path().into(), "bot");
+        for i in 0..CAP + 5 {
+            l.add(filed(&format!("msg_{i}"))).await.unwrap();
+        }
+        let all = l.all().await;
+        assert_eq!(all.len(), CAP);
+        assert_eq!(all[0].id, "msg_5");
+    }
+}

@@ -1,0 +1,58 @@
+//! `ma2h mcp`: an MCP server over stdio (the official `rmcp` SDK) that lets any coding agent ask
+//! a human through the Hub and resume later — without holding a tool call open for minutes.
+//!
+//! The two-tool pattern: `ask_human` files the ask and returns at once with its id;
+//! `wait_for_answer` long-polls (§8.2) for at most 50 s per call — well inside every client's
+//! tool timeout — sending progress notifications while it waits, and returns the §6 outcome or
+//! "still open: call again". Configuration is the CLI's `MA2H_*` environment. Tool failures are
+//! tool results with `isError` and the Hub's §8.5 `{code, message}`; nothing secret (API key,
+//! signing secret, state key, `state`) ever appears in a result or on stderr.
+
+mod ledger;
+mod outcome;
+mod params;
+mod tools;
+
+use anyhow::Result;
+use ma2h_client::{Client, ClientError, Config, ReplayCache};
+use rmcp::ServiceExt;
+use serde_json::{Value, json};
+
+pub use tools::HubTools;
+
+/// Serve MCP on stdin/stdout until the client closes the stream.
+pub async fn serve(config: Config) -> Result<u8> {
+    let tools = HubTools::new(config, ReplayCache::default_dir());
+    if let Some(problem) = tools.config_problem() {
+        // stderr is the client's log; the tools report the same to the model on every call.
+        eprintln!("ma2h mcp: {problem}");
+    }
+    let running = tools.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(crate::exit::OK)
+}
+
+/// A tool failure as the structured body the model reads: the §8.5 code and message for a Hub
+/// error, a local code otherwise. Never carries a credential (ClientError's texts hold none).
+pub fn error_body(e: &ClientError) -> Value {
+    let (code, message, status) = match e {
+        ClientError::Hub(h) => (h.code.clone(), format!("{} ({})", h.message, h.hint()), Some(h.status)),
+        ClientError::Config(m) => ("configuration_error".to_owned(), m.clone(), None),
+        ClientError::Unreachable { url, reason } => {
+            ("hub_unreachable".to_owned(), format!("the Hub at {url} could not be reached: {reason}"), None)
+        }
+        ClientError::Protocol(m) => ("unexpected_response".to_owned(), m.clone(), None),
+    };
+    let mut v = json!({"error": {"code": code, "message": message}});
+    if let Some(s) = status {
+        v["error"]["http_status"] = s.into();
+    }
+    v
+}
+
+/// The Hub client for `config`, or the configuration error the tools report.
+fn client(config: &Config) -> Result<Client, ClientError> {
+    config.api_key()?;
+    config.agent_id()?;
+    Client::from_config(config)
+}
