@@ -36,6 +36,7 @@ test:
 	$(CARGO) fmt --all -- --check
 	bash scripts/ui-test.sh
 	bash scripts/first-hour-test.sh
+	bash scripts/mcp-test.sh
 	bash scripts/conformance.sh
 	$(MAKE) lint-infra
 

@@ -9,6 +9,7 @@
 //! title and body and the ask is marked `sensitive` (§9.6).
 
 mod render;
+mod replay;
 
 use std::io::Read;
 use std::time::Duration;
@@ -162,7 +163,12 @@ pub async fn run(args: &HookArgs, config: &Config) -> Result<u8> {
         eprintln!("ma2h hook: ignoring {:?} (handles PermissionRequest and PreToolUse)", event.hook_event_name);
         return Ok(exit::OK);
     };
-    let (verdict, reason) = match decide(args, config, &event).await {
+    // The whole exchange (submit retries included) ends by the deadline, plus a little for the cancel.
+    let budget = Duration::from_secs(args.timeout.saturating_add(10));
+    let decided = tokio::time::timeout(budget, decide(args, config, &event)).await.unwrap_or_else(|_| {
+        Err(ClientError::Unreachable { url: config.hub_url.clone().unwrap_or_default(), reason: "timed out".into() })
+    });
+    let (verdict, reason) = match decided {
         Ok(v) => v,
         Err(e) => {
             let v = fallback_verdict(args.on_timeout);
@@ -201,12 +207,19 @@ async fn decide(args: &HookArgs, config: &Config, event: &HookEvent) -> Result<(
     if rendered.sensitive {
         b = b.sensitive(true);
     }
-    if let Some(key) = render::idempotency_key(event) {
-        b = b.idempotency_key(&key);
-    }
     let agent = crate::compose::agent(config).map_err(|e| ClientError::Config(e.to_string()))?;
-    let envelope = b.build(&agent)?;
-    let client = Client::from_config(config)?;
+    let envelope = match render::idempotency_key(event) {
+        // §8.1: a replayed tool call re-sends the bytes first sent (same key, same expiry)
+        Some(key) => {
+            b = b.idempotency_key(&key);
+            let dir = ma2h_client::ReplayCache::default_dir().join("hook");
+            replay::envelope(&dir, &key, || b.build(&agent))?
+        }
+        None => b.build(&agent)?,
+    };
+    let mut client = Client::from_config(config)?;
+    // a hook has a deadline: retry a lost submit (same key, §8.1) only within it
+    client.retry.max_total = Duration::from_secs(args.timeout.min(30));
     let ack = client.submit(envelope).await?;
     eprintln!(
         "ma2h hook: filed {} ({}); waiting up to {} s",
@@ -223,7 +236,8 @@ async fn decide(args: &HookArgs, config: &Config, event: &HookEvent) -> Result<(
         CancelOutcome::AlreadyTerminal(_) => client.get(&ack.id, None).await?,
         CancelOutcome::Cancelled(_) => {
             let v = fallback_verdict(args.on_timeout);
-            let why = format!("nobody answered {} within {} s; --on-timeout {:?}", ack.id, args.timeout, args.on_timeout);
+            let why =
+                format!("nobody answered {} within {} s; --on-timeout {:?}", ack.id, args.timeout, args.on_timeout);
             return Ok((v, why.to_lowercase()));
         }
     };

@@ -238,13 +238,15 @@ impl Client {
         let mut failures = 0u32;
         loop {
             let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let wait = remaining.map_or(self.long_poll_max, |r| (r.as_secs() as u32).min(self.long_poll_max));
+            // whole seconds, rounded up: a 1.9 s remainder is a 2 s poll, not a 1 s one
+            let wait =
+                remaining.map_or(self.long_poll_max, |r| (r.as_millis().div_ceil(1000) as u32).min(self.long_poll_max));
             match self.get(id, Some(wait)).await {
                 Ok(body) => {
                     failures = 0;
                     on_status(&body);
                     let status = body.get("status").and_then(Value::as_str).unwrap_or("open");
-                    if !matches!(status, "open" | "queued") || remaining.is_some_and(|r| r.as_secs() == 0) {
+                    if !matches!(status, "open" | "queued") || remaining.is_some_and(|r| r.is_zero()) {
                         return Ok(body);
                     }
                     if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -154,10 +154,10 @@ const NAMES: [&str; 7] = ["key", "token", "secret", "password", "passwd", "crede
 pub fn redact(text: &str) -> (String, bool) {
     let mut found = false;
     let mut out = String::with_capacity(text.len());
-    if let Some(start) = text.find("-----BEGIN") {
-        if text[start..].contains("PRIVATE KEY") {
-            return (format!("{}{HIDDEN} (a private key)", &text[..start]), true);
-        }
+    if let Some(start) = text.find("-----BEGIN")
+        && text[start..].contains("PRIVATE KEY")
+    {
+        return (format!("{}{HIDDEN} (a private key)", &text[..start]), true);
     }
     let mut hide_next = false;
     for piece in text.split_inclusive(|c: char| c.is_whitespace()) {
@@ -241,7 +241,7 @@ mod tests {
         let (pem, hit) = redact("cat <<EOF\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END");
         assert!(hit && !pem.contains("b3Blbn"));
         assert_eq!(redact("cargo test --workspace"), ("cargo test --workspace".into(), false));
-        assert_eq!(redact("echo $API_KEY").1, false, "a variable reference is not a value");
+        assert!(!redact("echo $API_KEY").1, "a variable reference is not a value");
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub async fn serve(config: Config) -> Result<u8> {
 /// error, a local code otherwise. Never carries a credential (ClientError's texts hold none).
 pub fn error_body(e: &ClientError) -> Value {
     let (code, message, status) = match e {
+        // the hint names what to fix (a key, a resolver); a validation message already does
+        ClientError::Hub(h) if h.code == "validation_error" => (h.code.clone(), h.message.clone(), Some(h.status)),
         ClientError::Hub(h) => (h.code.clone(), format!("{} ({})", h.message, h.hint()), Some(h.status)),
         ClientError::Config(m) => ("configuration_error".to_owned(), m.clone(), None),
         ClientError::Unreachable { url, reason } => {

@@ -7,14 +7,12 @@ use std::time::{Duration, Instant};
 
 use ma2h_client::inbox::EntryVerifier;
 use ma2h_client::{
-    Ack, AckOptions, CancelOutcome, ClientError, Config, DrainOptions, DrainVerdict, MessageBuilder,
-    ReplayCache, VerifiedEntry, builder::AgentRef, verify,
+    AckOptions, CancelOutcome, ClientError, Config, DrainOptions, DrainVerdict, MessageBuilder, ReplayCache,
+    VerifiedEntry, builder::AgentRef, verify,
 };
 use ma2h_protocol::envelope::Mode;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{
-    CallToolResult, Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig,
-};
+use rmcp::model::{CallToolResult, Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
@@ -95,7 +93,9 @@ impl HubTools {
             b = match part {
                 ContextPart::Text { text } => b.context_text(text),
                 ContextPart::Data { data } => b.context_data(data.clone()),
-                ContextPart::File { uri, name, mime_type } => b.context_file(uri, name.as_deref(), mime_type.as_deref()),
+                ContextPart::File { uri, name, mime_type } => {
+                    b.context_file(uri, name.as_deref(), mime_type.as_deref())
+                }
             };
         }
         b
@@ -108,9 +108,21 @@ impl HubTools {
     }
 
     /// Build, submit, remember. `title`/`kind` go to the ledger for `list_my_open_asks`.
-    async fn file(&self, b: MessageBuilder, expects_answer: bool) -> Result<(Ack, Value), ClientError> {
+    async fn file(&self, b: MessageBuilder, expects_answer: bool) -> ToolResult {
+        match self.try_file(b, expects_answer).await {
+            Ok(body) => ok(body),
+            Err(e) => failed(&e),
+        }
+    }
+
+    async fn try_file(&self, b: MessageBuilder, expects_answer: bool) -> Result<Value, ClientError> {
         let client = super::client(&self.config)?;
-        let envelope = b.build(&self.agent()?)?;
+        let envelope = match b.build(&self.agent()?) {
+            Ok(e) => e,
+            // the arguments broke a §4–§5 rule: the model's mistake, not a configuration problem
+            Err(ClientError::Config(m)) => return Err(ClientError::Hub(Box::new(invalid_arguments(m)))),
+            Err(e) => return Err(e),
+        };
         let title = envelope.get("title").and_then(Value::as_str).unwrap_or_default().to_owned();
         let kind = envelope.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
         let ack = client.submit(envelope).await?;
@@ -126,8 +138,7 @@ impl HubTools {
                 eprintln!("ma2h mcp: could not record {} in {}: {e}", ack.id, self.state_dir.display());
             }
         }
-        let body = outcome::of_ack(&ack, expects_answer);
-        Ok((ack, body))
+        Ok(outcome::of_ack(&ack, expects_answer))
     }
 
     /// A GET body as the model's outcome, with the title/review URL from the ledger; a terminal
@@ -146,6 +157,13 @@ impl HubTools {
         }
         o
     }
+}
+
+/// Arguments that fail the message rules, reported like the Hub's own 400 (§8.5) — checked
+/// locally, before anything is sent.
+fn invalid_arguments(message: String) -> ma2h_client::HubErrorBody {
+    let body = json!({"error": {"code": "validation_error", "message": message}});
+    ma2h_client::HubErrorBody { status: 400, code: "validation_error".into(), message, body }
 }
 
 fn priority(p: params::Priority) -> ma2h_protocol::envelope::Priority {
@@ -193,10 +211,7 @@ impl HubTools {
             b = b.idempotency_key(k);
         }
         b = b.allowed_resolvers(resolvers);
-        match self.file(b, true).await {
-            Ok((_, body)) => ok(body),
-            Err(e) => failed(&e),
-        }
+        self.file(b, true).await
     }
 
     #[tool(description = "Wait for the human's answer to an ask or task filed with ask_human or assign_task. \
@@ -227,7 +242,7 @@ impl HubTools {
             let _ = ctx.peer.notify_progress(note).await;
         }
         loop {
-            let left = deadline.saturating_duration_since(Instant::now()).as_secs() as u32;
+            let left = deadline.saturating_duration_since(Instant::now()).as_millis().div_ceil(1000) as u32;
             let poll = client.get(&p.id, Some(left.min(SLICE)));
             let body = tokio::select! {
                 r = poll => r,
@@ -251,10 +266,7 @@ impl HubTools {
         It lands in their inbox; nothing comes back.")]
     async fn notify_human(&self, Parameters(p): Parameters<params::NotifyHuman>) -> ToolResult {
         let b = self.common(MessageBuilder::notify(&p.common.title), &p.common);
-        match self.file(b, false).await {
-            Ok((_, body)) => ok(body),
-            Err(e) => failed(&e),
-        }
+        self.file(b, false).await
     }
 
     #[tool(description = "Ask a human to do something you cannot (rotate a credential, approve in another \
@@ -281,10 +293,7 @@ impl HubTools {
             b = b.idempotency_key(k);
         }
         b = b.allowed_resolvers(resolvers);
-        match self.file(b, true).await {
-            Ok((_, body)) => ok(body),
-            Err(e) => failed(&e),
-        }
+        self.file(b, true).await
     }
 
     #[tool(description = "Withdraw an open ask or task you filed (the human no longer needs to decide). If the \
@@ -302,7 +311,8 @@ impl HubTools {
             Ok(CancelOutcome::AlreadyTerminal(_)) => match client.get(&p.id, None).await {
                 Ok(body) => {
                     let mut o = self.outcome_of(&body).await;
-                    o["note"] = "already decided before the cancel: this outcome stands (§7 first terminal wins)".into();
+                    o["note"] =
+                        "already decided before the cancel: this outcome stands (§7 first terminal wins)".into();
                     ok(o)
                 }
                 Err(e) => failed(&e),
@@ -402,7 +412,8 @@ impl HubTools {
             out["rejected"] = json!(rejected);
         }
         if p.acknowledge.unwrap_or(true) && !ack_keys.is_empty() {
-            match client.ack_inbox_with(&ack_keys, &AckOptions { note: Some("read via ma2h mcp"), session: None }).await {
+            match client.ack_inbox_with(&ack_keys, &AckOptions { note: Some("read via ma2h mcp"), session: None }).await
+            {
                 Ok(n) => out["acknowledged"] = n.into(),
                 Err(e) => out["ack_error"] = error_body(&e)["error"].clone(),
             }
