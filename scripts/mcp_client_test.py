@@ -315,9 +315,10 @@ def hooks():
           "a replayed event (same tool_use_id) gets the same ask and decision", (msg_id, msg_id2, out2))
     ok("hook (PreToolUse): allow; replaying the same tool call reuses its ask and its decision")
 
-    out, _, stderr = hook("claude-permission-request.json", "--timeout", "5", env_extra={"MA2H_HUB_URL": "http://127.0.0.1:9"})
-    check(out["hookSpecificOutput"]["decision"]["behavior"] == "deny" and "could not ask" in stderr, "an unreachable Hub fails closed", stderr)
-    ok("hook with an unreachable Hub: deny (fail closed), the reason on stderr")
+    out, _, stderr = hook("claude-permission-request.json", "--timeout", "5", "--on-timeout", "allow",
+                          env_extra={"MA2H_HUB_URL": "http://127.0.0.1:9"})
+    check(out["hookSpecificOutput"]["decision"]["behavior"] == "deny" and "could not" in stderr, "an unreachable Hub fails closed", stderr)
+    ok("hook with an unreachable Hub and --on-timeout allow: still deny (a broken setup never allows), the reason on stderr")
 
 
 async def main():

@@ -3,8 +3,9 @@
 //! `PermissionRequest` (the same wire shape) — files a `confirm` ask describing the tool call,
 //! waits up to `--timeout`, and prints the decision in the format that event expects.
 //!
-//! Fail closed: no answer in time (or a Hub that cannot be reached) gives `--on-timeout`
-//! (default deny). A timed-out ask is cancelled, and if the human decided in the meantime that
+//! Fail closed: no answer in time gives `--on-timeout` (default deny); a Hub that cannot be
+//! reached or a setup error denies (or hands back to the agent's prompt with `--on-timeout ask`),
+//! never allows. A timed-out ask is cancelled, and if the human decided in the meantime that
 //! decision is used (§7 first terminal wins). Values that look like secrets are replaced in the
 //! title and body and the ask is marked `sensitive` (§9.6).
 
@@ -14,7 +15,7 @@ mod replay;
 use std::io::Read;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use ma2h_client::{CancelOutcome, Client, ClientError, Config, MessageBuilder};
 use ma2h_protocol::envelope::{Mode, Priority};
@@ -39,10 +40,12 @@ pub enum Fallback {
 
 #[derive(Args, Debug)]
 pub struct HookArgs {
-    /// Seconds to wait for a human (keep it below the agent's hook timeout setting).
-    #[arg(long, env = "MA2H_HOOK_TIMEOUT", default_value_t = 300, value_name = "S")]
+    /// Seconds to wait for a human. Keep it below the agent's own hook timeout (Claude Code's
+    /// default is 60 s): raise both together for longer waits (docs/mcp.md).
+    #[arg(long, env = "MA2H_HOOK_TIMEOUT", default_value_t = 50, value_name = "S")]
     pub timeout: u64,
-    /// The decision when nobody answers in time or the Hub cannot be reached.
+    /// The decision when nobody answers in time. A Hub that cannot be reached, a missing setting
+    /// or a refused ask never allows: deny (or `ask` when that is this setting).
     #[arg(long, env = "MA2H_HOOK_ON_TIMEOUT", value_enum, default_value_t = Fallback::Deny)]
     pub on_timeout: Fallback,
     /// Who may answer, e.g. human:alice (repeatable; default: MA2H_RESOLVERS).
@@ -151,11 +154,17 @@ pub fn verdict_of(body: &Value) -> Option<(Verdict, String)> {
 }
 
 pub async fn run(args: &HookArgs, config: &Config) -> Result<u8> {
+    // Anything that fails before a decision exits 2: the agents treat that as a blocking error.
     let mut raw = String::new();
     match &args.event {
-        Some(p) => raw = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        Some(p) => {
+            raw = std::fs::read_to_string(p).map_err(|e| exit::usage(format!("reading {}: {e}", p.display())))?;
+        }
         None => {
-            std::io::stdin().take(MAX_EVENT).read_to_string(&mut raw).context("reading the hook event on stdin")?;
+            std::io::stdin()
+                .take(MAX_EVENT)
+                .read_to_string(&mut raw)
+                .map_err(|e| exit::usage(format!("reading the hook event on stdin: {e}")))?;
         }
     }
     let event: HookEvent = serde_json::from_str(&raw).map_err(|e| exit::usage(format!("not a hook event: {e}")))?;
@@ -163,16 +172,15 @@ pub async fn run(args: &HookArgs, config: &Config) -> Result<u8> {
         eprintln!("ma2h hook: ignoring {:?} (handles PermissionRequest and PreToolUse)", event.hook_event_name);
         return Ok(exit::OK);
     };
-    // The whole exchange (submit retries included) ends by the deadline, plus a little for the cancel.
-    let budget = Duration::from_secs(args.timeout.saturating_add(10));
-    let decided = tokio::time::timeout(budget, decide(args, config, &event)).await.unwrap_or_else(|_| {
-        Err(ClientError::Unreachable { url: config.hub_url.clone().unwrap_or_default(), reason: "timed out".into() })
-    });
-    let (verdict, reason) = match decided {
-        Ok(v) => v,
-        Err(e) => {
-            let v = fallback_verdict(args.on_timeout);
-            (v, format!("MA2H could not ask a human ({e}); --on-timeout is {:?}", args.on_timeout).to_lowercase())
+    // One deadline for the whole exchange: filing (with its retries) and waiting share it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(args.timeout);
+    let (verdict, reason) = match tokio::time::timeout_at(deadline, file(args, config, &event)).await {
+        Err(_) => (on_error(args.on_timeout), "MA2H could not file the ask within --timeout".to_owned()),
+        Ok(Err(e)) => (on_error(args.on_timeout), format!("MA2H could not ask a human ({e})")),
+        Ok(Ok((client, ack))) => {
+            let review = ack.review_url.as_deref().unwrap_or("see the inbox");
+            eprintln!("ma2h hook: filed {} ({review}); waiting up to {} s", ack.id, args.timeout);
+            settle(args, &client, &ack.id, deadline).await
         }
     };
     eprintln!("ma2h hook: {reason}");
@@ -182,7 +190,15 @@ pub async fn run(args: &HookArgs, config: &Config) -> Result<u8> {
     Ok(exit::OK)
 }
 
-async fn decide(args: &HookArgs, config: &Config, event: &HookEvent) -> Result<(Verdict, String), ClientError> {
+/// The decision when the Hub could not be asked or lost: never allow — `--on-timeout allow`
+/// means "nobody answered in time", not "the setup is broken" — so deny, or hand the call back
+/// to the agent's own prompt when that is the configured fallback.
+fn on_error(f: Fallback) -> Verdict {
+    if f == Fallback::Ask { Verdict::Ask } else { Verdict::Deny }
+}
+
+/// File the ask. Fails before anything is sent on a missing resolver, priority or setting.
+async fn file(args: &HookArgs, config: &Config, event: &HookEvent) -> Result<(Client, ma2h_client::Ack), ClientError> {
     let resolvers = if args.resolvers.is_empty() { config.resolvers.clone() } else { args.resolvers.clone() };
     if resolvers.is_empty() {
         return Err(ClientError::Config("no resolver: set MA2H_RESOLVERS or pass --resolver human:<id>".into()));
@@ -221,27 +237,45 @@ async fn decide(args: &HookArgs, config: &Config, event: &HookEvent) -> Result<(
     // a hook has a deadline: retry a lost submit (same key, §8.1) only within it
     client.retry.max_total = Duration::from_secs(args.timeout.min(30));
     let ack = client.submit(envelope).await?;
-    eprintln!(
-        "ma2h hook: filed {} ({}); waiting up to {} s",
-        ack.id,
-        ack.review_url.as_deref().unwrap_or("see the inbox"),
-        args.timeout
-    );
-    let body = client.wait_terminal(&ack.id, Some(Duration::from_secs(args.timeout)), |_| {}).await?;
-    if let Some(v) = verdict_of(&body) {
-        return Ok(v);
-    }
-    // Timed out: withdraw the ask; a decision that won the race stands.
-    let body = match client.cancel(&ack.id).await? {
-        CancelOutcome::AlreadyTerminal(_) => client.get(&ack.id, None).await?,
-        CancelOutcome::Cancelled(_) => {
-            let v = fallback_verdict(args.on_timeout);
-            let why =
-                format!("nobody answered {} within {} s; --on-timeout {:?}", ack.id, args.timeout, args.on_timeout);
-            return Ok((v, why.to_lowercase()));
+    Ok((client, ack))
+}
+
+/// Wait for the human until `deadline`; then withdraw the ask (§8.4) so nobody answers a question
+/// nobody waits for — unless a decision won the race, which stands (§7).
+async fn settle(args: &HookArgs, client: &Client, id: &str, deadline: tokio::time::Instant) -> (Verdict, String) {
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let grace = Duration::from_secs(5);
+    let mut lost = None;
+    match tokio::time::timeout_at(deadline + grace, client.wait_terminal(id, Some(left), |_| {})).await {
+        Ok(Ok(body)) => {
+            if let Some(v) = verdict_of(&body) {
+                return v;
+            }
         }
-    };
-    Ok(verdict_of(&body).unwrap_or((fallback_verdict(args.on_timeout), format!("{} is still open", ack.id))))
+        Ok(Err(e)) => lost = Some(e.to_string()),
+        Err(_) => {}
+    }
+    let bounded = Duration::from_secs(10);
+    match tokio::time::timeout(bounded, client.cancel(id)).await {
+        Ok(Ok(CancelOutcome::AlreadyTerminal(conflict))) => {
+            let full = tokio::time::timeout(bounded, client.get(id, None)).await.ok().and_then(Result::ok);
+            full.as_ref()
+                .or(Some(&conflict))
+                .and_then(verdict_of)
+                .unwrap_or_else(|| (on_error(args.on_timeout), format!("{id} was decided but could not be read back")))
+        }
+        Ok(Ok(CancelOutcome::Cancelled(_))) => match lost {
+            None => {
+                let why = format!("nobody answered {id} within {} s; --on-timeout {:?}", args.timeout, args.on_timeout);
+                (fallback_verdict(args.on_timeout), why.to_lowercase())
+            }
+            Some(e) => (on_error(args.on_timeout), format!("lost the Hub while waiting for {id} ({e}); withdrew it")),
+        },
+        _ => (
+            on_error(args.on_timeout),
+            format!("no answer to {id}, and it could not be withdrawn: it may still show in the inbox"),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! differ on a second build. Files live in `<state dir>/hook/`, one per key, and are removed
 //! once their ask has expired.
 
+use std::io::Write;
 use std::path::Path;
 
 use ma2h_client::ClientError;
@@ -32,7 +33,8 @@ pub fn envelope(
     prune(dir, &live);
     let v = build()?;
     // best effort: without the file a replay is a new ask (a 409 at worst), never a wrong answer
-    let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, v.to_string()));
+    let _ = crate::mcp::private_dir(dir)
+        .and_then(|()| crate::mcp::private_file(&path)?.write_all(v.to_string().as_bytes()));
     Ok(v)
 }
 

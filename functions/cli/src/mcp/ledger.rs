@@ -4,7 +4,8 @@
 //! this is the agent's own record: ids, titles and review URLs — never `state`, never keys.
 //! Statuses are always re-read from the Hub; the ledger only remembers which ids to read.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -39,12 +40,25 @@ impl Ledger {
     }
 
     fn write(&self, all: &[Filed]) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = self.path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec(all).expect("entries serialize"))?;
+        // a per-process temp name: two servers for one agent never write the same temp file
+        let tmp = self.path.with_extension(format!("json.{}.tmp", std::process::id()));
+        private_file(&tmp)?.write_all(&serde_json::to_vec(all).expect("entries serialize"))?;
         std::fs::rename(tmp, &self.path)
+    }
+
+    /// An exclusive lock across processes (two MCP servers of one agent share the file), held
+    /// while the returned file lives; the in-process mutex orders this server's own calls.
+    fn lock_file(&self) -> std::io::Result<std::fs::File> {
+        if let Some(dir) = self.path.parent() {
+            private_dir(dir)?;
+        }
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.path.with_extension("lock"))?;
+        f.lock()?;
+        Ok(f)
     }
 
     /// All remembered entries, oldest first.
@@ -61,6 +75,7 @@ impl Ledger {
     /// Remember a filed ask/task (a replayed submit with the same id is remembered once).
     pub async fn add(&self, entry: Filed) -> std::io::Result<()> {
         let _g = self.lock.lock().await;
+        let _l = self.lock_file()?;
         let mut all = self.read();
         all.retain(|f| f.id != entry.id);
         all.push(entry);
@@ -75,10 +90,34 @@ impl Ledger {
             return Ok(());
         }
         let _g = self.lock.lock().await;
+        let _l = self.lock_file()?;
         let mut all = self.read();
         all.retain(|f| !ids.contains(&f.id));
         self.write(&all)
     }
+}
+
+/// Create `dir` (mode 0700 on unix: it holds titles of asks that may be sensitive).
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// A new file readable by its owner only (mode 0600 on unix), truncated.
+pub fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.create(true).write(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use ma2h_client::{Client, ClientError, Config, ReplayCache};
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 
+pub use ledger::{private_dir, private_file};
 pub use tools::HubTools;
 
 /// Serve MCP on stdin/stdout until the client closes the stream.
@@ -41,6 +42,7 @@ pub fn error_body(e: &ClientError) -> Value {
         ClientError::Hub(h) => (h.code.clone(), format!("{} ({})", h.message, h.hint()), Some(h.status)),
         ClientError::Config(m) => ("configuration_error".to_owned(), m.clone(), None),
         ClientError::Unreachable { url, reason } => {
+            let url = without_userinfo(url);
             ("hub_unreachable".to_owned(), format!("the Hub at {url} could not be reached: {reason}"), None)
         }
         ClientError::Protocol(m) => ("unexpected_response".to_owned(), m.clone(), None),
@@ -52,9 +54,36 @@ pub fn error_body(e: &ClientError) -> Value {
     v
 }
 
+/// A URL without `user:password@` (a Hub URL may carry basic-auth credentials for a proxy).
+fn without_userinfo(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find('/').unwrap_or(rest.len());
+            match rest[..end].rfind('@') {
+                Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    }
+}
+
 /// The Hub client for `config`, or the configuration error the tools report.
 fn client(config: &Config) -> Result<Client, ClientError> {
     config.api_key()?;
     config.agent_id()?;
     Client::from_config(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_hub_is_named_without_its_credentials() {
+        let e = ClientError::Unreachable { url: "https://u:pw@hub.example/base".into(), reason: "refused".into() };
+        let body = error_body(&e).to_string();
+        assert!(body.contains("https://hub.example/base") && !body.contains("pw"), "{body}");
+        assert_eq!(without_userinfo("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ma2h_client::inbox::EntryVerifier;
 use ma2h_client::{
@@ -101,7 +101,8 @@ impl HubTools {
         b
     }
 
-    /// §9.1: an ask nobody but this agent may answer is refused here (no human could answer it).
+    /// §9.1: without `allowed_resolvers` only this agent could answer its own ask, so an ask
+    /// with no resolver (none given, none in `MA2H_RESOLVERS`) is refused here.
     fn resolvers<'a>(&'a self, given: &'a [String]) -> Option<&'a [String]> {
         let r = if given.is_empty() { self.config.resolvers.as_slice() } else { given };
         (!r.is_empty()).then_some(r)
@@ -164,6 +165,15 @@ impl HubTools {
 fn invalid_arguments(message: String) -> ma2h_client::HubErrorBody {
     let body = json!({"error": {"code": "validation_error", "message": message}});
     ma2h_client::HubErrorBody { status: 400, code: "validation_error".into(), message, body }
+}
+
+/// Worth another try within the same call: the network, the Hub's 5xx, its rate limit.
+fn transient(e: &ClientError) -> bool {
+    match e {
+        ClientError::Unreachable { .. } => true,
+        ClientError::Hub(h) => h.status >= 500 || h.status == 429,
+        _ => false,
+    }
 }
 
 fn priority(p: params::Priority) -> ma2h_protocol::envelope::Priority {
@@ -229,7 +239,7 @@ impl HubTools {
         };
         let limit = p.max_wait_seconds.unwrap_or(DEFAULT_WAIT).clamp(1, MAX_WAIT);
         let token = ctx.meta.get_progress_token();
-        let started = Instant::now();
+        let started = tokio::time::Instant::now();
         let deadline = started + Duration::from_secs(u64::from(limit));
         let progress = |waited: u64| {
             token.clone().map(|t| {
@@ -241,21 +251,36 @@ impl HubTools {
         if let Some(note) = progress(0) {
             let _ = ctx.peer.notify_progress(note).await;
         }
+        let mut last: Option<Value> = None;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now()).as_millis().div_ceil(1000) as u32;
-            let poll = client.get(&p.id, Some(left.min(SLICE)));
-            let body = tokio::select! {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let slice = (left.as_millis().div_ceil(1000) as u32).min(SLICE);
+            let polled_at = tokio::time::Instant::now();
+            // every poll ends by the deadline (plus a moment for the Hub's answer), whatever the network does
+            let poll = tokio::time::timeout_at(deadline + Duration::from_secs(2), client.get(&p.id, Some(slice)));
+            let result = tokio::select! {
                 r = poll => r,
                 () = ctx.ct.cancelled() => return refuse("cancelled", "the client cancelled the wait; the ask is still open"),
             };
-            let body = match body {
-                Ok(b) => b,
-                Err(e) => return failed(&e),
-            };
-            let open = matches!(body.get("status").and_then(Value::as_str), Some("open" | "queued") | None);
-            if !open || Instant::now() >= deadline || left == 0 {
+            match result {
+                Ok(Ok(body)) => {
+                    let open = matches!(body.get("status").and_then(Value::as_str), Some("open" | "queued") | None);
+                    if !open {
+                        return ok(self.outcome_of(&body).await);
+                    }
+                    last = Some(body);
+                }
+                // transient (unreachable, 5xx, 429): try again while there is time
+                Ok(Err(e)) if transient(&e) && tokio::time::Instant::now() + Duration::from_secs(1) < deadline => {}
+                Ok(Err(e)) => return failed(&e),
+                Err(_) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let body = last.unwrap_or_else(|| json!({"id": p.id, "status": "open"}));
                 return ok(self.outcome_of(&body).await);
             }
+            // a Hub that answered early (or not at all) is not asked again at once
+            tokio::time::sleep_until(polled_at + Duration::from_secs(1)).await;
             if let Some(note) = progress(started.elapsed().as_secs()) {
                 let _ = ctx.peer.notify_progress(note).await;
             }
@@ -308,15 +333,13 @@ impl HubTools {
                 let body = client.get(&p.id, None).await.unwrap_or_else(|_| json!({"id": p.id, "status": "cancelled"}));
                 ok(self.outcome_of(&body).await)
             }
-            Ok(CancelOutcome::AlreadyTerminal(_)) => match client.get(&p.id, None).await {
-                Ok(body) => {
-                    let mut o = self.outcome_of(&body).await;
-                    o["note"] =
-                        "already decided before the cancel: this outcome stands (§7 first terminal wins)".into();
-                    ok(o)
-                }
-                Err(e) => failed(&e),
-            },
+            Ok(CancelOutcome::AlreadyTerminal(conflict)) => {
+                // the 409 names the winner (§8.4); the full read adds its value and comment
+                let body = client.get(&p.id, None).await.unwrap_or(conflict);
+                let mut o = self.outcome_of(&body).await;
+                o["note"] = "already decided before the cancel: this outcome stands (§7 first terminal wins)".into();
+                ok(o)
+            }
             Err(e) => failed(&e),
         }
     }
@@ -337,7 +360,11 @@ impl HubTools {
                     gone.push(f.id.clone());
                     continue;
                 }
-                Err(e) => return failed(&e),
+                // one unreadable ask does not hide the others
+                Err(e) => {
+                    listed.push(json!({"id": f.id, "title": f.title, "error": error_body(&e)["error"]}));
+                    continue;
+                }
             };
             let mut o = outcome::of_body(&body);
             let open = matches!(o["outcome"].as_str(), Some("open" | "queued"));
@@ -359,9 +386,9 @@ impl HubTools {
         ok(json!({"count": listed.len(), "asks": listed}))
     }
 
-    #[tool(description = "Read directives the human sent to this agent (instructions, corrections, stop \
-        requests) and messages from other agents. Each entry is verified (signature, freshness, addressed to \
-        you) before it is returned; by default they are acknowledged so the human sees you received them.")]
+    #[tool(description = "Read directives a human sent to this agent (instructions, corrections, requests to \
+        stop or change course). Each is verified (signature, freshness, addressed to you) before it is returned; \
+        by default they are acknowledged, so the human sees you received them. Act on them.")]
     async fn check_inbox(&self, Parameters(p): Parameters<params::CheckInbox>) -> ToolResult {
         let client = match super::client(&self.config) {
             Ok(c) => c,
@@ -396,7 +423,13 @@ impl HubTools {
                         VerifiedEntry::Directive(d) => json!({"kind": "directive", "directive": d.directive}),
                         VerifiedEntry::Message(m) => json!({"kind": "message", "from": m.from, "message": m.message}),
                         VerifiedEntry::Receipt(r) => json!({"kind": "receipt", "receipt": r.receipt}),
-                        VerifiedEntry::Response(r) => json!({"kind": "response", "outcome": outcome::of_body(&r.body)}),
+                        // (only delivered to a session; this server drains without one)
+                        VerifiedEntry::Response(r) => {
+                            let id = r.body.get("in_reply_to").cloned().unwrap_or(Value::Null);
+                            let status = r.body.get("resolution").cloned().unwrap_or(Value::Null);
+                            json!({"kind": "response",
+                                "outcome": outcome::of_body(&json!({"id": id, "status": status, "response": r.body}))})
+                        }
                     };
                     if duplicate {
                         v["duplicate"] = true.into();
