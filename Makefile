@@ -23,7 +23,7 @@ AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS
 
 # The Router suite (shared/http/tests): `make test` runs it on each store (MA2H_TEST_STORE).
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
-ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front
+ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi
 
 ## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; then clippy, fmt and template lint
 test:
@@ -40,10 +40,11 @@ test:
 	bash scripts/conformance.sh
 	$(MAKE) lint-infra
 
-## lint-infra: cfn-lint and `sam validate --lint` on the SAM template, then lint-workflows (offline)
+## lint-infra: cfn-lint and `sam validate --lint` on the SAM template, the OpenAPI document's validity, then lint-workflows (offline)
 lint-infra:
 	bash scripts/venv.sh
 	.venv/bin/cfn-lint infra/template.yaml
+	.venv/bin/openapi-spec-validator docs/openapi.json
 	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 .venv/bin/sam validate --lint -t infra/template.yaml
 	$(MAKE) lint-workflows
 

@@ -9,6 +9,7 @@ pub mod extract;
 mod inter_agent;
 mod mailbox;
 mod messages;
+pub mod openapi;
 mod operator;
 mod sessions;
 mod stream;
@@ -31,6 +32,7 @@ pub fn router(hub: Hub) -> Router {
     Router::new()
         .route("/.well-known/ma2h", get(discovery::capability))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/openapi.json", get(openapi::serve))
         .route("/v1/messages", post(messages::submit))
         .route("/v1/messages/{id}", get(messages::read))
         .route("/v1/messages/{id}/cancel", post(messages::cancel))
