@@ -21,10 +21,15 @@ pub fn http_app(dep: &Deployment) -> axum::Router {
 
 async fn client_ip(mut req: axum::extract::Request) -> axum::extract::Request {
     use lambda_http::request::RequestContext;
-    let ip = match req.extensions().get::<RequestContext>() {
-        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.as_deref().and_then(|ip| ip.parse().ok()),
-        _ => None,
+    let (ip, request_id) = match req.extensions().get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => {
+            (ctx.http.source_ip.as_deref().and_then(|ip| ip.parse().ok()), ctx.request_id.clone())
+        }
+        _ => (None, None),
     };
+    if let Some(id) = request_id {
+        req.extensions_mut().insert(ma2h_http::extract::TransportRequestId(id));
+    }
     if let Some(ip) = ip {
         req.extensions_mut().insert(ma2h_http::extract::ClientIp(ip));
     }

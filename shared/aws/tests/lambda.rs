@@ -343,3 +343,16 @@ async fn an_agent_to_agent_ask_is_routed_answered_and_acknowledged_through_lambd
     assert_eq!((read["status"].as_str(), read["mailbox"]["state"].as_str()), (Some("answered"), Some("acknowledged")));
     assert_eq!(read["response"]["response"]["actor"], format!("agent:worker#{sess}"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_openapi_and_the_api_gateway_request_id_through_lambda_events() {
+    let Some(e) = env().await else { return };
+    let resp =
+        tower::ServiceExt::oneshot(ma2h_aws::http_app(&e.dep), event("GET", "/healthz", "", None)).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    // the fixture's requestContext.requestId is the request id the Router answers and logs
+    assert_eq!(resp.headers()["x-request-id"], "c6af9ac6-7b61-11e6-9a41-93e8deadbeef");
+    let (status, doc) = call(&e, event("GET", "/openapi.json", "", None)).await;
+    assert_eq!((status, doc["openapi"].as_str()), (StatusCode::OK, Some("3.1.0")));
+    assert_eq!(doc["servers"][0]["url"], "https://api.test", "the deployment's public URL");
+}

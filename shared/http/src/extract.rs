@@ -90,6 +90,11 @@ impl<S: Send + Sync> FromRequestParts<S> for MaybeClientIp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ClientIp(pub std::net::IpAddr);
 
+/// The transport's own id for this request (API Gateway's `requestId`), inserted as a request
+/// extension by the Lambda adapter; the Router answers it in `x-request-id` and logs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportRequestId(pub String);
+
 /// Query parameters as a map; bad encodings are a 400.
 #[derive(Debug, Default)]
 pub struct Params(pub HashMap<String, String>);

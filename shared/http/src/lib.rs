@@ -63,18 +63,43 @@ async fn method_not_allowed() -> Response {
     error::envelope(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed on this endpoint")
 }
 
-/// One line per request: method, path, status, latency. Never headers or bodies (§9.6).
+/// The request id: the caller's `x-request-id` when it is a sane token (so a client or proxy
+/// can correlate), else the transport's (API Gateway's `requestId`), else a fresh one. Answered
+/// in `x-request-id` and carried by every log line of the request.
+fn request_id(req: &Request) -> String {
+    let sane = |v: &str| {
+        !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+    };
+    req.headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| sane(v))
+        .map(str::to_owned)
+        .or_else(|| req.extensions().get::<extract::TransportRequestId>().map(|r| r.0.clone()).filter(|v| sane(v)))
+        .unwrap_or_else(|| format!("req_{}", ulid::Ulid::generate()))
+}
+
+const REQUEST_ID: &str = "x-request-id";
+
+/// One line per request: method, path, status, latency, request id. Never headers or bodies (§9.6).
 async fn access_log(req: Request, next: Next) -> impl IntoResponse {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    let id = request_id(&req);
     let start = Instant::now();
-    let resp = next.run(req).await;
-    tracing::info!(
-        %method,
-        path,
-        status = resp.status().as_u16(),
-        latency_ms = start.elapsed().as_secs_f64() * 1000.0,
-        "request"
-    );
+    let span = tracing::info_span!("request", request_id = %id);
+    let mut resp = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    span.in_scope(|| {
+        tracing::info!(
+            %method,
+            path,
+            status = resp.status().as_u16(),
+            latency_ms = start.elapsed().as_secs_f64() * 1000.0,
+            "request"
+        )
+    });
+    if let Ok(v) = axum::http::HeaderValue::from_str(&id) {
+        resp.headers_mut().insert(REQUEST_ID, v);
+    }
     resp
 }

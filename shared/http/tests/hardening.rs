@@ -226,3 +226,28 @@ async fn the_priority_badge_has_one_class_attribute_so_its_style_applies() {
         assert!(!page.html.contains(r#"class="badge" class="#), "{path}: a duplicate class attribute");
     }
 }
+
+#[tokio::test]
+async fn every_answer_carries_a_request_id_and_a_sane_caller_id_is_kept() {
+    let t = hub().await;
+    let fresh = t.call(Method::GET, "/healthz", None, None).await;
+    let id = fresh.headers["x-request-id"].to_str().unwrap().to_owned();
+    assert!(id.starts_with("req_") && id.len() > 20, "{id}");
+    let again = t.call(Method::GET, "/healthz", None, None).await;
+    assert_ne!(again.headers["x-request-id"], fresh.headers["x-request-id"], "one id per request");
+    // errors carry it too
+    let err = t.call(Method::GET, "/v1/messages/msg_01HZZZZZZZZZZZZZZZZZZZZZZZ", Some(&t.agent), None).await;
+    assert!(err.headers.contains_key("x-request-id"));
+    for (given, kept) in
+        [("trace-42.a:b_c", true), ("has space", false), ("<script>", false), (&*"x".repeat(129), false)]
+    {
+        let req = axum::http::Request::builder()
+            .uri("/healthz")
+            .header("x-request-id", given)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let resp = tower::ServiceExt::oneshot(t.app.clone(), req).await.unwrap();
+        let answered = resp.headers()["x-request-id"].to_str().unwrap();
+        assert_eq!(answered == given, kept, "{given:?} → {answered:?}");
+    }
+}
