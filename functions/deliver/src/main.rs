@@ -2,16 +2,17 @@
 //! failures so only retryable messages return to the queue.
 
 use aws_lambda_events::sqs::SqsEvent;
-use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use lambda_runtime::{Error, LambdaEvent};
+use metrics_cloudwatch_embedded::lambda::handler::run;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     ma2h_aws::init_tracing();
     let deployment = ma2h_aws::build().await?;
     let deliverer = ma2h_aws::handlers::deliverer(&deployment)?;
-    run(service_fn(|event: LambdaEvent<SqsEvent>| {
+    run(ma2h_aws::emf::collector()?, |event: LambdaEvent<SqsEvent>| {
         let (deployment, deliverer) = (deployment.clone(), deliverer.clone());
         async move { Ok::<_, Error>(ma2h_aws::handlers::deliver(&deployment, &deliverer, event.payload).await) }
-    }))
+    })
     .await
 }

@@ -1,11 +1,11 @@
 //! `ma2h-get`: the get route on Lambda — API Gateway (HTTP API, payload v2) events served by
 //! the shared Router over DynamoDB + SQS. The template routes only this function's path here.
 
-use lambda_http::{Error, run};
+use lambda_http::Error;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     ma2h_aws::init_tracing();
     let deployment = ma2h_aws::build().await?;
-    run(ma2h_aws::http_app(&deployment)).await
+    ma2h_aws::emf::run_http(ma2h_aws::http_app(&deployment)).await
 }

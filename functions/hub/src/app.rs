@@ -153,7 +153,8 @@ pub async fn serve(
     let worker = tokio::spawn(push::run_worker(local.hub.clone(), deliverer, local.wake));
     let changes = local.hub.changes.clone();
     let limits = local.hub.settings.server;
-    let app = ma2h_http::router(local.hub);
+    let metrics = crate::metrics::routes(local.hub.clone(), crate::metrics::install());
+    let app = ma2h_http::router(local.hub).merge(metrics);
     let shutdown = async move {
         shutdown.await;
         changes.close();

@@ -4,4 +4,5 @@
 pub mod admin;
 pub mod app;
 pub mod bootstrap;
+pub mod metrics;
 pub mod server;

@@ -2,11 +2,11 @@
 //! operator's kill-switch) — API Gateway (HTTP API, payload v2) events served by the shared Router
 //! over DynamoDB.
 
-use lambda_http::{Error, run};
+use lambda_http::Error;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     ma2h_aws::init_tracing();
     let deployment = ma2h_aws::build().await?;
-    run(ma2h_aws::http_app(&deployment)).await
+    ma2h_aws::emf::run_http(ma2h_aws::http_app(&deployment)).await
 }

@@ -1,16 +1,17 @@
 //! `ma2h-sweep`: the scheduled sweeper — due expiries, retention purge, and re-enqueueing push
 //! obligations whose queue message was lost (§3.1, §7).
 
-use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use lambda_runtime::{Error, LambdaEvent};
+use metrics_cloudwatch_embedded::lambda::handler::run;
 use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     ma2h_aws::init_tracing();
     let deployment = ma2h_aws::build().await?;
-    run(service_fn(|_event: LambdaEvent<Value>| {
+    run(ma2h_aws::emf::collector()?, |_event: LambdaEvent<Value>| {
         let deployment = deployment.clone();
         async move { ma2h_aws::handlers::sweep(&deployment).await }
-    }))
+    })
     .await
 }

@@ -5,6 +5,7 @@
 //! for SQS, `sweep` for the schedule). The HTTP functions hand API Gateway events straight to
 //! the one shared Router.
 
+pub mod emf;
 pub mod handlers;
 mod wiring;
 

@@ -11,6 +11,7 @@ pub mod hub;
 pub mod keys;
 pub mod listing;
 pub mod mailbox;
+pub mod metrics;
 pub mod policy;
 pub mod ports;
 pub mod records;

@@ -85,10 +85,13 @@ const REQUEST_ID: &str = "x-request-id";
 async fn access_log(req: Request, next: Next) -> impl IntoResponse {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    // the route template (never the path: ids stay out of metric labels, §9.6)
+    let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("unmatched", |m| m.as_str()).to_owned();
     let id = request_id(&req);
     let start = Instant::now();
     let span = tracing::info_span!("request", request_id = %id);
     let mut resp = tracing::Instrument::instrument(next.run(req), span.clone()).await;
+    ma2h_core::metrics::http(&route, method.as_str(), resp.status().as_u16(), start.elapsed().as_secs_f64());
     span.in_scope(|| {
         tracing::info!(
             %method,

@@ -58,6 +58,13 @@ pub(crate) async fn apply_terminal(
             // Not lost: the obligation is committed; the worker / sweeper finds it when due.
             tracing::warn!(message_id = %rec.id, error = %e, "push enqueue failed; the sweeper will retry");
         }
+        // time to answer: a person's or an agent's decision, not an expiry or a withdrawal
+        let decided = !matches!(
+            terminal.resolution,
+            ma2h_protocol::lifecycle::Resolution::Expired | ma2h_protocol::lifecycle::Resolution::Cancelled
+        );
+        let waited = (terminal.resolved_at - record.created_at).num_milliseconds() as f64 / 1000.0;
+        crate::metrics::resolved(record.kind.as_str(), terminal.resolution.as_str(), decided.then_some(waited));
         tracing::info!(
             message_id = %rec.id,
             agent_id = %rec.agent_id,

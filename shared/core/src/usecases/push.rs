@@ -94,6 +94,12 @@ async fn record_outcome(
     }
     hub.messages.record_push(account, id, &track).await?;
     hub.changes.publish(id);
+    let outcome_label = match track.status {
+        PushStatus::Delivered => "delivered",
+        PushStatus::Failed => "failed",
+        _ => "retry",
+    };
+    crate::metrics::push_attempt(outcome_label, track.status == PushStatus::Failed);
     tracing::info!(
         message_id = %id,
         attempt = track.attempts,

@@ -121,6 +121,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     match hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now).await? {
         Inserted::New => {
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");
+            crate::metrics::submitted(envelope.kind().as_str());
             if let Some(entry) = &entry {
                 hub.changes.publish_mailbox(&entry.mailbox);
             }

@@ -26,8 +26,12 @@ pub const SWEEP_BATCH: usize = 500;
 pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     let now = hub.clock.now();
     let mut report = SweepReport::default();
+    let mut lag = 0.0f64;
     for (account, id) in hub.messages.due_expiries(now, SWEEP_BATCH).await? {
         if let Lookup::Found(rec) = hub.messages.get_message(&account, &id).await? {
+            if let Some(at) = rec.expires_at {
+                lag = lag.max((now - at).num_milliseconds() as f64 / 1000.0);
+            }
             let before = rec.status;
             let after = settle(hub, rec).await?;
             if before != after.status {
@@ -35,6 +39,7 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
             }
         }
     }
+    crate::metrics::swept(lag, report.expired);
     report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
     // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable.
     let retain_until = super::drain::retain_after(hub, now);
