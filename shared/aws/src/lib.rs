@@ -7,6 +7,7 @@
 
 pub mod emf;
 pub mod handlers;
+pub mod hub_secret;
 mod wiring;
 
 pub use wiring::{AwsSettings, ConfigError, Deployment, assemble, build, build_admin, init_tracing};

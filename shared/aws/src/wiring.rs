@@ -90,8 +90,8 @@ pub async fn build_admin() -> Result<Deployment, Error> {
 }
 
 async fn build_with(aws: AwsSettings) -> Result<Deployment, Error> {
-    let settings = Settings::from_env()?;
     let config = aws_config::load_from_env().await;
+    let settings = crate::hub_secret::load(Settings::from_env()?, &config, env(crate::hub_secret::VAR)).await?;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table);
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);
     Ok(assemble(settings, &aws, store, queue)?)
@@ -104,8 +104,8 @@ pub fn assemble(
     store: DynamoStore,
     queue: SqsPushQueue,
 ) -> Result<Deployment, ConfigError> {
-    // Lambda has no data directory: both keys must come from configuration (SSM / Secrets
-    // Manager via the template's parameters).
+    // Lambda has no data directory: both keys come from configuration (the Secrets Manager
+    // secret named by MA2H_HUB_SECRET, or the environment).
     let master = settings.master_key.as_ref().ok_or(ConfigError::Missing("MA2H_MASTER_KEY"))?;
     let master_key = MasterKey::from_base64(&master.0)
         .map_err(|e| ConfigError::Invalid { var: "MA2H_MASTER_KEY", reason: e.to_string() })?;
