@@ -12,7 +12,8 @@ ROOT=$PWD
 export PATH="$ROOT/.venv/bin:$PATH" SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 BUDGET_MB=${MA2H_ZIP_BUDGET_MB:-10}
 began=$(date +%s)
-(cd infra && sam build --beta-features --parallel)
+# serial: parallel builds race on `rustup target add` (a reinstalled target breaks a running compile)
+(cd infra && sam build --beta-features)
 took=$(( $(date +%s) - began ))
 python3 - "$ROOT/infra/.aws-sam/build" "$BUDGET_MB" "$took" <<'PY'
 import io, os, sys, zipfile
