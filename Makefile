@@ -63,7 +63,7 @@ check:
 build:
 	$(CARGO) build --release -p ma2h-hub
 
-## package: build what SAM deploys (sam build: arm64 bootstraps via cargo-lambda + zig, ~25 min), print sizes, enforce the zip budget
+## package: build what SAM deploys (sam build: arm64 bootstraps via cargo-lambda + zig, ~30 min cold), print sizes, enforce the zip budget
 .PHONY: package
 package:
 	bash scripts/package.sh

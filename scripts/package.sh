@@ -4,7 +4,7 @@
 # cross-compiles with zig from the `ziglang` package; all three tools come from the Python package
 # index into .venv, nothing else is downloaded) — then print each function's binary and zip size
 # and fail if a zip is over the budget (MA2H_ZIP_BUDGET_MB, default 10; Lambda's own limit for a
-# direct upload is 50 MB zipped). Slow (about 25 min on 2 cores): not part of `make test`.
+# direct upload is 50 MB zipped). Slow (about 30 min on 2 cores from cold): not part of `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/venv.sh package
