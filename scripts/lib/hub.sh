@@ -7,12 +7,12 @@ hub_field() {
     python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
 }
 
-# hub_address PID OUT ERR NAME — wait up to 10 s for `ma2h-hub serve` (PID, stdout in OUT) to
-# print "ma2h hub listening on http://ADDR" and print ADDR. If the Hub exits or stays silent,
-# say so as NAME, show the end of its log ERR and fail.
+# hub_address PID OUT ERR NAME [SECONDS] — wait up to SECONDS (default 10) for `ma2h-hub serve`
+# or `ma2h-aws-local` (PID, stdout in OUT) to print "ma2h hub listening on http://ADDR" and print
+# ADDR. If the Hub exits or stays silent, say so as NAME, show the end of its log ERR and fail.
 hub_address() {
-    local pid=$1 out=$2 err=$3 name=$4 addr=""
-    for _ in $(seq 1 100); do
+    local pid=$1 out=$2 err=$3 name=$4 wait=${5:-10} addr=""
+    for _ in $(seq 1 $((wait * 10))); do
         addr=$(sed -n 's#^ma2h hub listening on http://\([^ ]*\).*#\1#p' "$out" | head -n1)
         if [ -n "$addr" ]; then
             printf '%s\n' "$addr"
@@ -25,7 +25,7 @@ hub_address() {
         fi
         sleep 0.1
     done
-    echo "$name: the hub did not print its address within 10 s" >&2
+    echo "$name: the hub did not print its address within $wait s" >&2
     tail -n 50 "$err" >&2 || true
     return 1
 }

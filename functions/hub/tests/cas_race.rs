@@ -420,7 +420,7 @@ fn dynamo_targets(shards: usize) -> Vec<Target> {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let handle = rt.handle().clone();
         rt.block_on(async move {
-            let config = aws_config::load_from_env().await;
+            let config = ma2h_test_support::moto_config().await.expect("moto (checked before)");
             let client = aws_sdk_dynamodb::Client::new(&config);
             for shard in 0..shards {
                 let table = ma2h_test_support::unique(&format!("cas-race-{shard}"));

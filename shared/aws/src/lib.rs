@@ -10,7 +10,7 @@ pub mod handlers;
 pub mod hub_secret;
 mod wiring;
 
-pub use wiring::{AwsSettings, ConfigError, Deployment, assemble, build, build_admin, init_tracing};
+pub use wiring::{AwsSettings, ConfigError, Deployment, assemble, build, build_admin, init_tracing, sdk_loader};
 
 /// The boxed error type Lambda runtimes accept.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;

@@ -89,8 +89,17 @@ pub async fn build_admin() -> Result<Deployment, Error> {
     build_with(AwsSettings::for_admin(env)?).await
 }
 
+/// The SDK's configuration loader with the project's one TLS stack: an HTTPS client on rustls
+/// with `ring` (the SDK's default client would link aws-lc-rs as a second crypto library). Every
+/// SDK configuration in the project starts here; the caller may add a region, then `load()`.
+pub fn sdk_loader() -> aws_config::ConfigLoader {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
+    aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(https)
+}
+
 async fn build_with(aws: AwsSettings) -> Result<Deployment, Error> {
-    let config = aws_config::load_from_env().await;
+    let config = sdk_loader().load().await;
     let settings = crate::hub_secret::load(Settings::from_env()?, &config, env(crate::hub_secret::VAR)).await?;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table);
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);

@@ -26,9 +26,16 @@ pub fn moto_available() -> bool {
     false
 }
 
-/// The SDK configuration for moto, or `None` (see [`moto_available`]).
+/// The SDK configuration for moto, or `None` (see [`moto_available`]). The HTTPS client is the
+/// one `ma2h_aws::sdk_loader` builds (rustls with `ring`; the workspace turns the SDK's default
+/// client off) — repeated here because the crates that use this one are `ma2h-aws`'s own deps.
 pub async fn moto_config() -> Option<aws_config::SdkConfig> {
-    if moto_available() { Some(aws_config::load_from_env().await) } else { None }
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    if !moto_available() {
+        return None;
+    }
+    let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
+    Some(aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(https).load().await)
 }
 
 /// A DynamoDB client for moto, or `None` (see [`moto_available`]).
