@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ma2h_client::inbox::EntryVerifier;
 use ma2h_client::{
-    AckOptions, CancelOutcome, ClientError, Config, DrainOptions, DrainVerdict, MessageBuilder, ReplayCache,
+    AckOptions, CancelOutcome, Client, ClientError, Config, DrainOptions, DrainVerdict, MessageBuilder, ReplayCache,
     VerifiedEntry, builder::AgentRef, verify,
 };
 use ma2h_protocol::envelope::Mode;
@@ -35,6 +35,9 @@ pub struct HubTools {
     project: Option<String>,
     state_dir: PathBuf,
     ledger: Arc<Ledger>,
+    /// Built once at start (its HTTPS client loads the trust roots); `None` while the
+    /// configuration is incomplete — each call then reports what is missing.
+    client: Option<Arc<Client>>,
     #[expect(dead_code, reason = "read by the #[tool_handler] expansion")]
     tool_router: ToolRouter<Self>,
 }
@@ -56,6 +59,7 @@ impl HubTools {
         let agent = config.agent_id.clone().unwrap_or_default();
         let project = std::env::var("MA2H_PROJECT").ok().filter(|p| !p.trim().is_empty());
         Self {
+            client: super::client(&config).ok().map(Arc::new),
             ledger: Arc::new(Ledger::new(state_dir.clone(), &agent)),
             config: Arc::new(config),
             project,
@@ -66,7 +70,15 @@ impl HubTools {
 
     /// What is missing from the environment, if anything (reported by every tool call too).
     pub fn config_problem(&self) -> Option<String> {
-        super::client(&self.config).err().map(|e| e.to_string())
+        self.client().err().map(|e| e.to_string())
+    }
+
+    /// The Hub client built at start, or the configuration error.
+    fn client(&self) -> Result<Arc<Client>, ClientError> {
+        match &self.client {
+            Some(c) => Ok(c.clone()),
+            None => super::client(&self.config).map(Arc::new),
+        }
     }
 
     fn agent(&self) -> Result<AgentRef, ClientError> {
@@ -117,7 +129,7 @@ impl HubTools {
     }
 
     async fn try_file(&self, b: MessageBuilder, expects_answer: bool) -> Result<Value, ClientError> {
-        let client = super::client(&self.config)?;
+        let client = self.client()?;
         let envelope = match b.build(&self.agent()?) {
             Ok(e) => e,
             // the arguments broke a §4–§5 rule: the model's mistake, not a configuration problem
@@ -233,7 +245,7 @@ impl HubTools {
         Parameters(p): Parameters<params::WaitForAnswer>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
-        let client = match super::client(&self.config) {
+        let client = match self.client() {
             Ok(c) => c,
             Err(e) => return failed(&e),
         };
@@ -324,7 +336,7 @@ impl HubTools {
     #[tool(description = "Withdraw an open ask or task you filed (the human no longer needs to decide). If the \
         human already decided, that outcome stands and is returned instead.")]
     async fn cancel_ask(&self, Parameters(p): Parameters<params::ById>) -> ToolResult {
-        let client = match super::client(&self.config) {
+        let client = match self.client() {
             Ok(c) => c,
             Err(e) => return failed(&e),
         };
@@ -347,7 +359,7 @@ impl HubTools {
     #[tool(description = "List the asks and tasks you filed through this server that are still open (status \
         re-read from the Hub), oldest first, with their review URLs.")]
     async fn list_my_open_asks(&self, Parameters(p): Parameters<params::ListOpen>) -> ToolResult {
-        let client = match super::client(&self.config) {
+        let client = match self.client() {
             Ok(c) => c,
             Err(e) => return failed(&e),
         };
@@ -390,7 +402,7 @@ impl HubTools {
         stop or change course). Each is verified (signature, freshness, addressed to you) before it is returned; \
         by default they are acknowledged, so the human sees you received them. Act on them.")]
     async fn check_inbox(&self, Parameters(p): Parameters<params::CheckInbox>) -> ToolResult {
-        let client = match super::client(&self.config) {
+        let client = match self.client() {
             Ok(c) => c,
             Err(e) => return failed(&e),
         };
