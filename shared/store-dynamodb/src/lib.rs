@@ -14,11 +14,13 @@
 
 mod codec;
 mod credentials;
+mod insert;
 mod listing;
 mod mailbox;
 mod messages;
 pub mod provision;
 mod sessions;
+mod terminal;
 
 use aws_sdk_dynamodb::Client;
 use ma2h_core::ports::StoreError;

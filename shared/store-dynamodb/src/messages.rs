@@ -28,10 +28,6 @@ fn condition_failed(reasons: &[CancellationReason]) -> bool {
 /// Retries of a transaction cancelled by a conflict, not by a failed condition (10–80 ms apart).
 const CONFLICT_RETRIES: u32 = 4;
 
-fn vals(pairs: &[(&str, AttributeValue)]) -> HashMap<String, AttributeValue> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
-}
-
 impl DynamoStore {
     pub(crate) fn put(
         &self,
@@ -49,8 +45,22 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().put(b.build().map_err(|e| unavailable("put", e))?).build())
     }
 
-    /// `ADD open_count :d` on the per-agent open counter (§8.6 inbox depth).
-    fn open_delta(&self, account: &AccountId, agent: &AgentId, delta: i64) -> R<TransactWriteItem> {
+    /// `ADD open_count :d` on the per-agent open counter (§8.6 inbox depth), as a plain write.
+    pub(crate) async fn add_open(&self, account: &AccountId, agent: &AgentId, delta: i64) -> R<()> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(open_pk(account, agent), "OPEN")))
+            .update_expression("ADD open_count :d")
+            .expression_attribute_values(":d", n(delta))
+            .send()
+            .await
+            .map_err(|e| unavailable("UpdateItem", e))?;
+        Ok(())
+    }
+
+    /// `ADD open_count :d` on the per-agent open counter (§8.6 inbox depth), in a transaction.
+    pub(crate) fn open_delta(&self, account: &AccountId, agent: &AgentId, delta: i64) -> R<TransactWriteItem> {
         let u = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key(open_pk(account, agent), "OPEN")))
@@ -90,50 +100,6 @@ impl DynamoStore {
         self.get(key(msg_pk(account, id), MSG_SK)).await?.map(|i| message_from(&i)).transpose()
     }
 
-    /// The §7 CAS for `w` over `current`: the terminal record, and the transaction writing it —
-    /// iff the message is still open and unchanged since `current` was read, and (unless this is
-    /// the expiry) not after `expires_at` — with the open count and the tombstone.
-    fn terminal_items(&self, current: &MessageRecord, w: &TerminalWrite) -> R<(MessageRecord, Vec<TransactWriteItem>)> {
-        let next = MessageRecord {
-            status: w.status,
-            response: Some(w.response.clone()),
-            resolution_id: Some(w.resolution_id.clone()),
-            updated_at: w.resolved_at,
-            retain_until: Some(w.retain_until),
-            push: if w.push { Some(PushTrack::pending(w.resolved_at)) } else { current.push.clone() },
-            ..current.clone()
-        };
-        let cond = "#st = :open AND updated_at = :seen \
-                    AND (:is_expiry = :true OR attribute_not_exists(expires_at) OR expires_at >= :at)";
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(message_item(&next)))
-            .condition_expression(cond)
-            .expression_attribute_names("#st", "status")
-            .expression_attribute_values(":open", s("open"))
-            .expression_attribute_values(":seen", n(ms(current.updated_at)))
-            .expression_attribute_values(":is_expiry", AttributeValue::Bool(w.is_expiry))
-            .expression_attribute_values(":true", AttributeValue::Bool(true))
-            .expression_attribute_values(":at", n(ms(w.resolved_at)))
-            .build()
-            .map_err(|e| unavailable("put", e))?;
-        let (account, id) = (&current.account, &current.id);
-        let mut items = vec![
-            TransactWriteItem::builder().put(put).build(),
-            self.open_delta(account, &current.agent_id, -1)?,
-            self.put(tombstone_item(account, id, &current.agent_id, w.retain_until), None, HashMap::new())?,
-        ];
-        if let Some(entry) = &w.entry {
-            // §8.7.1: the session's `response` entry commits with the terminal, or not at all.
-            items.push(self.put(
-                crate::mailbox::entry_item(entry),
-                Some("attribute_not_exists(pk)"),
-                HashMap::new(),
-            )?);
-        }
-        Ok((next, items))
-    }
-
     /// Keys from a sparse time index, due at `now`, oldest first.
     async fn due(
         &self,
@@ -169,44 +135,9 @@ impl MessageStore for DynamoStore {
         entry: Option<(&ma2h_core::mailbox::MailboxEntry, u32)>,
         now: Timestamp,
     ) -> R<Inserted> {
-        let mut items = vec![self.put(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new())?];
-        if let Some((e, cap)) = entry {
-            // A soft cap, as `enqueue`'s; a replay is answered even when the mailbox is full.
-            if self.live_count(&e.mailbox, &e.audience, e.enqueued_at).await? >= u64::from(cap) {
-                return match claim {
-                    Some(c) => Ok(self
-                        .get_claim(&c.account, &c.agent_id, &c.key, now)
-                        .await?
-                        .map_or(Inserted::MailboxFull, Inserted::Existing)),
-                    None => Ok(Inserted::MailboxFull),
-                };
-            }
-            // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
-            items.push(self.put(crate::mailbox::entry_item(e), Some("attribute_not_exists(pk)"), HashMap::new())?);
-        }
-        if let Some(c) = claim {
-            // §8.1: a live claim blocks the write; an expired one is replaced.
-            items.push(self.put(
-                claim_item(c),
-                Some("attribute_not_exists(pk) OR expires_at <= :now"),
-                vals(&[(":now", n(ms(now)))]),
-            )?);
-        }
-        if m.status == Status::Open {
-            items.push(self.open_delta(&m.account, &m.agent_id, 1)?);
-        }
-        if let Some(r) = m.retain_until {
-            items.push(self.put(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new())?);
-        }
-        if self.transact(items).await? {
-            return Ok(Inserted::New);
-        }
-        match claim {
-            Some(c) => match self.get_claim(&c.account, &c.agent_id, &c.key, now).await? {
-                Some(existing) => Ok(Inserted::Existing(existing)),
-                None => Err(StoreError::Unavailable("insert cancelled without a live claim (retry)".into())),
-            },
-            None => Err(StoreError::Unavailable(format!("message {} already exists", m.id))),
+        match entry {
+            Some((e, cap)) => self.insert_addressed(m, claim, e, cap, now).await,
+            None => self.insert_plain(m, claim, now).await,
         }
     }
 
@@ -262,11 +193,10 @@ impl MessageStore for DynamoStore {
         };
         let mut retried = seen.is_none();
         loop {
-            if current.status == Status::Open {
-                let (next, items) = self.terminal_items(&current, w)?;
-                if self.transact(items).await? {
-                    return Ok(Completion::Applied(next));
-                }
+            if current.status == Status::Open
+                && let Some(next) = self.try_terminal(&current, w).await?
+            {
+                return Ok(Completion::Applied(next));
             }
             let Some(now) = self.message(account, id).await? else { return Ok(Completion::Missing) };
             // Refused with a stale copy (changed since the caller read it, still open): once more

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::metering::{Meter, Tally};
 use crate::support::{call_app, moto_config, sqs_event, test_settings, unique};
+use crate::units::{self, IndexDef, Snapshot};
 
 pub(crate) struct Env {
     pub(crate) dep: Deployment,
@@ -29,6 +30,9 @@ pub(crate) struct Env {
     pub(crate) raw: aws_sdk_dynamodb::Client,
     pub(crate) agent: String,
     pub(crate) operator: String,
+    /// The table as the last [`Env::phase`] left it.
+    last: std::sync::Mutex<Snapshot>,
+    indexes: Vec<IndexDef>,
 }
 
 /// A fresh table and queue over metered clients. `None` (skipped) without moto.
@@ -61,7 +65,8 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     admin::bind_callback(&dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
     admin::put_secret(&dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
     meter.take();
-    Some(Env { dep, clock, meter, esm, esm_sqs, raw, agent, operator })
+    let last = std::sync::Mutex::new(snapshot(&raw, dep.store.table()).await);
+    Some(Env { dep, clock, meter, esm, esm_sqs, raw, agent, operator, last, indexes: units::indexes() })
 }
 
 pub(crate) fn ms(n: u64) -> std::time::Duration {
@@ -175,20 +180,40 @@ pub(crate) fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().filter(|(_, n)| *n > 0).map(|(k, n)| ((*k).to_owned(), *n)).collect()
 }
 
-/// DynamoDB's item size (attribute names + values; numbers approximated as 1 byte per two
-/// significant digits + 1), the basis of its request units.
-pub(crate) fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
-    item.iter()
-        .map(|(k, v)| {
-            k.len()
-                + match v {
-                    AttributeValue::S(s) => s.len(),
-                    AttributeValue::N(n) => n.trim_start_matches(['-', '0']).len().div_ceil(2) + 1,
-                    AttributeValue::B(b) => b.as_ref().len(),
-                    _ => 1,
-                }
-        })
-        .sum()
+pub(crate) use crate::metering::item_size;
+
+/// `assert_eq!` for a measured count; with `MA2H_COST_MEASURE=1` a mismatch is printed instead
+/// (to re-measure every phase after a design change, then update the expectations).
+#[macro_export]
+macro_rules! cost_eq {
+    ($left:expr, $right:expr $(, $($arg:tt)+)?) => {{
+        let (l, r) = (&$left, &$right);
+        if std::env::var_os("MA2H_COST_MEASURE").is_some() {
+            if l != r {
+                eprintln!("COST MISMATCH at line {}: {:?} != {:?}", line!(), l, r);
+            }
+        } else {
+            assert_eq!(l, r $(, $($arg)+)?);
+        }
+    }};
+}
+
+/// Every item of the table (unmetered, strongly consistent).
+pub(crate) async fn snapshot(raw: &aws_sdk_dynamodb::Client, table: &str) -> Snapshot {
+    let mut out = Snapshot::new();
+    let mut start = None;
+    loop {
+        let page =
+            raw.scan().table_name(table).consistent_read(true).set_exclusive_start_key(start).send().await.unwrap();
+        for item in page.items() {
+            let key = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
+            out.insert((key("pk"), key("sk")), item.clone());
+        }
+        match page.last_evaluated_key {
+            Some(k) if !k.is_empty() => start = Some(k),
+            _ => return out,
+        }
+    }
 }
 
 /// What the `inbox` index keeps of a message item: the keys and its projected attributes, as
@@ -219,20 +244,41 @@ pub(crate) async fn raw_item(e: &Env, pk: String, sk: &str) -> HashMap<String, A
         .unwrap_or_else(|| panic!("no item {sk}"))
 }
 
-/// Print phases as a Markdown table (`--nocapture`), one column per operation seen.
+/// Print phases as a Markdown table (`--nocapture`), one column per operation seen, then the
+/// derived units.
 pub(crate) fn print_table(title: &str, rows: &[(String, Tally)]) {
     let ops: BTreeSet<&String> = rows.iter().flat_map(|(_, t)| t.requests.keys()).collect();
     println!("\n### {title}\n");
     let head: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
-    println!("| phase | {} | DynamoDB | SQS |", head.join(" | "));
-    println!("|---|{}---|---|", "---|".repeat(ops.len()));
+    println!("| phase | {} | DynamoDB | SQS | RRU | WRU table | WRU indexes | WRU |", head.join(" | "));
+    println!("|---|{}---|---|---|---|---|---|", "---|".repeat(ops.len()));
     for (phase, t) in rows {
         let cells: Vec<String> = ops.iter().map(|o| t.requests.get(*o).map_or("·".into(), |n| n.to_string())).collect();
-        println!("| {phase} | {} | {} | {} |", cells.join(" | "), t.total("dynamodb"), t.total("sqs"));
+        println!(
+            "| {phase} | {} | {} | {} | {} | {} | {} | {} |",
+            cells.join(" | "),
+            t.total("dynamodb"),
+            t.total("sqs"),
+            t.rru,
+            t.wru_table,
+            t.wru_gsi,
+            t.wru()
+        );
     }
 }
 
 impl Env {
+    /// What went over the wire since the last phase, with its write units derived from the table
+    /// before and after.
+    pub(crate) async fn phase(&self) -> Tally {
+        let mut t = self.meter.take();
+        let after = snapshot(&self.raw, self.dep.store.table()).await;
+        let mut last = self.last.lock().unwrap();
+        (t.wru_table, t.wru_gsi) = units::write_units(&last, &after, &t.writes, &self.indexes);
+        *last = after;
+        t
+    }
+
     pub(crate) fn clock_minute(&self) -> i64 {
         self.dep.hub.clock.now().timestamp().div_euclid(60)
     }

@@ -16,6 +16,7 @@ mod sessions;
 #[allow(dead_code)]
 mod support;
 mod sweep;
+mod units;
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -37,7 +38,7 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         // measured on its own below).
         let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
         assert_eq!(status, StatusCode::ACCEPTED);
-        e.meter.take();
+        e.phase().await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
         let mut sizes: Vec<(String, usize)> = Vec::new();
 
@@ -48,8 +49,8 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
         let id = ack["id"].as_str().unwrap().to_owned();
         let pk = format!("MSG#acme#{id}");
-        let submit = e.meter.take();
-        assert_eq!(
+        let submit = e.phase().await;
+        cost_eq!(
             submit.requests,
             expect(&[
                 // auth (KEY#), callback secret (SECRET#cb), inbox depth (OPEN#); the idempotency
@@ -74,7 +75,7 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         let (status, _) = call(&e, event("GET", &format!("/v1/messages/{id}?wait=2"), &e.agent, None)).await;
         assert_eq!(status, StatusCode::OK);
         let waited = started.elapsed();
-        let long_poll = e.meter.take();
+        let long_poll = e.phase().await;
         let reads = long_poll.requests.get("dynamodb:Query").copied().unwrap_or(0);
         assert!((4..=6).contains(&reads), "one read per 500 ms of a 2 s wait (+1): {long_poll:?} in {waited:?}");
         assert_eq!(long_poll.requests.get("dynamodb:GetItem"), Some(&1), "auth once");
@@ -87,8 +88,8 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         // over the account's open entries for the counts
         let (status, list) = call(&e, event("GET", "/v1/operator/messages?counts=true", &e.operator, None)).await;
         assert_eq!((status, list["counts"]["open"].as_u64()), (StatusCode::OK, Some(1)), "{list}");
-        let listing = e.meter.take();
-        assert_eq!(listing.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 2)]), "listing");
+        let listing = e.phase().await;
+        cost_eq!(listing.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 2)]), "listing");
         let listing_row = ("operator listing with counts, 1 open (not in the total)".to_owned(), listing);
 
         // 2. resolve, by the operator
@@ -96,8 +97,8 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         let path = format!("/v1/messages/{id}/resolve");
         let (status, res) = call(&e, event("POST", &path, &e.operator, Some(&answer))).await;
         assert_eq!(status, StatusCode::OK, "{res}");
-        let resolve = e.meter.take();
-        assert_eq!(
+        let resolve = e.phase().await;
+        cost_eq!(
             resolve.requests,
             expect(&[
                 // auth (`complete` writes from the lookup's record under its CAS: no re-read)
@@ -122,8 +123,8 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         // 3. push: the event source mapping hands the job to `deliver`
         assert_eq!(deliver_via_esm(&e).await, (1, 0));
         assert_eq!(hits.load(Ordering::SeqCst), 1, "pushed once");
-        let push = e.meter.take();
-        assert_eq!(
+        let push = e.phase().await;
+        cost_eq!(
             push.requests,
             expect(&[
                 // the message (lookup), the callback bindings (§9.4 re-check at send time)
@@ -145,15 +146,15 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         let (status, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
         assert_eq!((status, read["status"].as_str()), (StatusCode::OK, Some("answered")));
         assert_eq!(read["delivery"]["state"], "delivered-to-agent");
-        let get = e.meter.take();
-        assert_eq!(get.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]), "get");
+        let get = e.phase().await;
+        cost_eq!(get.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]), "get");
         rows.push(("get (agent)".into(), get));
 
         let mut ask_total = Tally::default();
         for (_, t) in &rows {
             ask_total.add(t);
         }
-        assert_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (15, 3), "one ask, end to end");
+        cost_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (15, 3), "one ask, end to end");
         rows.push(("**ask total**".into(), ask_total));
         rows.push(long_poll_row);
         rows.push(listing_row);
@@ -162,8 +163,8 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("n1")))).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
         let nid = ack["id"].as_str().unwrap().to_owned();
-        let submit_notify = e.meter.take();
-        assert_eq!(
+        let submit_notify = e.phase().await;
+        cost_eq!(
             submit_notify.requests,
             expect(&[
                 // auth (no callback to check, no inbox depth for a notify, no claim pre-read)
@@ -177,16 +178,16 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         sizes.push(("message item, notify".into(), item_size(&raw_item(&e, format!("MSG#acme#{nid}"), "MSG").await)));
         let (status, _) = call(&e, event("GET", &format!("/v1/messages/{nid}"), &e.agent, None)).await;
         assert_eq!(status, StatusCode::OK);
-        let get_notify = e.meter.take();
-        assert_eq!(get_notify.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]));
+        let get_notify = e.phase().await;
+        cost_eq!(get_notify.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)]));
         rows.push(("submit (notify)".into(), submit_notify));
         rows.push(("get (notify)".into(), get_notify));
 
         // idempotent replay of the ask: same key, same payload → the original ack
         let (status, again) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&body))).await;
         assert_eq!((status, again["id"].as_str()), (StatusCode::ACCEPTED, Some(id.as_str())));
-        let replay = e.meter.take();
-        assert_eq!(
+        let replay = e.phase().await;
+        cost_eq!(
             replay.requests,
             expect(&[
                 // auth, callback secret (validated first), inbox depth, the claim once the
@@ -208,10 +209,10 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         e.clock.advance(Duration::seconds(60));
         let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&body))).await;
         assert_eq!(status, StatusCode::ACCEPTED);
-        let window = e.meter.take();
-        assert_eq!(window.requests.get("dynamodb:UpdateItem"), Some(&1));
-        assert_eq!(window.requests.get("dynamodb:PutItem"), Some(&1), "{window:?}");
-        assert_eq!(window.total("dynamodb"), 9, "the replay plus one PutItem");
+        let window = e.phase().await;
+        cost_eq!(window.requests.get("dynamodb:UpdateItem"), Some(&1));
+        cost_eq!(window.requests.get("dynamodb:PutItem"), Some(&1), "{window:?}");
+        cost_eq!(window.total("dynamodb"), 9, "the replay plus one PutItem");
         rows.push(("replay, first request of a rate window".into(), window));
 
         sizes.push((
@@ -223,11 +224,11 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         e.clock.advance(Duration::days(31));
         let outcome = handlers::sweep(&e.dep).await.unwrap();
         assert_eq!((outcome.expired, outcome.purged, outcome.requeued), (0, 3, 0), "{outcome:?}");
-        let purge = e.meter.take();
+        let purge = e.phase().await;
         // `due`, `retain`, `push`, the mailbox's MBXDUE and MBXRET and the sessions' SESSDUE,
         // SESSBNC and SESSRET partitions (empty here)
-        assert_eq!(purge.requests, expect(&[("dynamodb:Query", 8), ("dynamodb:DeleteItem", 3)]), "purge");
-        assert_eq!(purge.scanned, 3, "the three `retain` keys");
+        cost_eq!(purge.requests, expect(&[("dynamodb:Query", 8), ("dynamodb:DeleteItem", 3)]), "purge");
+        cost_eq!(purge.scanned, 3, "the three `retain` keys");
         rows.push(("sweep after retention (purges 3 messages)".into(), purge));
 
         sizes.push(("open counter".into(), item_size(&raw_item(&e, "OPEN#acme#bot".into(), "OPEN").await)));
@@ -252,7 +253,7 @@ async fn consumed_capacity_is_recorded_when_the_response_reports_it() {
     with_env("capacity", true, |e| async move {
         let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("k")))).await;
         assert_eq!(status, StatusCode::ACCEPTED);
-        let t = e.meter.take();
+        let t = e.phase().await;
         assert!(t.capacity > 0.0, "{t:?}");
         assert_eq!(t.total("dynamodb"), 4, "{t:?}");
     })

@@ -1,9 +1,18 @@
 //! Counting requests on the real SDK clients. Test-only: nothing here is on a production path;
 //! it plugs into `aws_sdk_dynamodb::config::Builder::interceptor` (and the SQS equivalent) of
 //! clients that are then handed to `assemble`.
+//!
+//! Besides counting requests it records what DynamoDB bills them on: the read units of every
+//! read (from the sizes of the items it returned and whether it was strongly consistent) and,
+//! for every write, the items it targeted, whether it ran in a transaction and whether it
+//! succeeded — `units.rs` turns those into write units with before/after table snapshots.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_smithy_runtime_api::client::interceptors::context::{Input, Output};
+use aws_smithy_types::config_bag::{Storable, StoreReplace};
 
 use aws_sdk_dynamodb::config::interceptors::{
     AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextMut,
@@ -26,6 +35,168 @@ pub struct Tally {
     /// Capacity units from `ConsumedCapacity`, when the responses carry it (see
     /// [`Meter::ask_for_capacity`]; moto reports placeholders, real DynamoDB real units).
     pub capacity: f64,
+    /// Read request units, derived (see [`read_units`]).
+    pub rru: f64,
+    /// Every write request, for [`crate::units`].
+    pub writes: Vec<Write>,
+    /// Write request units on the table and on its indexes, filled in by `Env::phase`.
+    pub wru_table: u64,
+    pub wru_gsi: u64,
+}
+
+/// One billed write request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    pub op: &'static str,
+    pub targets: Vec<Target>,
+    /// Inside `TransactWriteItems`: every item bills twice.
+    pub transactional: bool,
+    /// A refused conditional write (or cancelled transaction) is billed too.
+    pub ok: bool,
+}
+
+/// An item a write request names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub pk: String,
+    pub sk: String,
+    /// The new item's size, for a `Put`.
+    pub put_size: Option<usize>,
+    /// A transaction's `ConditionCheck`: billed, writes nothing.
+    pub check_only: bool,
+}
+
+/// What a request will be billed on, noted before it is sent (the input is gone afterwards).
+#[derive(Debug, Clone)]
+enum Draft {
+    Read { consistent: bool },
+    Write(Write),
+}
+
+impl Storable for Draft {
+    type Storer = StoreReplace<Self>;
+}
+
+/// DynamoDB's item size (attribute names + values; numbers approximated as 1 byte per two
+/// significant digits + 1), the basis of its request units.
+pub fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}
+
+fn value_size(v: &AttributeValue) -> usize {
+    match v {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(n) => n.trim_start_matches(['-', '0']).len().div_ceil(2) + 1,
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::L(l) => 3 + l.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        AttributeValue::M(m) => 3 + m.iter().map(|(k, v)| 1 + k.len() + value_size(v)).sum::<usize>(),
+        AttributeValue::Ss(l) => l.iter().map(String::len).sum(),
+        _ => 1,
+    }
+}
+
+/// Read units: a strongly consistent read of up to 4 KB is 1 unit, an eventually consistent
+/// one half; a `Query` is billed on the total size of what it read, rounded up once; at least
+/// one (half) unit even when nothing was found.
+pub fn read_units(bytes: usize, consistent: bool) -> f64 {
+    let units = bytes.div_ceil(4096).max(1) as f64;
+    if consistent { units } else { units / 2.0 }
+}
+
+fn target(key: Option<&HashMap<String, AttributeValue>>, put: Option<&HashMap<String, AttributeValue>>) -> Target {
+    let map = put.or(key);
+    let s = |k: &str| map.and_then(|m| m.get(k)).and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
+    Target { pk: s("pk"), sk: s("sk"), put_size: put.map(item_size), check_only: false }
+}
+
+fn write(op: &'static str, targets: Vec<Target>, transactional: bool) -> Draft {
+    Draft::Write(Write { op, targets, transactional, ok: false })
+}
+
+/// The billing draft of a DynamoDB request input.
+fn draft(input: &Input) -> Option<Draft> {
+    if let Some(i) = input.downcast_ref::<op::get_item::GetItemInput>() {
+        return Some(Draft::Read { consistent: i.consistent_read == Some(true) });
+    }
+    if let Some(i) = input.downcast_ref::<op::query::QueryInput>() {
+        // an index is always read eventually consistently
+        return Some(Draft::Read { consistent: i.consistent_read == Some(true) && i.index_name.is_none() });
+    }
+    if let Some(i) = input.downcast_ref::<op::scan::ScanInput>() {
+        return Some(Draft::Read { consistent: i.consistent_read == Some(true) });
+    }
+    if let Some(i) = input.downcast_ref::<op::batch_get_item::BatchGetItemInput>() {
+        let consistent = i.request_items.iter().flat_map(|m| m.values()).all(|k| k.consistent_read == Some(true));
+        return Some(Draft::Read { consistent });
+    }
+    if let Some(i) = input.downcast_ref::<op::put_item::PutItemInput>() {
+        return Some(write("PutItem", vec![target(None, i.item.as_ref())], false));
+    }
+    if let Some(i) = input.downcast_ref::<op::update_item::UpdateItemInput>() {
+        return Some(write("UpdateItem", vec![target(i.key.as_ref(), None)], false));
+    }
+    if let Some(i) = input.downcast_ref::<op::delete_item::DeleteItemInput>() {
+        return Some(write("DeleteItem", vec![target(i.key.as_ref(), None)], false));
+    }
+    if let Some(i) = input.downcast_ref::<op::transact_write_items::TransactWriteItemsInput>() {
+        let targets = i
+            .transact_items
+            .iter()
+            .flatten()
+            .map(|t| {
+                if let Some(p) = &t.put {
+                    target(None, Some(&p.item))
+                } else if let Some(u) = &t.update {
+                    target(Some(&u.key), None)
+                } else if let Some(d) = &t.delete {
+                    target(Some(&d.key), None)
+                } else if let Some(c) = &t.condition_check {
+                    Target { check_only: true, ..target(Some(&c.key), None) }
+                } else {
+                    target(None, None)
+                }
+            })
+            .collect();
+        return Some(write("TransactWriteItems", targets, true));
+    }
+    if let Some(i) = input.downcast_ref::<op::batch_write_item::BatchWriteItemInput>() {
+        let targets = i
+            .request_items
+            .iter()
+            .flat_map(|m| m.values())
+            .flatten()
+            .map(|w| match (&w.put_request, &w.delete_request) {
+                (Some(p), _) => target(None, Some(&p.item)),
+                (_, Some(d)) => target(Some(&d.key), None),
+                _ => target(None, None),
+            })
+            .collect();
+        return Some(write("BatchWriteItem", targets, false));
+    }
+    None
+}
+
+/// The read units of a read's output (`None` for anything else).
+fn output_read_units(out: &Output, consistent: bool) -> Option<f64> {
+    if let Some(o) = out.downcast_ref::<op::get_item::GetItemOutput>() {
+        return Some(read_units(o.item.as_ref().map_or(0, item_size), consistent));
+    }
+    if let Some(o) = out.downcast_ref::<op::query::QueryOutput>() {
+        // `Select=COUNT` returns no items: count each evaluated one as a small index entry.
+        let bytes = match &o.items {
+            Some(items) if !items.is_empty() => items.iter().map(item_size).sum(),
+            _ => usize::try_from(o.scanned_count).unwrap_or(0) * 100,
+        };
+        return Some(read_units(bytes, consistent));
+    }
+    if let Some(o) = out.downcast_ref::<op::scan::ScanOutput>() {
+        return Some(read_units(o.items().iter().map(item_size).sum(), consistent));
+    }
+    if let Some(o) = out.downcast_ref::<op::batch_get_item::BatchGetItemOutput>() {
+        let items = o.responses.iter().flat_map(|m| m.values()).flatten();
+        return Some(items.map(|i| read_units(item_size(i), consistent)).sum());
+    }
+    None
 }
 
 impl Tally {
@@ -38,6 +209,14 @@ impl Tally {
         }
         self.scanned += other.scanned;
         self.capacity += other.capacity;
+        self.rru += other.rru;
+        self.writes.extend(other.writes.iter().cloned());
+        self.wru_table += other.wru_table;
+        self.wru_gsi += other.wru_gsi;
+    }
+    /// Table + index write units.
+    pub fn wru(&self) -> u64 {
+        self.wru_table + self.wru_gsi
     }
 }
 
@@ -83,8 +262,11 @@ impl Intercept for Counting {
         &self,
         context: &mut BeforeSerializationInterceptorContextMut<'_>,
         _rc: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
+        if let Some(d) = draft(context.input()) {
+            cfg.interceptor_state().store_put(d);
+        }
         if !self.meter.capacity {
             return Ok(());
         }
@@ -130,9 +312,22 @@ impl Intercept for Counting {
         &self,
         context: &AfterDeserializationInterceptorContextRef<'_>,
         _rc: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let Ok(out) = context.output_or_error() else { return Ok(()) };
+        let result = context.output_or_error();
+        match (cfg.load::<Draft>(), &result) {
+            (Some(Draft::Write(w)), _) => {
+                let w = Write { ok: result.is_ok(), ..w.clone() };
+                self.meter.tally.lock().unwrap().writes.push(w);
+            }
+            (Some(Draft::Read { consistent }), Ok(out)) => {
+                if let Some(u) = output_read_units(out, *consistent) {
+                    self.meter.tally.lock().unwrap().rru += u;
+                }
+            }
+            _ => {}
+        }
+        let Ok(out) = result else { return Ok(()) };
         let (scanned, capacity) = if let Some(o) = out.downcast_ref::<op::query::QueryOutput>() {
             (o.scanned_count, units(o.consumed_capacity.as_ref()))
         } else if let Some(o) = out.downcast_ref::<op::scan::ScanOutput>() {

@@ -1,0 +1,97 @@
+//! The §7 terminal transition without a transaction.
+//!
+//! The compare-and-set is one conditional `PutItem` of the message: it is refused unless the
+//! stored message is still `open`, unchanged since it was read (`updated_at`), and — unless this
+//! is the expiry — not past `expires_at` (§7: an answer at `expires_at` beats the default). The
+//! push obligation (`push_status = pending`) is an attribute of that same item, so it is durable
+//! in the very write that makes the message terminal (§3.1).
+//!
+//! Before it, the tombstone is put (unconditionally: any terminal writes the same key, and its
+//! only content is the agent id), so no terminal message ever lacks the tombstone that answers
+//! 410 once it is purged; a losing transition leaves a tombstone the winner writes anyway.
+//!
+//! Only a terminal carrying a §8.7.1 `response` entry stays a transaction: the entry commits with
+//! the terminal, or not at all.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use ma2h_core::ports::StoreError;
+use ma2h_core::records::{MessageRecord, PushTrack, TerminalWrite};
+
+use crate::codec::*;
+use crate::{DynamoStore, unavailable};
+
+type R<T> = Result<T, StoreError>;
+
+const CAS: &str = "#st = :open AND updated_at = :seen \
+                   AND (:is_expiry = :true OR attribute_not_exists(expires_at) OR expires_at >= :at)";
+
+impl DynamoStore {
+    /// The terminal record `w` makes of `current`.
+    fn terminal_record(current: &MessageRecord, w: &TerminalWrite) -> MessageRecord {
+        MessageRecord {
+            status: w.status,
+            response: Some(w.response.clone()),
+            resolution_id: Some(w.resolution_id.clone()),
+            updated_at: w.resolved_at,
+            retain_until: Some(w.retain_until),
+            push: if w.push { Some(PushTrack::pending(w.resolved_at)) } else { current.push.clone() },
+            ..current.clone()
+        }
+    }
+
+    fn cas_values(current: &MessageRecord, w: &TerminalWrite) -> HashMap<String, AttributeValue> {
+        HashMap::from([
+            (":open".to_owned(), s("open")),
+            (":seen".to_owned(), n(ms(current.updated_at))),
+            (":is_expiry".to_owned(), AttributeValue::Bool(w.is_expiry)),
+            (":true".to_owned(), AttributeValue::Bool(true)),
+            (":at".to_owned(), n(ms(w.resolved_at))),
+        ])
+    }
+
+    /// One attempt at the §7 CAS over `current`: the terminal record when it won.
+    pub(crate) async fn try_terminal(&self, current: &MessageRecord, w: &TerminalWrite) -> R<Option<MessageRecord>> {
+        let next = Self::terminal_record(current, w);
+        let (account, id) = (&current.account, &current.id);
+        let tomb = tombstone_item(account, id, &current.agent_id, w.retain_until);
+        if let Some(entry) = &w.entry {
+            // §8.7.1: the session's `response` entry commits with the terminal, or not at all.
+            let cas = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(message_item(&next)))
+                .condition_expression(CAS)
+                .expression_attribute_names("#st", "status")
+                .set_expression_attribute_values(Some(Self::cas_values(current, w)))
+                .build()
+                .map_err(|e| unavailable("put", e))?;
+            let items = vec![
+                TransactWriteItem::builder().put(cas).build(),
+                self.put(tomb, None, HashMap::new())?,
+                self.put(crate::mailbox::entry_item(entry), Some("attribute_not_exists(pk)"), HashMap::new())?,
+                self.open_delta(account, &current.agent_id, -1)?,
+            ];
+            return Ok(self.transact(items).await?.then_some(next));
+        }
+        self.put_if(tomb, None, HashMap::new()).await?;
+        let res = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(message_item(&next)))
+            .condition_expression(CAS)
+            .expression_attribute_names("#st", "status")
+            .set_expression_attribute_values(Some(Self::cas_values(current, w)))
+            .send()
+            .await;
+        match res {
+            Ok(_) => {
+                self.add_open(account, &current.agent_id, -1).await?;
+                Ok(Some(next))
+            }
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(None),
+            Err(e) => Err(unavailable("PutItem", e)),
+        }
+    }
+}
