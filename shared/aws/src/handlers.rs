@@ -21,6 +21,9 @@ pub fn deliverer(dep: &Deployment) -> Result<Arc<push::Deliverer>, Error> {
     Ok(Arc::new(push::Deliverer::new(&dep.hub, sender, push::WhenBusy::Wait)))
 }
 
+/// How long an announced job whose terminal has not committed yet stays invisible.
+const NOT_YET_COMMITTED_DELAY_SECS: i32 = 1;
+
 fn failure(id: &str) -> BatchItemFailure {
     let mut f = BatchItemFailure::default();
     f.item_identifier = id.to_owned();
@@ -35,11 +38,28 @@ fn failure(id: &str) -> BatchItemFailure {
 pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: SqsEvent) -> SqsBatchResponse {
     let attempts = event.records.into_iter().map(|record| async move {
         let message_id = record.message_id.clone().unwrap_or_default();
-        let Some((account, id)) = record.body.as_deref().and_then(PushJob::parse) else {
+        let Some(job) = record.body.as_deref().and_then(PushJob::parse) else {
             tracing::warn!(sqs_message_id = %message_id, "dropping a malformed push job");
             return None;
         };
-        match deliverer.attempt(&dep.hub, &account, &id).await {
+        let id = job.id.clone();
+        let tried = match &job.announced {
+            None => deliverer.attempt(&dep.hub, &job.account, &job.id).await,
+            Some((resolution, at)) => {
+                match deliverer.attempt_announced(&dep.hub, &job.account, &job.id, resolution, *at).await {
+                    Ok(push::Announced::Tried(t)) => Ok(t),
+                    Ok(push::Announced::NotYetCommitted) => {
+                        // announced a moment before its terminal commits: look again shortly
+                        if let Some(handle) = &record.receipt_handle {
+                            dep.queue.delay(handle, NOT_YET_COMMITTED_DELAY_SECS).await;
+                        }
+                        return Some(failure(&message_id));
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        match tried {
             Ok(Some(track)) if track.status == PushStatus::Pending => {
                 // the backoff the use case recorded becomes the message's invisibility
                 if let Some(handle) = &record.receipt_handle {

@@ -33,6 +33,10 @@ pub struct AwsSettings {
     pub push_queue_url: String,
     /// How often a Lambda long-poll re-reads the store (`MA2H_LONG_POLL_INTERVAL_MS`, default 500).
     pub long_poll_interval: Duration,
+    /// How long past its retention a message is left to DynamoDB's TTL (free) before the sweeper
+    /// deletes it itself (`MA2H_PURGE_GRACE_HOURS`, default 72; TTL usually deletes within two
+    /// days).
+    pub purge_grace: Duration,
 }
 
 impl AwsSettings {
@@ -53,10 +57,19 @@ impl AwsSettings {
         if interval == 0 {
             return Err(ConfigError::Invalid { var: INTERVAL, reason: "must be at least 1".into() });
         }
+        const GRACE: &str = "MA2H_PURGE_GRACE_HOURS";
+        let grace = match get(GRACE) {
+            Some(v) => v.parse::<u64>().ok().filter(|h| *h <= 24 * 365).ok_or_else(|| ConfigError::Invalid {
+                var: GRACE,
+                reason: format!("must be a whole number of hours up to 8760, got `{v}`"),
+            })?,
+            None => 72,
+        };
         Ok(Self {
             table: get("MA2H_TABLE").unwrap_or_else(|| "ma2h".into()),
             push_queue_url: get("MA2H_PUSH_QUEUE_URL").ok_or(ConfigError::Missing("MA2H_PUSH_QUEUE_URL"))?,
             long_poll_interval: Duration::from_millis(interval),
+            purge_grace: Duration::from_secs(grace * 3600),
         })
     }
 }
@@ -101,7 +114,7 @@ pub fn sdk_loader() -> aws_config::ConfigLoader {
 async fn build_with(aws: AwsSettings) -> Result<Deployment, Error> {
     let config = sdk_loader().load().await;
     let settings = crate::hub_secret::load(Settings::from_env()?, &config, env(crate::hub_secret::VAR)).await?;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table);
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table).with_purge_grace(aws.purge_grace);
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);
     Ok(assemble(settings, &aws, store, queue)?)
 }

@@ -41,6 +41,7 @@ async fn env() -> Option<Env> {
         table: table.clone(),
         push_queue_url: queue_url.clone(),
         long_poll_interval: std::time::Duration::from_millis(50),
+        purge_grace: std::time::Duration::ZERO,
     };
     let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));

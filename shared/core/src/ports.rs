@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ma2h_protocol::ids::{AccountId, AgentId, MessageId, SessionId};
+use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId, SessionId, key_part};
 use ma2h_protocol::time::Timestamp;
 
 use crate::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
@@ -124,6 +124,35 @@ pub trait MessageStore: Send + Sync + 'static {
     /// Open asks/tasks of one agent (the §8.6 inbox-depth limit).
     async fn count_open(&self, account: &AccountId, agent: &AgentId) -> Result<u64, StoreError>;
 
+    /// §8.6 for one submit, in one step: count it in the agent's fixed-minute request window
+    /// `window` (its key part: the minute; it ends at `window_end`) and, when `opens` (an ask or
+    /// a task), in the agent's open count. The default is [`Self::incr_counter`] on
+    /// `rpm/{account}/{agent}/{window}` plus [`Self::count_open`]; a store may instead keep an
+    /// *upper bound* of the open count that terminals never decrement, which
+    /// [`Self::recount_open`] makes exact when it reaches the limit.
+    async fn admit(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        window: i64,
+        window_end: Timestamp,
+        opens: bool,
+        now: Timestamp,
+    ) -> Result<Admission, StoreError> {
+        let key = format!("rpm/{}/{}/{window}", key_part(account.as_str()), key_part(agent.as_str()));
+        let requests = self.incr_counter(&key, window_end, now).await?;
+        let open_before = if opens { self.count_open(account, agent).await? } else { 0 };
+        Ok(Admission { requests, open_before })
+    }
+
+    /// The exact open count of an agent whose [`Self::admit`] bound reached the depth limit;
+    /// `admitted` is the bound that submit saw (its own submit included). A store keeping a bound
+    /// re-bases it here. The default is [`Self::count_open`].
+    async fn recount_open(&self, account: &AccountId, agent: &AgentId, admitted: u64) -> Result<u64, StoreError> {
+        let _ = admitted;
+        self.count_open(account, agent).await
+    }
+
     /// Atomically add one to the counter `key` and return the new value (§8.6
     /// requests-per-minute). A missing counter, or one whose `expires_at` is at or before `now`
     /// (Hub clock), restarts at 1 with the given `expires_at`.
@@ -132,6 +161,15 @@ pub trait MessageStore: Send + Sync + 'static {
     /// The counter `key`'s value, 0 when it is missing or its `expires_at` is at or before
     /// `now`. A strongly consistent read: an increment that returned is always seen.
     async fn read_counter(&self, key: &str, now: Timestamp) -> Result<u64, StoreError>;
+}
+
+/// What [`MessageStore::admit`] counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// Requests in the window, this one included.
+    pub requests: u64,
+    /// Open asks/tasks before this submit: exact, or an upper bound (see `admit`).
+    pub open_before: u64,
 }
 
 /// Credentials (hashed) and per-agent sealed secrets.
@@ -322,6 +360,22 @@ pub trait SessionStore: Send + Sync + 'static {
 #[async_trait]
 pub trait PushQueue: Send + Sync + 'static {
     async fn enqueue(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError>;
+
+    /// Take the job of the terminal `resolution` is about to commit, *before* it commits — only
+    /// a queue that keeps messages durably for longer than any retry can (SQS). `Ok(true)`: the
+    /// queue holds it, so the obligation cannot be lost after the commit and needs no index; the
+    /// consumer must then check that `resolution` is the terminal that committed (a job whose
+    /// transition lost its CAS, or never committed, is dropped). `Ok(false)` (the default): the
+    /// caller enqueues after the commit, as before.
+    async fn announce(
+        &self,
+        _account: &AccountId,
+        _id: &MessageId,
+        _resolution: &ResolutionId,
+        _at: Timestamp,
+    ) -> Result<bool, QueueError> {
+        Ok(false)
+    }
 }
 
 /// An announcement the queue did not take (the obligation stays in the store).

@@ -153,6 +153,10 @@ pub struct TerminalWrite {
     pub is_expiry: bool,
     /// Write a pending push obligation (due at `resolved_at`) in the same atomic write.
     pub push: bool,
+    /// The push queue already holds this terminal's job, taken *before* this write
+    /// ([`crate::ports::PushQueue::announce`]): the store need not index the obligation for a
+    /// sweep to find a lost announcement (it leaves `next_attempt_at` unset).
+    pub announced: bool,
     /// The record the caller read this message as, when it has one. A store MAY build the
     /// terminal record from it instead of re-reading (a DynamoDB `GetItem` saved per terminal),
     /// but only under its CAS: the write must also be refused if the stored record's

@@ -1,14 +1,17 @@
 //! # ma2h-queue-sqs
 //!
-//! [`PushQueue`] on SQS: after the terminal transition commits its push obligation, the Hub sends
-//! `{account, id}` to the delivery queue; the `deliver` function performs the push. The queue's
-//! redrive policy moves messages that keep failing to a DLQ. A lost send loses nothing — the
-//! obligation is in the store and the `sweep` function re-enqueues stale ones (§3.1).
+//! [`PushQueue`] on SQS. Just *before* a terminal transition with a push commits, the Hub sends
+//! `{account, id, resolution_id, at}` to the delivery queue ([`PushQueue::announce`]); the
+//! `deliver` function performs the push once that resolution is the committed terminal, and drops
+//! the job if another one won or it never committed. SQS keeps the job durably (with a DLQ), so
+//! an obligation can never lose its announcement after the commit, and the store keeps no index
+//! entry for it. If the send fails, the Hub enqueues `{account, id}` after the commit instead, and
+//! the `sweep` function re-enqueues such a job if that send is lost too (§3.1).
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use ma2h_core::ports::{PushQueue, QueueError};
-use ma2h_protocol::ids::{AccountId, MessageId};
+use ma2h_protocol::ids::{AccountId, MessageId, ResolutionId};
 use ma2h_protocol::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -20,12 +23,30 @@ const MAX_VISIBILITY_SECS: i64 = 43_200;
 pub struct PushJob {
     pub account: String,
     pub id: String,
+    /// Set on an announcement: the terminal this job belongs to, and when it was sent (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<i64>,
+}
+
+/// A parsed job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub account: AccountId,
+    pub id: MessageId,
+    /// An announcement's terminal and its send time.
+    pub announced: Option<(ResolutionId, Timestamp)>,
 }
 
 impl PushJob {
-    pub fn parse(body: &str) -> Option<(AccountId, MessageId)> {
+    pub fn parse(body: &str) -> Option<Job> {
         let job: PushJob = serde_json::from_str(body).ok()?;
-        Some((AccountId::parse(&job.account)?, MessageId::parse(&job.id)?))
+        let announced = match (job.resolution_id, job.at) {
+            (Some(r), Some(at)) => Some((ResolutionId::parse(&r)?, ma2h_protocol::time::from_millis(at))),
+            _ => None,
+        };
+        Some(Job { account: AccountId::parse(&job.account)?, id: MessageId::parse(&job.id)?, announced })
     }
 }
 
@@ -72,8 +93,12 @@ impl SqsPushQueue {
 
     /// Send one job.
     pub async fn send(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {
-        let body = serde_json::to_string(&PushJob { account: account.to_string(), id: id.to_string() })
-            .map_err(|e| QueueError(e.to_string()))?;
+        self.send_job(&PushJob { account: account.to_string(), id: id.to_string(), resolution_id: None, at: None })
+            .await
+    }
+
+    async fn send_job(&self, job: &PushJob) -> Result<(), QueueError> {
+        let body = serde_json::to_string(job).map_err(|e| QueueError(e.to_string()))?;
         self.client
             .send_message()
             .queue_url(&self.queue_url)
@@ -96,6 +121,22 @@ impl PushQueue for SqsPushQueue {
     async fn enqueue(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {
         self.send(account, id).await
     }
+
+    async fn announce(
+        &self,
+        account: &AccountId,
+        id: &MessageId,
+        resolution: &ResolutionId,
+        at: Timestamp,
+    ) -> Result<bool, QueueError> {
+        let job = PushJob {
+            account: account.to_string(),
+            id: id.to_string(),
+            resolution_id: Some(resolution.to_string()),
+            at: Some(at.timestamp_millis()),
+        };
+        self.send_job(&job).await.map(|()| true)
+    }
 }
 
 #[cfg(test)]
@@ -115,8 +156,22 @@ mod tests {
     #[test]
     fn job_bodies_round_trip_and_garbage_is_rejected() {
         let id = MessageId::from_parts(1, 2);
-        let body = serde_json::to_string(&PushJob { account: "acme".into(), id: id.to_string() }).unwrap();
-        assert_eq!(PushJob::parse(&body), Some((AccountId::parse("acme").unwrap(), id)));
+        let body = serde_json::to_string(&PushJob {
+            account: "acme".into(),
+            id: id.to_string(),
+            resolution_id: None,
+            at: None,
+        })
+        .unwrap();
+        let acme = AccountId::parse("acme").unwrap();
+        assert_eq!(PushJob::parse(&body), Some(Job { account: acme.clone(), id: id.clone(), announced: None }));
+        let announced = r#"{"account":"acme","id":"ID","resolution_id":"res_01J00000000000000000000000","at":1000}"#
+            .replace("ID", id.as_str());
+        let job = PushJob::parse(&announced).unwrap();
+        assert_eq!(
+            job.announced.map(|(r, at)| (r.to_string(), at.timestamp_millis())),
+            Some(("res_01J00000000000000000000000".into(), 1000))
+        );
         assert_eq!(PushJob::parse("{}"), None);
         assert_eq!(PushJob::parse(r#"{"account":"acme","id":"not-an-id"}"#), None);
     }

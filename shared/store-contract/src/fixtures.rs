@@ -154,6 +154,7 @@ pub fn terminal(status: Status, resolved_at: Timestamp) -> TerminalWrite {
         retain_until: resolved_at + RETENTION,
         is_expiry: status == Status::Expired,
         push: false,
+        announced: false,
         seen: None,
         entry: None,
     }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use ma2h_core::listing::{ListCursor, MessageSummary, project_of, tags_of};
 use ma2h_core::mailbox::AckRecord;
@@ -134,17 +135,15 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
     let mut put = |k: &str, v: AttributeValue| {
         item.insert(k.to_owned(), v);
     };
-    put("id", s(m.id.as_str()));
-    put("account", s(m.account.as_str()));
+    // The account and id are read from `pk` (they are not repeated: item size is billed).
     put("agent_id", s(m.agent_id.as_str()));
     put("kind", s(m.kind.as_str()));
     put("status", s(m.status.as_str()));
     put("priority", s(m.priority.as_str()));
     put("title", s(&m.title));
-    put("envelope", s(m.envelope.to_string()));
-    if let Some(t) = &m.state_text {
-        put("state_text", s(t));
-    }
+    // The envelope, the Response and the verbatim state travel as one deflated attribute: item
+    // size is what every write of the message bills (1 unit per started KB, docs/COST.md).
+    put(BODY, AttributeValue::B(pack(&m.envelope, m.response.as_ref(), m.state_text.as_deref())));
     put("created_at", n(ms(m.created_at)));
     put("updated_at", n(ms(m.updated_at)));
     if let Some(e) = m.expires_at {
@@ -154,9 +153,6 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
             put("due_sk", n(ms(e)));
         }
     }
-    if let Some(r) = &m.response {
-        put("response", s(r.to_string()));
-    }
     if let Some(r) = &m.resolution_id {
         put("resolution_id", s(r.as_str()));
     }
@@ -164,7 +160,9 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
         put("retain_until", n(ms(r)));
         put("retain_pk", s("RET"));
         put("retain_sk", n(ms(r)));
-        put("ttl", ttl_secs(r + chrono::Duration::days(1)));
+        // DynamoDB's TTL deletes the message once retention ends (free; usually within two
+        // days); the tombstone keeps answering 410.
+        put("ttl", n(r.timestamp() + 1));
     }
     if let Some(p) = &m.push {
         for (k, v) in push_attrs(p) {
@@ -202,6 +200,11 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
     item
 }
 
+/// A message item's account and id, from its `pk`.
+fn message_key(item: &Item) -> Result<(AccountId, MessageId), StoreError> {
+    parse_msg_pk(get_s(item, "pk")?).ok_or_else(|| corrupt("bad message pk"))
+}
+
 /// A listing summary from an `inbox` index item.
 pub(crate) fn summary_from(item: &Item) -> Result<MessageSummary, StoreError> {
     let tags = match item.get("tags") {
@@ -214,7 +217,7 @@ pub(crate) fn summary_from(item: &Item) -> Result<MessageSummary, StoreError> {
             .collect::<Result<_, _>>()?,
     };
     Ok(MessageSummary {
-        id: MessageId::from_trusted(get_s(item, "id")?.to_owned()),
+        id: message_key(item)?.1,
         agent_id: parsed(item, "agent_id", AgentId::parse)?,
         kind: parsed(item, "kind", MessageType::parse)?,
         status: parsed(item, "status", Status::parse)?,
@@ -263,22 +266,61 @@ pub(crate) fn push_attrs(p: &PushTrack) -> Vec<(String, AttributeValue)> {
     v
 }
 
+/// The attribute holding a message's deflated `[envelope, response, state_text]`.
+pub(crate) const BODY: &str = "z";
+
+fn pack(envelope: &serde_json::Value, response: Option<&serde_json::Value>, state: Option<&str>) -> Blob {
+    use std::io::Write as _;
+    let json = serde_json::to_vec(&(envelope, response, state)).unwrap_or_default();
+    let mut z = flate2::write::DeflateEncoder::new(Vec::with_capacity(json.len() / 2), flate2::Compression::best());
+    // writing to a Vec cannot fail
+    let _ = z.write_all(&json);
+    Blob::new(z.finish().unwrap_or_default())
+}
+
+type Body = (serde_json::Value, Option<serde_json::Value>, Option<String>);
+
+/// A message's envelope, Response and state: from [`BODY`], or from the plain attributes of an
+/// item written before it existed (2026-12-04).
+fn unpack(item: &Item) -> Result<Body, StoreError> {
+    use std::io::Read as _;
+    let Some(z) = item.get(BODY) else {
+        return Ok((
+            json(item, "envelope")?.ok_or_else(|| corrupt("missing envelope"))?,
+            json(item, "response")?,
+            opt_s(item, "state_text"),
+        ));
+    };
+    let z = z.as_b().map_err(|_| corrupt("bad body"))?;
+    let mut json = Vec::new();
+    flate2::read::DeflateDecoder::new(z.as_ref())
+        .take(MAX_BODY)
+        .read_to_end(&mut json)
+        .map_err(|_| corrupt("body does not inflate"))?;
+    serde_json::from_slice(&json).map_err(|_| corrupt("body is not a message"))
+}
+
+/// Far above what a stored message can hold (an item is at most 400 KB): a bound on inflating.
+const MAX_BODY: u64 = 16 << 20;
+
 pub(crate) fn message_from(item: &Item) -> Result<MessageRecord, StoreError> {
     let push = push_from(item)?;
+    let (envelope, response, state_text) = unpack(item)?;
+    let (account, id) = message_key(item)?;
     Ok(MessageRecord {
-        id: MessageId::from_trusted(get_s(item, "id")?.to_owned()),
-        account: parsed(item, "account", AccountId::parse)?,
+        id,
+        account,
         agent_id: parsed(item, "agent_id", AgentId::parse)?,
         kind: parsed(item, "kind", MessageType::parse)?,
         status: parsed(item, "status", Status::parse)?,
         priority: parsed(item, "priority", Priority::parse)?,
         title: get_s(item, "title")?.to_owned(),
-        envelope: json(item, "envelope")?.ok_or_else(|| corrupt("missing envelope"))?,
-        state_text: opt_s(item, "state_text"),
+        envelope,
+        state_text,
         created_at: time::from_millis(get_n(item, "created_at")?),
         expires_at: opt_ts(item, "expires_at")?,
         updated_at: time::from_millis(get_n(item, "updated_at")?),
-        response: json(item, "response")?,
+        response,
         resolution_id: opt_s(item, "resolution_id").map(ResolutionId::from_trusted),
         retain_until: opt_ts(item, "retain_until")?,
         push,

@@ -28,7 +28,6 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use ma2h_core::mailbox::MailboxEntry;
 use ma2h_core::ports::{MessageStore, StoreError};
 use ma2h_core::records::{IdempotencyRecord, Inserted, MessageRecord};
-use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::time::Timestamp;
 
 use crate::codec::*;
@@ -91,11 +90,8 @@ impl DynamoStore {
         if let Some(r) = m.retain_until {
             self.put_if(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new()).await?;
         }
-        let inserted = self.put_if(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new()).await?;
-        if inserted && m.status == Status::Open {
-            self.add_open(&m.account, &m.agent_id, 1).await?;
-        }
-        Ok(inserted)
+        // (The open count was raised by `admit`, before: see `admission.rs`.)
+        self.put_if(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new()).await
     }
 
     /// The key was claimed by an earlier (or concurrent) submit: a replay — after making sure
@@ -120,8 +116,8 @@ impl DynamoStore {
         Ok(Inserted::Existing(existing))
     }
 
-    /// An addressed message and its mailbox entry: one transaction (with the claim, the open
-    /// counter and, when terminal on insert, the tombstone).
+    /// An addressed message and its mailbox entry: one transaction (with the claim and, when
+    /// terminal on insert, the tombstone).
     pub(crate) async fn insert_addressed(
         &self,
         m: &MessageRecord,
@@ -152,9 +148,6 @@ impl DynamoStore {
                 Some("attribute_not_exists(pk) OR expires_at <= :now"),
                 HashMap::from([(":now".to_owned(), n(ms(now)))]),
             )?);
-        }
-        if m.status == Status::Open {
-            items.push(self.open_delta(&m.account, &m.agent_id, 1)?);
         }
         if let Some(r) = m.retain_until {
             items.push(self.put(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new())?);

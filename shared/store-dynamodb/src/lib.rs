@@ -3,15 +3,17 @@
 //! The Hub's store on one DynamoDB table (design and access patterns: `docs/dynamodb.md`; table
 //! definition: `infra/dynamodb-table.json`, shared with SAM and the LocalStack init script).
 //!
-//! * Every state transition is a conditional write — the §7 compare-and-set — and writes that
-//!   must land together (message + idempotency claim + open counter + tombstone) are one
-//!   `TransactWriteItems`.
+//! * Every state transition is one conditional write — the §7 compare-and-set, the §8.1 claim —
+//!   ordered so that each invariant holds between writes (`insert.rs`, `terminal.rs`);
+//!   `TransactWriteItems` (which bills twice) only where two items must change atomically.
 //! * Due work is read from sparse GSIs ordered by time (`due`, `push`, `retain`): never a Scan.
-//! * Retention: the sweeper deletes messages past `retain_until` (found through `retain`),
-//!   leaving the tombstone that answers 410; a TTL attribute is the backstop.
+//! * Retention: a message's TTL attribute is its `retain_until`, so DynamoDB deletes it for free
+//!   (usually within two days), leaving the tombstone that answers 410; the sweeper deletes what
+//!   the TTL has left after a grace (found through `retain`).
 //! * Secrets are stored sealed by the caller (XChaCha20-Poly1305 under the master key), never in
 //!   plaintext.
 
+mod admission;
 mod codec;
 mod credentials;
 mod insert;
@@ -32,11 +34,26 @@ pub struct DynamoStore {
     table: String,
     /// Index entries one listing page may read (`listing::MAX_SCANNED_PER_PAGE`).
     max_scanned: i32,
+    /// How long past `retain_until` a message is left to the table's TTL before `purge` deletes
+    /// it (0: at once).
+    purge_grace: chrono::Duration,
 }
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self { client, table: table.into(), max_scanned: listing::MAX_SCANNED_PER_PAGE }
+        Self {
+            client,
+            table: table.into(),
+            max_scanned: listing::MAX_SCANNED_PER_PAGE,
+            purge_grace: chrono::Duration::zero(),
+        }
+    }
+
+    /// Leave messages past retention to the table's TTL (it deletes for free, usually within two
+    /// days) for `grace` before [`ma2h_core::ports::MessageStore::purge`] deletes them itself.
+    pub fn with_purge_grace(mut self, grace: std::time::Duration) -> Self {
+        self.purge_grace = chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::zero());
+        self
     }
 
     /// Lower the entries one listing page may read (tests reach the limit with few messages).

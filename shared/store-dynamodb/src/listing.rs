@@ -356,7 +356,12 @@ mod tests {
             ..m
         };
         let item = projected(&message_item(&m));
-        assert!(!item.contains_key("envelope") && !item.contains_key("state_text") && !item.contains_key("response"));
+        assert!(
+            !item.contains_key("z")
+                && !item.contains_key("envelope")
+                && !item.contains_key("state_text")
+                && !item.contains_key("response")
+        );
         assert_eq!(summary_from(&item).unwrap(), MessageSummary::from(&m));
     }
 }

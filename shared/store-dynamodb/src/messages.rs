@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, Put, ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, Put, ReturnValue, TransactWriteItem};
 use ma2h_core::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
 use ma2h_core::ports::{MessageStore, StoreError};
 use ma2h_core::records::{
@@ -43,32 +43,6 @@ impl DynamoStore {
             b = b.set_expression_attribute_values(Some(values));
         }
         Ok(TransactWriteItem::builder().put(b.build().map_err(|e| unavailable("put", e))?).build())
-    }
-
-    /// `ADD open_count :d` on the per-agent open counter (§8.6 inbox depth), as a plain write.
-    pub(crate) async fn add_open(&self, account: &AccountId, agent: &AgentId, delta: i64) -> R<()> {
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(open_pk(account, agent), "OPEN")))
-            .update_expression("ADD open_count :d")
-            .expression_attribute_values(":d", n(delta))
-            .send()
-            .await
-            .map_err(|e| unavailable("UpdateItem", e))?;
-        Ok(())
-    }
-
-    /// `ADD open_count :d` on the per-agent open counter (§8.6 inbox depth), in a transaction.
-    pub(crate) fn open_delta(&self, account: &AccountId, agent: &AgentId, delta: i64) -> R<TransactWriteItem> {
-        let u = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(key(open_pk(account, agent), "OPEN")))
-            .update_expression("ADD open_count :d")
-            .expression_attribute_values(":d", n(delta))
-            .build()
-            .map_err(|e| unavailable("update", e))?;
-        Ok(TransactWriteItem::builder().update(u).build())
     }
 
     /// `Ok(false)` when a condition failed (the compare-and-set or the idempotency claim was
@@ -213,15 +187,18 @@ impl MessageStore for DynamoStore {
     }
 
     async fn purge(&self, now: Timestamp, limit: usize) -> R<usize> {
+        // The TTL deletes messages past retention for free; this deletes what it left after the
+        // grace (docs/dynamodb.md), so retention has a hard upper bound too.
+        let cutoff = now - self.purge_grace;
         let mut purged = 0;
-        for (account, id) in self.due("retain", "retain_pk", "RET", "retain_sk", now, limit).await? {
+        for (account, id) in self.due("retain", "retain_pk", "RET", "retain_sk", cutoff, limit).await? {
             let res = self
                 .client
                 .delete_item()
                 .table_name(&self.table)
                 .set_key(Some(key(msg_pk(&account, &id), MSG_SK)))
                 .condition_expression("retain_until <= :now")
-                .expression_attribute_values(":now", n(ms(now)))
+                .expression_attribute_values(":now", n(ms(cutoff)))
                 .send()
                 .await;
             match res {
@@ -373,9 +350,23 @@ impl MessageStore for DynamoStore {
     }
 
     async fn count_open(&self, account: &AccountId, agent: &AgentId) -> R<u64> {
-        let item = self.get(key(open_pk(account, agent), "OPEN")).await?;
-        let count = item.as_ref().map(|i| opt_n(i, "open_count")).transpose()?.flatten().unwrap_or(0);
-        Ok(u64::try_from(count.max(0)).unwrap_or(0))
+        self.count_open_exact(account, agent).await
+    }
+
+    async fn admit(
+        &self,
+        account: &AccountId,
+        agent: &AgentId,
+        window: i64,
+        _window_end: Timestamp,
+        opens: bool,
+        _now: Timestamp,
+    ) -> R<ma2h_core::ports::Admission> {
+        self.admit_submit(account, agent, window, opens).await
+    }
+
+    async fn recount_open(&self, account: &AccountId, agent: &AgentId, admitted: u64) -> R<u64> {
+        self.recount(account, agent, admitted).await
     }
 
     async fn incr_counter(&self, counter: &str, expires_at: Timestamp, now: Timestamp) -> R<u64> {

@@ -36,7 +36,15 @@ impl DynamoStore {
             resolution_id: Some(w.resolution_id.clone()),
             updated_at: w.resolved_at,
             retain_until: Some(w.retain_until),
-            push: if w.push { Some(PushTrack::pending(w.resolved_at)) } else { current.push.clone() },
+            // An announced push is the queue's (no `next_attempt_at`: no `push` index entry).
+            push: if w.push {
+                Some(PushTrack {
+                    next_attempt_at: (!w.announced).then_some(w.resolved_at),
+                    ..PushTrack::pending(w.resolved_at)
+                })
+            } else {
+                current.push.clone()
+            },
             ..current.clone()
         }
     }
@@ -70,7 +78,6 @@ impl DynamoStore {
                 TransactWriteItem::builder().put(cas).build(),
                 self.put(tomb, None, HashMap::new())?,
                 self.put(crate::mailbox::entry_item(entry), Some("attribute_not_exists(pk)"), HashMap::new())?,
-                self.open_delta(account, &current.agent_id, -1)?,
             ];
             return Ok(self.transact(items).await?.then_some(next));
         }
@@ -86,10 +93,8 @@ impl DynamoStore {
             .send()
             .await;
         match res {
-            Ok(_) => {
-                self.add_open(account, &current.agent_id, -1).await?;
-                Ok(Some(next))
-            }
+            // (No open-count decrement: `admission.rs` keeps an upper bound.)
+            Ok(_) => Ok(Some(next)),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(None),
             Err(e) => Err(unavailable("PutItem", e)),
         }

@@ -56,8 +56,16 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     // The production defaults for what submit checks: 600 requests/min, inbox depth 1000.
     let settings = test_settings();
     // The production default re-read interval for Lambda long-polls.
-    let aws = AwsSettings { table: table.clone(), push_queue_url: queue_url.clone(), long_poll_interval: ms(500) };
-    let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
+    // The production default grace: past retention a message is DynamoDB's TTL's to delete (free);
+    // the sweeper deletes only what TTL has left 72 hours later.
+    let aws = AwsSettings {
+        table: table.clone(),
+        push_queue_url: queue_url.clone(),
+        long_poll_interval: ms(500),
+        purge_grace: std::time::Duration::from_secs(72 * 3600),
+    };
+    let store = DynamoStore::new(ddb, table).with_purge_grace(aws.purge_grace);
+    let mut dep = assemble(settings, &aws, store, SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     dep.hub.clock = clock.clone();
     let agent = admin::create_agent(&dep.hub, "acme", "bot", None).await.unwrap().api_key;

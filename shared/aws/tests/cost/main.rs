@@ -18,6 +18,7 @@ mod support;
 mod sweep;
 mod units;
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -112,7 +113,12 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
             ]),
             "resolve"
         );
-        sizes.push(("message item, resolved (push pending)".into(), item_size(&raw_item(&e, pk.clone(), "MSG").await)));
+        let resolved_item = raw_item(&e, pk.clone(), "MSG").await;
+        sizes.push(("message item, resolved (push pending)".into(), item_size(&resolved_item)));
+        let mut attrs: Vec<(usize, &String)> =
+            resolved_item.iter().map(|(k, v)| (item_size(&HashMap::from([(k.clone(), v.clone())])), k)).collect();
+        attrs.sort_by(|a, b| b.cmp(a));
+        println!("resolved message item, bytes per attribute: {attrs:?}");
         sizes.push(("tombstone".into(), item_size(&raw_item(&e, pk.clone(), "TOMB").await)));
         sizes.push((
             "`inbox` index entry, resolved (+100 B index overhead)".into(),
@@ -215,23 +221,36 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         cost_eq!(window.total("dynamodb"), 9, "the replay plus one PutItem");
         rows.push(("replay, first request of a rate window".into(), window));
 
-        sizes.push((
-            "rate counter".into(),
-            item_size(&raw_item(&e, format!("CNT#rpm/acme/bot/{}", e.clock_minute()), "CNT").await),
-        ));
-        // retention: the sweeper purges the three messages (two notifies, the ask) once their
-        // `retain_until` passes; tombstones, claims and counters go by TTL (free)
+        // Retention: each message's TTL attribute is its `retain_until`, so DynamoDB deletes it
+        // for free (moto does not run the TTL: the items stay, as they would until the TTL runs).
+        // A sweep right after retention has nothing to do — the per-ask purge costs no write.
         e.clock.advance(Duration::days(31));
         let outcome = handlers::sweep(&e.dep).await.unwrap();
-        assert_eq!((outcome.expired, outcome.purged, outcome.requeued), (0, 3, 0), "{outcome:?}");
-        let purge = e.phase().await;
+        assert_eq!((outcome.expired, outcome.purged, outcome.requeued), (0, 0, 0), "{outcome:?}");
+        let ttl = e.phase().await;
         // `due`, `retain`, `push`, the mailbox's MBXDUE and MBXRET and the sessions' SESSDUE,
         // SESSBNC and SESSRET partitions (empty here)
-        cost_eq!(purge.requests, expect(&[("dynamodb:Query", 8), ("dynamodb:DeleteItem", 3)]), "purge");
-        cost_eq!(purge.scanned, 3, "the three `retain` keys");
-        rows.push(("sweep after retention (purges 3 messages)".into(), purge));
+        cost_eq!(ttl.requests, expect(&[("dynamodb:Query", 8)]), "sweep within the TTL's grace");
+        let msg_ttl = raw_item(&e, pk.clone(), "MSG").await["ttl"].as_n().unwrap().parse::<i64>().unwrap();
+        let retain = raw_item(&e, pk.clone(), "MSG").await["retain_until"].as_n().unwrap().parse::<i64>().unwrap();
+        assert_eq!(msg_ttl, retain / 1000 + 1, "the TTL deletes the message once retention ends");
+        rows.push(("sweep after retention (the TTL deletes, free)".into(), ttl));
+        // What the TTL has not deleted 72 hours later, the sweeper does (not in the total).
+        e.clock.advance(Duration::hours(72));
+        let outcome = handlers::sweep(&e.dep).await.unwrap();
+        assert_eq!((outcome.expired, outcome.purged, outcome.requeued), (0, 3, 0), "{outcome:?}");
+        let backstop = e.phase().await;
+        cost_eq!(backstop.requests, expect(&[("dynamodb:Query", 8), ("dynamodb:DeleteItem", 3)]), "backstop purge");
+        cost_eq!(backstop.scanned, 3, "the three `retain` keys");
+        rows.push((
+            "backstop sweep 72 h later, if the TTL has not run (3 messages; not in the total)".into(),
+            backstop,
+        ));
 
-        sizes.push(("open counter".into(), item_size(&raw_item(&e, "OPEN#acme#bot".into(), "OPEN").await)));
+        sizes.push((
+            "agent counter (request window + open count)".into(),
+            item_size(&raw_item(&e, "OPEN#acme#bot".into(), "OPEN").await),
+        ));
         sizes.push(("credential".into(), {
             let hash = ma2h_core::auth::hash_key(&e.agent);
             item_size(&raw_item(&e, format!("KEY#{hash}"), "KEY").await)

@@ -35,10 +35,24 @@ pub(crate) async fn apply_terminal(
         is_expiry: terminal.resolution == ma2h_protocol::lifecycle::Resolution::Expired,
         // §8.3: every terminal of a push-mode ask/task owes a push (any resolution, §10 parity).
         push: envelope.callback().is_some_and(|c| c.mode == ma2h_protocol::envelope::CallbackMode::Push),
+        announced: false,
         seen: Some(Box::new(record.clone())),
         entry: None,
     };
-    let write = TerminalWrite { entry: response_entry(hub, record, envelope, &write).await?.map(Box::new), ..write };
+    let entry = response_entry(hub, record, envelope, &write).await?.map(Box::new);
+    // §3.1 on a durable queue: the job is queued before the terminal commits, so no committed
+    // push obligation can lose its announcement (the consumer drops a job whose terminal lost
+    // the CAS or never committed). Otherwise the job is enqueued after the commit, and a lost
+    // one is found by the sweeper through the store's index of pending pushes.
+    let announced = write.push
+        && match hub.push_queue.announce(&record.account, &record.id, &write.resolution_id, hub.clock.now()).await {
+            Ok(taken) => taken,
+            Err(e) => {
+                tracing::warn!(message_id = %record.id, error = %e, "push announcement failed; enqueued after the commit");
+                false
+            }
+        };
+    let write = TerminalWrite { entry, announced, ..write };
     let outcome = match hub.messages.complete(&record.account, &record.id, &write).await? {
         // Refused while still open: the resolve/cancel landed after `expires_at` (§7), so the
         // expiry wins and the caller sees it as the terminal that beat them.
@@ -53,6 +67,7 @@ pub(crate) async fn apply_terminal(
             hub.changes.publish_mailbox(&entry.mailbox);
         }
         if write.push
+            && !write.announced
             && let Err(e) = hub.push_queue.enqueue(&rec.account, &rec.id).await
         {
             // Not lost: the obligation is committed; the worker / sweeper finds it when due.

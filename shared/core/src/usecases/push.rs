@@ -4,7 +4,7 @@
 //! refusal. After exhaustion the Response stays pullable (§8.2).
 
 use ma2h_protocol::envelope::{Callback, CallbackMode, CallbackScheme, Envelope};
-use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
+use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
 use ma2h_protocol::signature::{self, SignedContext, SigningKey};
 use ma2h_protocol::time::Timestamp;
 use ma2h_protocol::verbatim;
@@ -25,6 +25,19 @@ pub const SIGNING_ALG_NAME: &str = "hub:signing-alg";
 /// attempts in flight (not counted as an attempt).
 const HOST_BUSY_DELAY: chrono::Duration = chrono::Duration::seconds(1);
 
+/// How long an announced job waits for its terminal to commit before it is dropped (a terminal
+/// write takes milliseconds; a function that stopped before committing never will).
+pub const UNCOMMITTED_GRACE: chrono::Duration = chrono::Duration::minutes(2);
+
+/// What became of an announced job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Announced {
+    /// Its terminal has not committed (yet): try again in a moment.
+    NotYetCommitted,
+    /// As [`Deliverer::attempt`].
+    Tried(Option<PushTrack>),
+}
+
 /// Claim up to `limit` due pushes, leased for long enough that an attempt in flight is never
 /// claimed twice.
 pub async fn claim_due(hub: &Hub, limit: usize) -> Result<Vec<(AccountId, MessageId)>, HubError> {
@@ -39,6 +52,36 @@ impl Deliverer {
     /// the backoff's `next_attempt_at`). `None` if there was nothing (left) to deliver.
     pub async fn attempt(&self, hub: &Hub, account: &AccountId, id: &MessageId) -> Result<Option<PushTrack>, HubError> {
         let Lookup::Found(record) = hub.messages.get_message(account, id).await? else { return Ok(None) };
+        self.attempt_record(hub, record).await
+    }
+
+    /// One attempt for a job announced before its terminal committed
+    /// ([`crate::ports::PushQueue::announce`]): only if `resolution` is the terminal that did.
+    pub async fn attempt_announced(
+        &self,
+        hub: &Hub,
+        account: &AccountId,
+        id: &MessageId,
+        resolution: &ResolutionId,
+        announced_at: Timestamp,
+    ) -> Result<Announced, HubError> {
+        let Lookup::Found(record) = hub.messages.get_message(account, id).await? else {
+            return Ok(Announced::Tried(None));
+        };
+        if record.status.is_open() {
+            // Not committed yet — or never will be (its writer stopped): wait a little, then drop.
+            let young = hub.clock.now() - announced_at < UNCOMMITTED_GRACE;
+            return Ok(if young { Announced::NotYetCommitted } else { Announced::Tried(None) });
+        }
+        if record.resolution_id.as_ref() != Some(resolution) {
+            // Another terminal won the CAS; its own job (or the sweeper) carries its push.
+            return Ok(Announced::Tried(None));
+        }
+        Ok(Announced::Tried(self.attempt_record(hub, record).await?))
+    }
+
+    async fn attempt_record(&self, hub: &Hub, record: MessageRecord) -> Result<Option<PushTrack>, HubError> {
+        let (account, id) = (&record.account, &record.id);
         let Some(mut track) = record.push.clone().filter(|t| t.status == PushStatus::Pending) else {
             return Ok(None);
         };

@@ -7,7 +7,6 @@ use ma2h_protocol::rules;
 use serde::Serialize;
 
 use super::lifecycle::settle;
-use ma2h_protocol::ids::key_part;
 
 use crate::auth::Principal;
 use crate::records::{IdempotencyRecord, Inserted, Lookup, MessageRecord, PrincipalId};
@@ -29,11 +28,14 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     let PrincipalId::Agent(agent_id) = &principal.id else {
         return Err(HubError::NotAuthorized("only agent credentials submit messages".into()));
     };
-    // §8.6: every request counts against the per-agent budget, valid or not.
-    check_rate(hub, principal, agent_id).await?;
+    let parsed = parse(hub, body);
+    // §8.6: every request counts against the per-agent budget, valid or not; a valid ask/task
+    // is counted towards the inbox depth in the same store write.
+    let depth = u64::from(hub.settings.inbox_depth);
+    let opens = depth > 0 && parsed.as_ref().is_ok_and(|e| e.kind() != MessageType::Notify && &e.agent.id == agent_id);
+    let admission = admit(hub, principal, agent_id, opens).await?;
 
-    rules::check_envelope_size(body.len(), &hub.settings.limits)?;
-    let mut envelope = Envelope::parse(body)?;
+    let mut envelope = parsed?;
     if &envelope.agent.id != agent_id {
         return Err(HubError::AgentIdMismatch { envelope: envelope.agent.id.to_string() });
     }
@@ -67,9 +69,12 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     // §8.1 replays need no separate read: the insert below claims the key atomically and hands
     // back the existing claim. Only a submit that would be refused for inbox depth first checks
     // for a claim, because a replay is answered even when the inbox is full.
-    if envelope.kind() != MessageType::Notify && hub.settings.inbox_depth > 0 {
-        let open = hub.messages.count_open(&principal.account, agent_id).await?;
-        if open >= u64::from(hub.settings.inbox_depth) {
+    if let Some(bound) = admission.filter(|_| opens).map(|a| a.open_before)
+        && bound >= depth
+    {
+        // The store's count may be an upper bound (docs/dynamodb.md): at the limit, count exactly.
+        let open = hub.messages.recount_open(&principal.account, agent_id, bound + 1).await?;
+        if open >= depth {
             if let Some(key) = &envelope.idempotency_key
                 && let Some(claim) = hub.messages.get_claim(&principal.account, agent_id, key, now).await?
             {
@@ -171,11 +176,35 @@ fn ack(hub: &Hub, rec: &MessageRecord, outbound: Option<&crate::mailbox::Mailbox
     }
 }
 
-/// §8.6 fixed one-minute window per agent, counted with an atomic store increment.
-async fn check_rate(hub: &Hub, principal: &Principal, agent: &ma2h_protocol::ids::AgentId) -> Result<(), HubError> {
-    // ids may contain `/`: each part is escaped so two (account, agent) pairs never share a counter
-    let scope = format!("rpm/{}/{}", key_part(principal.account.as_str()), key_part(agent.as_str()));
-    per_minute(hub, &scope, hub.settings.requests_per_minute, "requests per minute for this agent").await
+/// The body's size check and parse, as one result (counted by [`admit`] whatever it is).
+fn parse(hub: &Hub, body: &[u8]) -> Result<Envelope, HubError> {
+    rules::check_envelope_size(body.len(), &hub.settings.limits)?;
+    Ok(Envelope::parse(body)?)
+}
+
+/// §8.6 fixed one-minute window per agent, counted with an atomic store increment — together
+/// with the inbox-depth count when `opens`. `None` when neither limit is set.
+async fn admit(
+    hub: &Hub,
+    principal: &Principal,
+    agent: &ma2h_protocol::ids::AgentId,
+    opens: bool,
+) -> Result<Option<crate::ports::Admission>, HubError> {
+    let limit = hub.settings.requests_per_minute;
+    if limit == 0 && !opens {
+        return Ok(None);
+    }
+    let now = hub.clock.now();
+    let minute = now.timestamp().div_euclid(60);
+    let window_end = now + Duration::seconds(60 - i64::from(now.second()));
+    let a = hub.messages.admit(&principal.account, agent, minute, window_end, opens, now).await?;
+    if limit > 0 && a.requests > u64::from(limit) {
+        return Err(HubError::RateLimited {
+            message: format!("more than {limit} requests per minute for this agent"),
+            retry_after_secs: u64::try_from((window_end - now).num_seconds().max(1)).unwrap_or(1),
+        });
+    }
+    Ok(Some(a))
 }
 
 /// One fixed-minute budget: the `limit`-th request of the minute under `scope` passes, the next
