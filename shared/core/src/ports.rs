@@ -207,6 +207,27 @@ pub trait CredentialStore: Send + Sync + 'static {
     async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError>;
     async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<bool, StoreError>;
     async fn list_bindings(&self, account: &AccountId, agent: &AgentId) -> Result<Vec<String>, StoreError>;
+
+    /// An agent's callback bindings and sealed secrets together — what the §9.4 checks of a
+    /// submit and of a push read. A store that keeps them side by side reads them at once (one
+    /// DynamoDB `Query`); the default asks for each.
+    async fn agent_material(&self, account: &AccountId, agent: &AgentId) -> Result<AgentMaterial, StoreError> {
+        let bindings = self.list_bindings(account, agent).await?;
+        let mut secrets = std::collections::HashMap::new();
+        for name in self.list_secrets(account, agent).await? {
+            if let Some(sealed) = self.get_secret(account, agent, &name).await? {
+                secrets.insert(name, sealed);
+            }
+        }
+        Ok(AgentMaterial { bindings, secrets })
+    }
+}
+
+/// An agent's callback bindings (hosts) and its secrets (sealed), by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentMaterial {
+    pub bindings: Vec<String>,
+    pub secrets: std::collections::HashMap<String, Vec<u8>>,
 }
 
 /// The §8.7 agent mailbox and §15 presence.

@@ -208,4 +208,35 @@ impl CredentialStore for DynamoStore {
     async fn list_bindings(&self, account: &AccountId, agent: &AgentId) -> R<Vec<String>> {
         self.agent_names(account, agent, "BIND#").await
     }
+
+    /// One `Query` of the agent's partition from `BIND#` to the last `SECRET#` (presence, in
+    /// between, is a few bytes): the bindings and the sealed secrets a submit or a push checks.
+    async fn agent_material(&self, account: &AccountId, agent: &AgentId) -> R<ma2h_core::ports::AgentMaterial> {
+        let mut material = ma2h_core::ports::AgentMaterial::default();
+        let mut items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            // `$` sorts right after `#`: every `SECRET#…` key is below `SECRET$`
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(agent_pk(account, agent)))
+            .expression_attribute_values(":from", s("BIND#"))
+            .expression_attribute_values(":to", s("SECRET$"))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = items.next().await {
+            let item = item.map_err(|e| unavailable("Query", e))?;
+            let sk = get_s(&item, "sk")?;
+            if let Some(host) = sk.strip_prefix("BIND#") {
+                material.bindings.push(host.to_owned());
+            } else if let Some(name) = sk.strip_prefix("SECRET#")
+                && let Some(sealed) = item.get("sealed").and_then(|v| v.as_b().ok())
+            {
+                material.secrets.insert(name.to_owned(), sealed.as_ref().to_vec());
+            }
+        }
+        Ok(material)
+    }
 }

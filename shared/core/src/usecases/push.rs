@@ -9,7 +9,7 @@ use ma2h_protocol::signature::{self, SignedContext, SigningKey};
 use ma2h_protocol::time::Timestamp;
 use ma2h_protocol::verbatim;
 
-use crate::ports::{PushOutcome, PushRequest};
+use crate::ports::{AgentMaterial, PushOutcome, PushRequest};
 use crate::records::{Lookup, MessageRecord, PushStatus, PushTrack};
 use crate::{Hub, HubError};
 
@@ -210,15 +210,15 @@ async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Res
     let response = record.response.as_ref().ok_or(PushRefusal::NoResponse)?;
     // §9.4: credentials only to a host still bound to this agent.
     let host = callback_host(&url).ok_or(PushRefusal::NoHost)?;
-    let bindings = hub.credentials.list_bindings(&record.account, &record.agent_id).await?;
-    if !bindings.contains(&host) {
+    let material = hub.credentials.agent_material(&record.account, &record.agent_id).await?;
+    if !material.bindings.contains(&host) {
         return Err(PushRefusal::NotBound { host, agent: record.agent_id.clone() });
     }
 
     let jti = hub.new_jti();
     let ctx = SignedContext::for_response(response, &url, &jti, &now.timestamp().to_string())
         .map_err(|field| PushRefusal::BadRecord(format!("stored Response lacks `{field}`")))?;
-    let (key, token) = keys_for(hub, &record.account, &record.agent_id, callback).await?;
+    let (key, token) = keys_for(hub, &record.account, &record.agent_id, callback, &material)?;
     let v1 = signature::sign(&ctx, &key);
     let mut headers = vec![(signature::SIGNATURE_HEADER.to_owned(), signature::header_value(&ctx.t, &ctx.jti, &v1))];
     match (callback.auth.as_ref().map(|a| &a.scheme), token) {
@@ -231,25 +231,24 @@ async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Res
 }
 
 /// The signing key, and the token to attach (bearer/apikey), for this callback.
-async fn keys_for(
+fn keys_for(
     hub: &Hub,
     account: &AccountId,
     agent: &AgentId,
     callback: &Callback,
+    material: &AgentMaterial,
 ) -> Result<(SigningKey, Option<String>), PushRefusal> {
+    let open = |name: &str| open_sealed(hub, account, agent, name, material.secrets.get(name));
     let auth = callback.auth.as_ref();
     if let Some(name) = auth.filter(|a| a.scheme == CallbackScheme::Hmac).and_then(|a| a.secret_ref.as_deref()) {
-        let secret =
-            open_secret(hub, account, agent, name).await?.ok_or_else(|| PushRefusal::SecretGone(name.into()))?;
+        let secret = open(name)?.ok_or_else(|| PushRefusal::SecretGone(name.into()))?;
         return Ok((SigningKey::Hmac(secret.into_bytes()), None));
     }
     let token = match auth.and_then(|a| a.token_ref.as_deref()) {
-        Some(name) => {
-            Some(open_secret(hub, account, agent, name).await?.ok_or_else(|| PushRefusal::SecretGone(name.into()))?)
-        }
+        Some(name) => Some(open(name)?.ok_or_else(|| PushRefusal::SecretGone(name.into()))?),
         None => None,
     };
-    Ok((agent_signing_key(hub, account, agent).await?, token))
+    Ok((signing_key_from(hub, open(SIGNING_ALG_NAME)?, open(crate::admin::SIGNING_SECRET_NAME)?)?, token))
 }
 
 /// The key the Hub signs for this agent with — pushes without an `hmac` secret_ref (§9.2) and
@@ -260,10 +259,14 @@ pub async fn agent_signing_key(hub: &Hub, account: &AccountId, agent: &AgentId) 
     if alg.as_deref() == Some(signature::ALG_ED25519) {
         return Ok(hub.keys.current.clone());
     }
-    let secret = open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME)
-        .await?
-        .ok_or(PushRefusal::NoSigningSecret)?;
-    Ok(SigningKey::Hmac(secret.into_bytes()))
+    signing_key_from(hub, alg, open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME).await?)
+}
+
+fn signing_key_from(hub: &Hub, alg: Option<String>, secret: Option<String>) -> Result<SigningKey, PushRefusal> {
+    if alg.as_deref() == Some(signature::ALG_ED25519) {
+        return Ok(hub.keys.current.clone());
+    }
+    Ok(SigningKey::Hmac(secret.ok_or(PushRefusal::NoSigningSecret)?.into_bytes()))
 }
 
 /// An agent's stored secret, opened with the master key.
@@ -273,11 +276,20 @@ pub(crate) async fn open_secret(
     agent: &AgentId,
     name: &str,
 ) -> Result<Option<String>, PushRefusal> {
-    let Some(sealed) = hub.credentials.get_secret(account, agent, name).await? else {
-        return Ok(None);
-    };
+    let sealed = hub.credentials.get_secret(account, agent, name).await?;
+    open_sealed(hub, account, agent, name, sealed.as_ref())
+}
+
+fn open_sealed(
+    hub: &Hub,
+    account: &AccountId,
+    agent: &AgentId,
+    name: &str,
+    sealed: Option<&Vec<u8>>,
+) -> Result<Option<String>, PushRefusal> {
+    let Some(sealed) = sealed else { return Ok(None) };
     let bad = || PushRefusal::BadSecret(name.to_owned());
-    let plain = hub.master_key.open(&format!("{account}/{agent}/{name}"), &sealed).map_err(|_| bad())?;
+    let plain = hub.master_key.open(&format!("{account}/{agent}/{name}"), sealed).map_err(|_| bad())?;
     String::from_utf8(plain).map(Some).map_err(|_| bad())
 }
 
@@ -304,7 +316,8 @@ pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelo
     }
     let Some(host) = callback_host(raw) else { return bad("/url`: has no host".into()) };
     let agent = &envelope.agent.id;
-    if !hub.credentials.list_bindings(account, agent).await?.contains(&host) {
+    let material = hub.credentials.agent_material(account, agent).await?;
+    if !material.bindings.contains(&host) {
         return bad(format!(
             "/url`: host {host} is not a registered callback binding for agent {agent} (§9.4); an operator binds it \
              with the admin command `bind-callback --account {account} --agent {agent} --host {host}` \
@@ -315,7 +328,7 @@ pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelo
         for (name, what) in [(&auth.secret_ref, "secret_ref"), (&auth.token_ref, "token_ref")] {
             let Some(name) = name else { continue };
             let known =
-                !name.starts_with(RESERVED_PREFIX) && hub.credentials.get_secret(account, agent, name).await?.is_some();
+                !name.starts_with(RESERVED_PREFIX) && material.secrets.contains_key(name.as_str());
             if !known {
                 return bad(format!(
                     "/auth/{what}`: no secret named `{name}` is registered for agent {agent}; an operator registers \
