@@ -235,34 +235,63 @@ pub(crate) fn summary_from(item: &Item) -> Result<MessageSummary, StoreError> {
     })
 }
 
-fn push_from(item: &Item) -> Result<Option<PushTrack>, StoreError> {
-    let Some(st) = opt_s(item, "push_status") else { return Ok(None) };
+/// The push track's attributes. They are *not* projected into the `inbox` index, so recording a
+/// delivery writes the message item only (docs/COST.md); the listing reads the track from the
+/// items ([`PUSH_READ`]). Items written before 2026-12-04 hold it in the projected `push_*`
+/// attributes instead, read as a fallback and removed by the next `record_push`.
+pub(crate) const TRACK_STATUS: &str = "track_status";
+const TRACK_ATTEMPTS: &str = "track_attempts";
+pub(crate) const TRACK_NEXT_AT: &str = "track_next_at";
+const TRACK_ERROR: &str = "track_error";
+const TRACK_DELIVERED_AT: &str = "track_delivered_at";
+/// The legacy (projected) names, in the same order.
+pub(crate) const LEGACY_PUSH: [&str; 5] =
+    ["push_status", "push_attempts", "push_next_at", "push_last_error", "push_delivered_at"];
+/// What a listing reads of an item to show its push track.
+pub(crate) const PUSH_READ: &str = "pk, track_status, track_attempts, track_next_at, track_error, \
+                                    track_delivered_at, push_status, push_attempts, push_next_at, push_last_error, \
+                                    push_delivered_at";
+
+pub(crate) fn push_from(item: &Item) -> Result<Option<PushTrack>, StoreError> {
+    let names = match item.contains_key(TRACK_STATUS) {
+        true => [TRACK_STATUS, TRACK_ATTEMPTS, TRACK_NEXT_AT, TRACK_ERROR, TRACK_DELIVERED_AT],
+        false => LEGACY_PUSH,
+    };
+    let Some(st) = opt_s(item, names[0]) else { return Ok(None) };
     Ok(Some(PushTrack {
-        status: PushStatus::parse(&st).ok_or_else(|| corrupt("bad push_status"))?,
-        attempts: u32::try_from(opt_n(item, "push_attempts")?.unwrap_or(0)).map_err(|_| corrupt("push_attempts"))?,
-        next_attempt_at: opt_ts(item, "push_next_at")?,
-        last_error: opt_s(item, "push_last_error"),
-        delivered_at: opt_ts(item, "push_delivered_at")?,
+        status: PushStatus::parse(&st).ok_or_else(|| corrupt("bad push status"))?,
+        attempts: u32::try_from(opt_n(item, names[1])?.unwrap_or(0)).map_err(|_| corrupt("push attempts"))?,
+        next_attempt_at: opt_ts(item, names[2])?,
+        last_error: opt_s(item, names[3]),
+        delivered_at: opt_ts(item, names[4])?,
     }))
 }
 
-/// The push columns (and the sparse `push` index keys while pending).
+/// The push columns (and the sparse `push` index keys while pending with a due time).
 pub(crate) fn push_attrs(p: &PushTrack) -> Vec<(String, AttributeValue)> {
     let mut v =
-        vec![("push_status".to_owned(), s(p.status.as_str())), ("push_attempts".to_owned(), n(i64::from(p.attempts)))];
+        vec![(TRACK_STATUS.to_owned(), s(p.status.as_str())), (TRACK_ATTEMPTS.to_owned(), n(i64::from(p.attempts)))];
     if let Some(t) = p.next_attempt_at {
-        v.push(("push_next_at".into(), n(ms(t))));
+        v.push((TRACK_NEXT_AT.into(), n(ms(t))));
         if p.status == PushStatus::Pending {
             v.push(("push_pk".into(), s("PUSH")));
             v.push(("push_sk".into(), n(ms(t))));
         }
     }
     if let Some(e) = &p.last_error {
-        v.push(("push_last_error".into(), s(e.clone())));
+        v.push((TRACK_ERROR.into(), s(e.clone())));
     }
     if let Some(t) = p.delivered_at {
-        v.push(("push_delivered_at".into(), n(ms(t))));
+        v.push((TRACK_DELIVERED_AT.into(), n(ms(t))));
     }
+    v
+}
+
+/// The optional push columns `record_push` removes when a track no longer has them (the legacy
+/// ones always: the track moves to the new names).
+pub(crate) fn push_removable() -> Vec<&'static str> {
+    let mut v = vec![TRACK_NEXT_AT, TRACK_ERROR, TRACK_DELIVERED_AT, "push_pk", "push_sk"];
+    v.extend(LEGACY_PUSH);
     v
 }
 

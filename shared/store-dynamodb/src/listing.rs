@@ -19,7 +19,8 @@ use ma2h_core::ports::StoreError;
 use ma2h_protocol::ids::AccountId;
 
 use crate::codec::{
-    MSG_SK, cursor_from_sk, key, list_pk, list_sk, message_from, message_item, msg_pk, s, summary_from,
+    MSG_SK, PUSH_READ, cursor_from_sk, get_s, key, list_pk, list_sk, message_from, message_item, msg_pk, push_from, s,
+    summary_from,
 };
 use crate::{DynamoStore, unavailable};
 
@@ -218,8 +219,53 @@ impl DynamoStore {
         let Range { mut items, cut_at } = self.read_range(&expr, q.open, q.limit.saturating_add(1)).await?;
         let more = items.len() > q.limit;
         items.truncate(q.limit);
+        if !q.open {
+            self.with_push_tracks(account, &mut items).await?;
+        }
         let next = if more { items.last().map(ListCursor::of) } else { cut_at };
         Ok(ListPage { items, next })
+    }
+
+    /// The push track of each terminal ask/task on a page, read from the items (it is not in the
+    /// index, so that recording a delivery writes one item: `codec::push_from`). One eventually
+    /// consistent `BatchGetItem` per page, like the index itself.
+    async fn with_push_tracks(&self, account: &AccountId, items: &mut [MessageSummary]) -> Result<(), StoreError> {
+        let wanted: Vec<usize> =
+            (0..items.len()).filter(|&i| items[i].kind != ma2h_protocol::envelope::MessageType::Notify).collect();
+        let mut tracks: HashMap<String, Option<ma2h_core::records::PushTrack>> = HashMap::new();
+        for chunk in wanted.chunks(100) {
+            let keys: Vec<_> = chunk.iter().map(|&i| key(msg_pk(account, &items[i].id), MSG_SK)).collect();
+            let mut request = Some(
+                aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .projection_expression(PUSH_READ)
+                    .build()
+                    .map_err(|e| unavailable("BatchGetItem", e))?,
+            );
+            for _ in 0..5 {
+                let Some(req) = request.take() else { break };
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, req)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("BatchGetItem", e))?;
+                for item in out.responses.as_ref().and_then(|r| r.get(&self.table)).into_iter().flatten() {
+                    tracks.insert(get_s(item, "pk")?.to_owned(), push_from(item)?);
+                }
+                request = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table));
+            }
+            if request.is_some() {
+                return Err(StoreError::Unavailable("BatchGetItem left keys unprocessed".into()));
+            }
+        }
+        for i in wanted {
+            if let Some(track) = tracks.remove(&msg_pk(account, &items[i].id)) {
+                items[i].push = track;
+            }
+        }
+        Ok(())
     }
 
     /// Give message items written before the `inbox` index existed the listing's summary
@@ -362,6 +408,10 @@ mod tests {
                 && !item.contains_key("state_text")
                 && !item.contains_key("response")
         );
-        assert_eq!(summary_from(&item).unwrap(), MessageSummary::from(&m));
+        // The push track is not in the index (a delivery writes no index entry): the listing
+        // reads it from the item (`with_push_tracks`).
+        assert!(!item.keys().any(|k| k.starts_with("track_") || k.starts_with("push_")), "{item:?}");
+        assert_eq!(summary_from(&item).unwrap(), MessageSummary { push: None, ..MessageSummary::from(&m) });
+        assert_eq!(crate::codec::push_from(&message_item(&m)).unwrap(), m.push);
     }
 }

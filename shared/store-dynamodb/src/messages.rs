@@ -233,8 +233,12 @@ impl MessageStore for DynamoStore {
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(key(msg_pk(&account, &id), MSG_SK)))
-                .update_expression("SET push_next_at = :lease, push_sk = :lease")
-                .condition_expression("push_status = :pending AND push_next_at <= :now")
+                // (the second branch: a track written before 2026-12-04, see `codec::push_from`)
+                .update_expression("SET track_next_at = :lease, push_next_at = :lease, push_sk = :lease")
+                .condition_expression(
+                    "(track_status = :pending AND track_next_at <= :now) \
+                     OR (attribute_not_exists(track_status) AND push_status = :pending AND push_next_at <= :now)",
+                )
                 .expression_attribute_values(":lease", n(ms(lease_until)))
                 .expression_attribute_values(":pending", s(PushStatus::Pending.as_str()))
                 .expression_attribute_values(":now", n(ms(now)))
@@ -258,10 +262,7 @@ impl MessageStore for DynamoStore {
             values.insert(format!(":v{i}"), v.clone());
         }
         let present: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
-        let remove: Vec<&str> = ["push_next_at", "push_last_error", "push_delivered_at", "push_pk", "push_sk"]
-            .into_iter()
-            .filter(|k| !present.contains(k))
-            .collect();
+        let remove: Vec<&str> = push_removable().into_iter().filter(|k| !present.contains(k)).collect();
         let mut expr = format!("SET {}", set.join(", "));
         if !remove.is_empty() {
             expr.push_str(&format!(" REMOVE {}", remove.join(", ")));
@@ -324,7 +325,7 @@ impl MessageStore for DynamoStore {
             .set_key(Some(key(msg_pk(account, id), MSG_SK)))
             .condition_expression(
                 "attribute_exists(pk) AND #status <> :open AND #kind <> :notify AND attribute_not_exists(ack_at) \
-                 AND (attribute_exists(delivered_at) OR push_status = :delivered)",
+                 AND (attribute_exists(delivered_at) OR track_status = :delivered OR push_status = :delivered)",
             )
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#kind", "kind")

@@ -327,8 +327,7 @@ pub async fn validate_callback(hub: &Hub, account: &AccountId, envelope: &Envelo
     if let Some(auth) = &callback.auth {
         for (name, what) in [(&auth.secret_ref, "secret_ref"), (&auth.token_ref, "token_ref")] {
             let Some(name) = name else { continue };
-            let known =
-                !name.starts_with(RESERVED_PREFIX) && material.secrets.contains_key(name.as_str());
+            let known = !name.starts_with(RESERVED_PREFIX) && material.secrets.contains_key(name.as_str());
             if !known {
                 return bad(format!(
                     "/auth/{what}`: no secret named `{name}` is registered for agent {agent}; an operator registers \
