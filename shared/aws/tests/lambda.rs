@@ -197,9 +197,16 @@ async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
     let (_, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&due))).await;
     let due_id = ack["id"].as_str().unwrap().to_owned();
     let pushed = pushed_and_resolved(&e, "s2", "http://127.0.0.1:9/cb/x").await;
-    // lose the enqueued job (a crash between commit and enqueue looks the same)
+    // The job was announced before the terminal committed (SQS holds it: no index entry).
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{pushed}"), &e.agent, None)).await;
+    assert_eq!(read["status"], "declined");
+    // Its first attempt fails (nothing listens on port 9): retried, so indexed for the sweeper
+    // at its next attempt; then the job is lost (deleted, as if the queue had dropped it).
     let lost = drain(&e).await;
     assert_eq!(lost.records.len(), 1);
+    let sender = handlers::deliverer(&e.dep).unwrap();
+    let retried = handlers::deliver(&e.dep, &sender, lost.clone()).await;
+    assert_eq!(retried.batch_item_failures.len(), 1, "a retryable failure stays on the queue");
     for r in &lost.records {
         e.dep
             .queue
@@ -211,7 +218,7 @@ async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
             .await
             .unwrap();
     }
-    e.clock.advance(Duration::minutes(2));
+    e.clock.advance(Duration::minutes(10));
     // the EventBridge schedule event the sweep function receives parses as what it is
     let tick: aws_lambda_events::eventbridge::EventBridgeEvent = serde_json::from_str(SCHEDULE).unwrap();
     assert_eq!(tick.detail_type, "Scheduled Event");
@@ -223,6 +230,43 @@ async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
     assert!(again.records.iter().any(|r| r.body.as_deref().unwrap_or("").contains(&pushed)), "re-enqueued");
     // leased: the next sweep does not enqueue it again
     assert_eq!(handlers::sweep(&e.dep).await.unwrap().requeued, 0);
+}
+
+/// §3.1 with the job announced before the terminal commits: a job whose terminal has not
+/// committed is retried shortly, then dropped once it is older than the grace; a job whose
+/// terminal lost the CAS to another is dropped; neither pushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn announced_jobs_push_only_the_terminal_that_committed() {
+    use ma2h_core::ports::PushQueue;
+    let Some(e) = env().await else { return };
+    admin::bind_callback(&e.dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
+    admin::put_secret(&e.dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
+    let (base, hits) = receiver(HashMap::new()).await;
+    let sender = handlers::deliverer(&e.dep).unwrap();
+    let cb = json!({"mode": "push", "url": format!("{base}/a"), "auth": {"scheme": "hmac", "secret_ref": "cb"}});
+    let (_, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("a1", Some(cb))))).await;
+    let id = ma2h_protocol::ids::MessageId::parse(ack["id"].as_str().unwrap()).unwrap();
+    let acme = ma2h_protocol::ids::AccountId::parse("acme").unwrap();
+    let stray = e.dep.hub.new_resolution_id();
+
+    // announced, never committed: retried while young, dropped after the grace
+    assert!(e.dep.queue.announce(&acme, &id, &stray, e.dep.hub.clock.now()).await.unwrap());
+    let young = drain(&e).await;
+    assert_eq!(handlers::deliver(&e.dep, &sender, young.clone()).await.batch_item_failures.len(), 1);
+    e.clock.advance(ma2h_core::push::UNCOMMITTED_GRACE + Duration::seconds(1));
+    assert!(handlers::deliver(&e.dep, &sender, young).await.batch_item_failures.is_empty(), "dropped");
+
+    // the real terminal commits (its own job), the stray one names another resolution: dropped
+    let who = auth::authenticate(&e.dep.hub, Some(&e.operator)).await.unwrap();
+    resolve::resolve(&e.dep.hub, &who, None, id.as_str(), br#"{"resolution":"declined"}"#).await.unwrap();
+    assert!(e.dep.queue.announce(&acme, &id, &stray, e.dep.hub.clock.now()).await.unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let both = drain(&e).await;
+    assert_eq!(both.records.len(), 2);
+    assert!(handlers::deliver(&e.dep, &sender, both).await.batch_item_failures.is_empty());
+    assert_eq!(hits.lock().unwrap().get("a"), Some(&1), "pushed once, by the committed terminal's job");
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+    assert_eq!(read["status"], "declined");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -157,3 +157,51 @@ pub async fn incr_counter_restarts_after_expiry<S: Store>(store: S) {
     assert_eq!(store.incr_counter("rpm/window", later, at(60)).await.unwrap(), 1, "restarts at expires_at");
     assert_eq!(store.incr_counter("rpm/window", later, at(61)).await.unwrap(), 2, "and counts in the new window");
 }
+
+/// §8.6 in one step (`admit`): the request window counts every submit exactly — also under
+/// concurrency — and starts again in the next minute; the open count it reports is never below
+/// the agent's open asks/tasks (exact, or an upper bound a store never lowers on terminals), and
+/// `recount_open` at the limit is exact and re-bases what the next admission reports.
+pub async fn admission_counts_the_window_and_bounds_the_open_count<S: Store>(store: S) {
+    let store = Arc::new(store);
+    let (acct, a) = (account("acme"), agent("bot"));
+    let end = at(60);
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let (s, acct, a) = (store.clone(), acct.clone(), a.clone());
+            tokio::spawn(async move { s.admit(&acct, &a, 7, end, false, t0()).await.unwrap().requests })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for t in tasks {
+        seen.push(t.await.unwrap());
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (1..=20).collect::<Vec<u64>>(), "every submit counted exactly once");
+    assert_eq!(store.admit(&acct, &a, 8, at(120), false, at(60)).await.unwrap().requests, 1, "a new minute");
+
+    // Three asks admitted and inserted, two resolved: the bound never falls below the truth.
+    let asks: Vec<_> = (1..=3).map(|i| ask(&acct, &a, at(60 + i))).collect();
+    for (i, m) in asks.iter().enumerate() {
+        let adm = store.admit(&acct, &a, 8, at(120), true, m.created_at).await.unwrap();
+        assert!(adm.open_before >= i as u64, "{adm:?} before ask {i}");
+        assert_eq!(store.insert_message(m, None, None, m.created_at).await.unwrap(), Inserted::New);
+    }
+    resolve(&*store, &asks[0], Status::Declined, at(70)).await;
+    resolve(&*store, &asks[1], Status::Answered, at(71)).await;
+    let adm = store.admit(&acct, &a, 8, at(120), true, at(72)).await.unwrap();
+    assert!(adm.open_before >= 1, "{adm:?}");
+    assert_eq!(adm.requests, 5, "the window counts asks and other submits alike");
+    // At the limit a submit recounts: exact, and what the next admission sees is re-based on it.
+    assert_eq!(store.recount_open(&acct, &a, adm.open_before + 1).await.unwrap(), 1);
+    let fourth = ask(&acct, &a, at(73));
+    assert_eq!(store.insert_message(&fourth, None, None, fourth.created_at).await.unwrap(), Inserted::New);
+    assert_eq!(store.admit(&acct, &a, 8, at(120), true, at(74)).await.unwrap().open_before, 2);
+    assert_eq!(store.count_open(&acct, &a).await.unwrap(), 2);
+    // Another agent's and another account's counts are their own.
+    assert_eq!(store.admit(&acct, &agent("other"), 8, at(120), true, at(74)).await.unwrap().open_before, 0);
+    assert_eq!(
+        store.admit(&account("globex"), &a, 8, at(120), true, at(74)).await.unwrap(),
+        ma2h_core::ports::Admission { requests: 1, open_before: 0 }
+    );
+}
