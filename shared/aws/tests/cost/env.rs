@@ -286,8 +286,4 @@ impl Env {
         *last = after;
         t
     }
-
-    pub(crate) fn clock_minute(&self) -> i64 {
-        self.dep.hub.clock.now().timestamp().div_euclid(60)
-    }
 }
