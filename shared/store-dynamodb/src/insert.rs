@@ -7,17 +7,19 @@
 //!    This write *is* the §8.1 decision: of any number of submits with one key, exactly one
 //!    claims it and carries on; every other one is a replay of the claimed message id (or a 409
 //!    if its payload differs). There is no window where two submits with one key both succeed.
-//! 2. **The tombstone** (a message that is terminal on insert — a notify): before the message, so
-//!    a message never exists without the tombstone that answers 410 after its purge.
-//! 3. **The message**, conditionally (`attribute_not_exists(pk)`).
+//! 2. **The message**, conditionally (`attribute_not_exists(pk)`).
+//! 3. **The tombstone**, for a message that is terminal on insert (a notify).
 //!
-//! A submit that stops between 1 and 3 leaves a claim whose message does not exist. The agent's
-//! retry (§8.1: retry with the same key until a 202 or 409) is a replay with the same payload; it
-//! waits briefly for the first writer's message and, if it still does not exist, writes its own
-//! record under the claimed id — the agent gets the claimed id either way, and the first submit
-//! never answered, so its caller never saw a different one. (§8.1 excludes `agent.session` and
-//! `agent.run_id` from the payload comparison: the record written is the replay's, whose session
-//! is the one still listening.)
+//! A submit that stops between 1 and 2 leaves a claim whose message does not exist — and no
+//! tombstone, which is how it differs from a message purged after retention (a tombstone only
+//! ever follows its message). The agent's retry (§8.1: retry with the same key until a 202 or
+//! 409) is a replay with the same payload; it waits briefly for the first writer's message and,
+//! if there is still neither message nor tombstone, writes its own record under the claimed id —
+//! the agent gets the claimed id either way, and the first submit never answered, so its caller
+//! never saw a different one. (§8.1 excludes `agent.session` and `agent.run_id` from the payload
+//! comparison: the record written is the replay's, whose session is the one still listening.) A
+//! submit that stops between 2 and 3 leaves a notify without its tombstone: once purged it reads
+//! 404 instead of 410.
 //!
 //! An addressed message (§8.7.1) keeps its single transaction: its mailbox entry must commit with
 //! it or not at all.
@@ -27,7 +29,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use ma2h_core::mailbox::MailboxEntry;
 use ma2h_core::ports::{MessageStore, StoreError};
-use ma2h_core::records::{IdempotencyRecord, Inserted, MessageRecord};
+use ma2h_core::records::{IdempotencyRecord, Inserted, Lookup, MessageRecord};
 use ma2h_protocol::time::Timestamp;
 
 use crate::codec::*;
@@ -84,14 +86,17 @@ impl DynamoStore {
         Ok(Inserted::New)
     }
 
-    /// Steps 2–3: the tombstone (when terminal on insert), then the message. `false` if the
+    /// Steps 2–3: the message, then its tombstone (when terminal on insert). `false` if the
     /// message id exists already.
     async fn put_message_items(&self, m: &MessageRecord) -> R<bool> {
+        // (The open count was raised by `admit`, before: see `admission.rs`.)
+        if !self.put_if(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new()).await? {
+            return Ok(false);
+        }
         if let Some(r) = m.retain_until {
             self.put_if(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new()).await?;
         }
-        // (The open count was raised by `admit`, before: see `admission.rs`.)
-        self.put_if(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new()).await
+        Ok(true)
     }
 
     /// The key was claimed by an earlier (or concurrent) submit: a replay — after making sure
@@ -104,7 +109,8 @@ impl DynamoStore {
         if existing.fingerprint == mine.fingerprint {
             for wait in ORPHAN_WAITS_MS {
                 tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-                if self.get(key(msg_pk(&existing.account, &existing.message_id), MSG_SK)).await?.is_some() {
+                // Written (or written and purged since: its tombstone says so).
+                if self.get_message(&existing.account, &existing.message_id).await? != Lookup::Missing {
                     return Ok(Inserted::Existing(existing));
                 }
             }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::types::AttributeValue;
 use ma2h_core::ports::MessageStore;
 use ma2h_core::records::{Inserted, Lookup};
-use ma2h_store_contract::fixtures::{account, agent, ask, at, claim, message_id, t0};
+use ma2h_store_contract::fixtures::{account, agent, ask, at, claim, message_id, notify, t0};
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use ma2h_test_support::{dynamodb as client, unique};
 
@@ -27,15 +27,7 @@ async fn a_claim_whose_message_was_never_written_is_completed_by_the_retry_under
     let c = claim(&first, "k", "fp", at(86_400));
     assert_eq!(store.insert_message(&first, Some(&c), None, t0()).await.unwrap(), Inserted::New);
     // The first submit "stopped" after its claim: its message is not there.
-    store
-        .client()
-        .delete_item()
-        .table_name(store.table())
-        .key("pk", AttributeValue::S(format!("MSG#acme#{}", first.id)))
-        .key("sk", AttributeValue::S("MSG".into()))
-        .send()
-        .await
-        .unwrap();
+    delete_message_item(&store, &first.id).await;
     assert_eq!(store.get_message(&acct, &first.id).await.unwrap(), Lookup::Missing);
 
     // The retry (same payload, a new id minted for it) is a replay of the claimed id, and the
@@ -52,6 +44,32 @@ async fn a_claim_whose_message_was_never_written_is_completed_by_the_retry_under
     let differs = claim(&other, "k", "other-fp", at(86_406));
     assert_eq!(store.insert_message(&other, Some(&differs), None, at(6)).await.unwrap(), Inserted::Existing(c));
     assert_eq!(store.get_message(&acct, &other.id).await.unwrap(), Lookup::Missing);
+}
+
+async fn delete_message_item(store: &DynamoStore, id: &ma2h_protocol::ids::MessageId) {
+    store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .key("pk", AttributeValue::S(format!("MSG#acme#{id}")))
+        .key("sk", AttributeValue::S("MSG".into()))
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purged_message_is_not_written_again_by_a_replay_of_its_live_claim() {
+    let Some(store) = store().await else { return };
+    let (acct, bot) = (account("acme"), agent("bot"));
+    let note = notify(&acct, &bot, t0());
+    let c = claim(&note, "n", "fp", at(86_400));
+    assert_eq!(store.insert_message(&note, Some(&c), None, t0()).await.unwrap(), Inserted::New);
+    delete_message_item(&store, &note.id).await; // purged: the tombstone stays
+    let retry = ma2h_core::records::MessageRecord { id: message_id(), ..notify(&acct, &bot, at(5)) };
+    let again = claim(&retry, "n", "fp", at(86_405));
+    assert_eq!(store.insert_message(&retry, Some(&again), None, at(5)).await.unwrap(), Inserted::Existing(c));
+    assert_eq!(store.get_message(&acct, &note.id).await.unwrap(), Lookup::Gone { agent_id: bot }, "410, not revived");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
