@@ -202,11 +202,11 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         cost_eq!(
             replay.requests,
             expect(&[
-                // auth, the live claim once its conditional put is refused, the claimed
-                // message (it exists: no orphan to complete)
-                ("dynamodb:GetItem", 3),
-                // callback bindings and secrets, the message (for the current status)
-                ("dynamodb:Query", 2),
+                // auth, the live claim once its conditional put is refused
+                ("dynamodb:GetItem", 2),
+                // callback bindings and secrets; the claimed message's partition (it exists: no
+                // orphan to complete); the message again (for the current status)
+                ("dynamodb:Query", 3),
                 ("dynamodb:UpdateItem", 1),
                 // the claim, refused by the live one
                 ("dynamodb:PutItem", 1),
