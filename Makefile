@@ -84,6 +84,11 @@ lambda-measure:
 bench:
 	CARGO=$(CARGO) bash scripts/bench.sh
 
+## bench-reference: the same submit load against the MA2H reference Hub (TypeScript, in memory) behind node:http (scripts/bench-reference.sh; REFERENCE_DIR=… or it clones the public repository)
+.PHONY: bench-reference
+bench-reference:
+	CARGO=$(CARGO) bash scripts/bench-reference.sh
+
 ## lint: clippy on every target, warnings as errors
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -27,22 +27,33 @@ fn id_pointer(c: &CredentialRecord) -> Item {
 }
 
 impl DynamoStore {
-    /// Sort keys under an agent's partition with `prefix`, prefix stripped.
-    async fn agent_names(&self, account: &AccountId, agent: &AgentId, prefix: &str) -> R<Vec<String>> {
-        let mut names = Vec::new();
+    /// The items of an agent's partition whose sort keys lie in `from..=to` (strongly consistent).
+    async fn agent_items(&self, account: &AccountId, agent: &AgentId, from: &str, to: &str) -> R<Vec<Item>> {
+        let mut out = Vec::new();
         let mut items = self
             .client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :pre)")
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
             .expression_attribute_values(":pk", s(agent_pk(account, agent)))
-            .expression_attribute_values(":pre", s(prefix))
+            .expression_attribute_values(":from", s(from))
+            .expression_attribute_values(":to", s(to))
             .consistent_read(true)
             .into_paginator()
             .items()
             .send();
         while let Some(item) = items.next().await {
-            let item = item.map_err(|e| unavailable("Query", e))?;
+            out.push(item.map_err(|e| unavailable("Query", e))?);
+        }
+        Ok(out)
+    }
+
+    /// Sort keys under an agent's partition with `prefix` (ending in `#`), prefix stripped.
+    async fn agent_names(&self, account: &AccountId, agent: &AgentId, prefix: &str) -> R<Vec<String>> {
+        // `$` sorts right after `#`: every `{name}#…` key is below `{name}$`
+        let upper = format!("{}$", prefix.trim_end_matches('#'));
+        let mut names = Vec::new();
+        for item in self.agent_items(account, agent, prefix, &upper).await? {
             if let Some(n) = get_s(&item, "sk")?.strip_prefix(prefix) {
                 names.push(n.to_owned());
             }
@@ -209,25 +220,11 @@ impl CredentialStore for DynamoStore {
         self.agent_names(account, agent, "BIND#").await
     }
 
-    /// One `Query` of the agent's partition from `BIND#` to the last `SECRET#` (presence, in
+    /// One `Query` of the agent's partition from `BIND#` to the last `SECRET#` key (presence, in
     /// between, is a few bytes): the bindings and the sealed secrets a submit or a push checks.
     async fn agent_material(&self, account: &AccountId, agent: &AgentId) -> R<ma2h_core::ports::AgentMaterial> {
         let mut material = ma2h_core::ports::AgentMaterial::default();
-        let mut items = self
-            .client
-            .query()
-            .table_name(&self.table)
-            // `$` sorts right after `#`: every `SECRET#…` key is below `SECRET$`
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(agent_pk(account, agent)))
-            .expression_attribute_values(":from", s("BIND#"))
-            .expression_attribute_values(":to", s("SECRET$"))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
-        while let Some(item) = items.next().await {
-            let item = item.map_err(|e| unavailable("Query", e))?;
+        for item in self.agent_items(account, agent, "BIND#", "SECRET$").await? {
             let sk = get_s(&item, "sk")?;
             if let Some(host) = sk.strip_prefix("BIND#") {
                 material.bindings.push(host.to_owned());
