@@ -32,7 +32,10 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     // §8.6: every request counts against the per-agent budget, valid or not; a valid ask/task
     // is counted towards the inbox depth in the same store write.
     let depth = u64::from(hub.settings.inbox_depth);
-    let opens = depth > 0 && parsed.as_ref().is_ok_and(|e| e.kind() != MessageType::Notify && &e.agent.id == agent_id);
+    // Every ask/task is counted whenever a limit is on — also while the depth limit is off — so a
+    // store's upper bound (docs/dynamodb.md) stays one if the limit is switched on later.
+    let counting = depth > 0 || hub.settings.requests_per_minute > 0;
+    let opens = counting && parsed.as_ref().is_ok_and(|e| e.kind() != MessageType::Notify && &e.agent.id == agent_id);
     let admission = admit(hub, principal, agent_id, opens).await?;
 
     let mut envelope = parsed?;
@@ -69,7 +72,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     // §8.1 replays need no separate read: the insert below claims the key atomically and hands
     // back the existing claim. Only a submit that would be refused for inbox depth first checks
     // for a claim, because a replay is answered even when the inbox is full.
-    if let Some(bound) = admission.filter(|_| opens).map(|a| a.open_before)
+    if let Some(bound) = admission.filter(|_| opens && depth > 0).map(|a| a.open_before)
         && bound >= depth
     {
         // The store's count may be an upper bound (docs/dynamodb.md): at the limit, count exactly.
