@@ -72,6 +72,39 @@ impl DynamoStore {
 }
 
 impl DynamoStore {
+    /// `BatchGetItem` of `keys` (any number: 100 per request, unprocessed keys asked again),
+    /// returning the items found, in no particular order; `projection` limits the attributes.
+    pub(crate) async fn batch_get(
+        &self,
+        keys: Vec<codec::Item>,
+        consistent: bool,
+        projection: Option<&str>,
+    ) -> Result<Vec<codec::Item>, StoreError> {
+        let mut found = Vec::new();
+        for chunk in keys.chunks(100) {
+            let mut pending = chunk.to_vec();
+            while !pending.is_empty() {
+                let ka = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                    .set_keys(Some(pending))
+                    .consistent_read(consistent)
+                    .set_projection_expression(projection.map(str::to_owned))
+                    .build()
+                    .map_err(|e| unavailable("BatchGetItem", e))?;
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, ka)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("BatchGetItem", e))?;
+                found.extend(out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default());
+                pending =
+                    out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).map(|k| k.keys).unwrap_or_default();
+            }
+        }
+        Ok(found)
+    }
+
     /// A strongly consistent `GetItem`.
     pub(crate) async fn get(&self, k: codec::Item) -> Result<Option<codec::Item>, StoreError> {
         let out = self

@@ -232,33 +232,10 @@ impl DynamoStore {
     async fn with_push_tracks(&self, account: &AccountId, items: &mut [MessageSummary]) -> Result<(), StoreError> {
         let wanted: Vec<usize> =
             (0..items.len()).filter(|&i| items[i].kind != ma2h_protocol::envelope::MessageType::Notify).collect();
+        let keys = wanted.iter().map(|&i| key(msg_pk(account, &items[i].id), MSG_SK)).collect();
         let mut tracks: HashMap<String, Option<ma2h_core::records::PushTrack>> = HashMap::new();
-        for chunk in wanted.chunks(100) {
-            let keys: Vec<_> = chunk.iter().map(|&i| key(msg_pk(account, &items[i].id), MSG_SK)).collect();
-            let mut request = Some(
-                aws_sdk_dynamodb::types::KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .projection_expression(PUSH_READ)
-                    .build()
-                    .map_err(|e| unavailable("BatchGetItem", e))?,
-            );
-            for _ in 0..5 {
-                let Some(req) = request.take() else { break };
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, req)
-                    .send()
-                    .await
-                    .map_err(|e| unavailable("BatchGetItem", e))?;
-                for item in out.responses.as_ref().and_then(|r| r.get(&self.table)).into_iter().flatten() {
-                    tracks.insert(get_s(item, "pk")?.to_owned(), push_from(item)?);
-                }
-                request = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table));
-            }
-            if request.is_some() {
-                return Err(StoreError::Unavailable("BatchGetItem left keys unprocessed".into()));
-            }
+        for item in self.batch_get(keys, false, Some(PUSH_READ)).await? {
+            tracks.insert(get_s(&item, "pk")?.to_owned(), push_from(&item)?);
         }
         for i in wanted {
             if let Some(track) = tracks.remove(&msg_pk(account, &items[i].id)) {

@@ -14,9 +14,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, KeysAndAttributes, ReturnValue, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update};
 use ma2h_core::mailbox::Mailbox;
 use ma2h_core::ports::{SessionStore, StoreError};
 use ma2h_core::session::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
@@ -117,28 +115,10 @@ const END_CONDITION: &str = "attribute_exists(pk) AND attribute_not_exists(end_k
 impl DynamoStore {
     /// Full items for index rows (`pk` of each), in the rows' order; purged ones are skipped.
     async fn sessions_by_keys(&self, rows: &[Item]) -> R<Vec<SessionRecord>> {
+        let keys = rows.iter().map(|r| Ok(key(get_s(r, "pk")?.to_owned(), SESSION_SK))).collect::<R<Vec<Item>>>()?;
         let mut found: HashMap<String, Item> = HashMap::new();
-        for chunk in rows.chunks(100) {
-            let mut keys: Vec<Item> =
-                chunk.iter().map(|r| Ok(key(get_s(r, "pk")?.to_owned(), SESSION_SK))).collect::<R<_>>()?;
-            while !keys.is_empty() {
-                let ka = KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .consistent_read(true)
-                    .build()
-                    .map_err(|e| unavailable("BatchGetItem", e))?;
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.table, ka)
-                    .send()
-                    .await
-                    .map_err(|e| unavailable("BatchGetItem", e))?;
-                for item in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
-                    found.insert(get_s(&item, "pk")?.to_owned(), item);
-                }
-                keys = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).map(|k| k.keys).unwrap_or_default();
-            }
+        for item in self.batch_get(keys, true, None).await? {
+            found.insert(get_s(&item, "pk")?.to_owned(), item);
         }
         rows.iter().filter_map(|r| found.get(get_s(r, "pk").ok()?)).map(session_from).collect()
     }

@@ -64,16 +64,16 @@ impl DynamoStore {
         let next = Self::terminal_record(current, w);
         let (account, id) = (&current.account, &current.id);
         let tomb = tombstone_item(account, id, &current.agent_id, w.retain_until);
+        let cas = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(message_item(&next)))
+            .condition_expression(CAS)
+            .expression_attribute_names("#st", "status")
+            .set_expression_attribute_values(Some(Self::cas_values(current, w)))
+            .build()
+            .map_err(|e| unavailable("put", e))?;
         if let Some(entry) = &w.entry {
             // §8.7.1: the session's `response` entry commits with the terminal, or not at all.
-            let cas = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(message_item(&next)))
-                .condition_expression(CAS)
-                .expression_attribute_names("#st", "status")
-                .set_expression_attribute_values(Some(Self::cas_values(current, w)))
-                .build()
-                .map_err(|e| unavailable("put", e))?;
             let items = vec![
                 TransactWriteItem::builder().put(cas).build(),
                 self.put(tomb, None, HashMap::new())?,
@@ -82,14 +82,15 @@ impl DynamoStore {
             return Ok(self.transact(items).await?.then_some(next));
         }
         self.put_if(tomb, None, HashMap::new()).await?;
+        // The same conditional put, on its own.
         let res = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(message_item(&next)))
-            .condition_expression(CAS)
-            .expression_attribute_names("#st", "status")
-            .set_expression_attribute_values(Some(Self::cas_values(current, w)))
+            .set_item(Some(cas.item))
+            .set_condition_expression(cas.condition_expression)
+            .set_expression_attribute_names(cas.expression_attribute_names)
+            .set_expression_attribute_values(cas.expression_attribute_values)
             .send()
             .await;
         match res {
