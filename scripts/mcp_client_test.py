@@ -124,6 +124,7 @@ async def ask_answer_round_trip(s):
     err, ack = result(await s.call_tool("ask_human", args))
     check(not err and ack["status"] == "open" and ack["id"].startswith("msg_"), "ask_human files an open ask", ack)
     check(ack["review_url"].endswith(ack["id"]), "ask_human returns the review URL", ack)
+    await asyncio.sleep(1.2)  # past a second boundary: the retry must repeat created_at/expires_at (§8.1)
     _, again = result(await s.call_tool("ask_human", args))
     check(again["id"] == ack["id"], "a retried ask_human with the same key returns the same ask", again)
     ok("ask_human returns at once with id, status and review URL; a retry with the key is the same ask")

@@ -148,6 +148,11 @@ impl MessageBuilder {
     pub fn expires_at(self, at: &str) -> Self {
         self.set("expires_at", at)
     }
+    /// §4 `created_at` (RFC 3339); left unset, [`Self::build`] stamps the current time. A retry
+    /// with the same `idempotency_key` must repeat the first attempt's value (§8.1 compares payloads).
+    pub fn created_at(self, at: &str) -> Self {
+        self.set("created_at", at)
+    }
     /// `expires_at` = now + `secs`.
     pub fn expires_in(self, secs: i64) -> Self {
         let at = chrono::Utc::now() + chrono::Duration::seconds(secs);
@@ -212,7 +217,8 @@ impl MessageBuilder {
         let mut m = self.top.clone();
         m.insert("ma2h_version".into(), MA2H_VERSION.into());
         m.insert("type".into(), self.kind.as_str().into());
-        m.insert("created_at".into(), chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into());
+        m.entry("created_at")
+            .or_insert_with(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into());
         let mut origin = json!({"id": agent.id, "run_id": agent.run_id, "runtime": agent.runtime});
         if let Some(p) = &self.project {
             origin["project"] = p.as_str().into();

@@ -22,9 +22,39 @@ pub struct Filed {
     pub review_url: Option<String>,
 }
 
-/// One JSON file per agent id: `<state dir>/mcp-filed-<agent>.json`.
+/// The times a caller-keyed ask/task was first built with. §8.1 answers a replay with the
+/// original ack only if the payload is identical, and `created_at`/`expires_at` are part of it:
+/// a retried `ask_human` with the same `idempotency_key` (a lost ack, a restarted client, a
+/// model that calls again) must repeat them, or it would be refused with 409.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub key: String,
+    pub created_at: String,
+    /// The relative expiry asked for: a retry asking for another one is another payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+impl Stamp {
+    fn now(key: &str, expires_in: Option<u32>) -> Self {
+        let now = chrono::Utc::now();
+        let fmt = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        Self {
+            key: key.into(),
+            created_at: fmt(now),
+            expires_in,
+            expires_at: expires_in.map(|s| fmt(now + chrono::Duration::seconds(i64::from(s)))),
+        }
+    }
+}
+
+/// One JSON file per agent id: `<state dir>/mcp-filed-<agent>.json` (and the retry stamps in
+/// `mcp-keys-<agent>.json`).
 pub struct Ledger {
     path: PathBuf,
+    keys: PathBuf,
     lock: tokio::sync::Mutex<()>,
 }
 
@@ -32,18 +62,37 @@ impl Ledger {
     pub fn new(dir: PathBuf, agent_id: &str) -> Self {
         let safe: String =
             agent_id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-        Self { path: dir.join(format!("mcp-filed-{safe}.json")), lock: tokio::sync::Mutex::new(()) }
+        Self {
+            path: dir.join(format!("mcp-filed-{safe}.json")),
+            keys: dir.join(format!("mcp-keys-{safe}.json")),
+            lock: tokio::sync::Mutex::new(()),
+        }
     }
 
     fn read(&self) -> Vec<Filed> {
-        std::fs::read(&self.path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        read_json(&self.path)
     }
 
     fn write(&self, all: &[Filed]) -> std::io::Result<()> {
-        // a per-process temp name: two servers for one agent never write the same temp file
-        let tmp = self.path.with_extension(format!("json.{}.tmp", std::process::id()));
-        private_file(&tmp)?.write_all(&serde_json::to_vec(all).expect("entries serialize"))?;
-        std::fs::rename(tmp, &self.path)
+        write_json(&self.path, all)
+    }
+
+    /// The stamp for `key`: the one recorded by the first attempt if it asked for the same
+    /// `expires_in`, else a new one (recorded before the submit, so a lost ack is covered too).
+    pub async fn stamp(&self, key: &str, expires_in: Option<u32>) -> std::io::Result<Stamp> {
+        let _g = self.lock.lock().await;
+        let _l = self.lock_file()?;
+        let mut all: Vec<Stamp> = read_json(&self.keys);
+        if let Some(s) = all.iter().find(|s| s.key == key && s.expires_in == expires_in) {
+            return Ok(s.clone());
+        }
+        let stamp = Stamp::now(key, expires_in);
+        all.retain(|s| s.key != key);
+        all.push(stamp.clone());
+        let excess = all.len().saturating_sub(CAP);
+        all.drain(..excess);
+        write_json(&self.keys, &all)?;
+        Ok(stamp)
     }
 
     /// An exclusive lock across processes (two MCP servers of one agent share the file), held
@@ -97,6 +146,17 @@ impl Ledger {
     }
 }
 
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
+    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+}
+
+fn write_json<T: Serialize>(path: &Path, all: &[T]) -> std::io::Result<()> {
+    // a per-process temp name: two servers for one agent never write the same temp file
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    private_file(&tmp)?.write_all(&serde_json::to_vec(all).expect("entries serialize"))?;
+    std::fs::rename(tmp, path)
+}
+
 /// Create `dir` (mode 0700 on unix: it holds titles of asks that may be sensitive).
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -143,6 +203,27 @@ mod tests {
         assert_eq!(a.find("msg_1").await.unwrap().title, "t msg_1");
         // another agent's ledger is another file
         assert!(Ledger::new(dir.path().into(), "other").all().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_key_keeps_its_first_stamp_across_restarts_unless_the_expiry_asked_for_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Ledger::new(dir.path().into(), "bot");
+        let first = a.stamp("k1", Some(3600)).await.unwrap();
+        assert!(first.expires_at.is_some());
+        // written back as the first attempt built it, even from a new server on the same dir
+        let tampered = Stamp { created_at: "2026-01-01T00:00:00Z".into(), ..first.clone() };
+        write_json(&a.keys, std::slice::from_ref(&tampered)).unwrap();
+        let b = Ledger::new(dir.path().into(), "bot");
+        assert_eq!(b.stamp("k1", Some(3600)).await.unwrap(), tampered);
+        // another expiry is another payload: a new stamp replaces the old one
+        let other = b.stamp("k1", Some(60)).await.unwrap();
+        assert_eq!(other.expires_in, Some(60));
+        assert_ne!(other.created_at, tampered.created_at);
+        assert_eq!(b.stamp("k1", Some(60)).await.unwrap(), other);
+        assert_eq!(read_json::<Stamp>(&b.keys).len(), 1);
+        // no expiry at all is remembered too
+        assert_eq!(b.stamp("k2", None).await.unwrap().expires_at, None);
     }
 
     #[tokio::test]

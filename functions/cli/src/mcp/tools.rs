@@ -120,6 +120,32 @@ impl HubTools {
         (!r.is_empty()).then_some(r)
     }
 
+    /// `expires_in` and, for a caller-keyed ask/task, the key with the times of its first attempt
+    /// (§8.1: a retry must repeat the payload, `created_at` and `expires_at` included).
+    /// An unwritable state directory does not stop the filing (a later retry may then be refused
+    /// with 409 `idempotency_conflict`, which the model sees).
+    async fn retry_stamp(&self, b: MessageBuilder, key: Option<&str>, expires_in: Option<u32>) -> MessageBuilder {
+        let fresh = |b: MessageBuilder| match expires_in {
+            Some(secs) => b.expires_in(i64::from(secs)),
+            None => b,
+        };
+        let Some(key) = key else { return fresh(b) };
+        let b = b.idempotency_key(key);
+        match self.ledger.stamp(key, expires_in).await {
+            Ok(stamp) => {
+                let b = b.created_at(&stamp.created_at);
+                match &stamp.expires_at {
+                    Some(at) => b.expires_at(at),
+                    None => b,
+                }
+            }
+            Err(e) => {
+                eprintln!("ma2h mcp: could not record the idempotency key in {}: {e}", self.state_dir.display());
+                fresh(b)
+            }
+        }
+    }
+
     /// Build, submit, remember. `title`/`kind` go to the ledger for `list_my_open_asks`.
     async fn file(&self, b: MessageBuilder, expects_answer: bool) -> ToolResult {
         match self.try_file(b, expects_answer).await {
@@ -223,14 +249,9 @@ impl HubTools {
         if let Some(s) = p.schema {
             b = b.schema(s);
         }
-        if let Some(secs) = p.expires_in {
-            b = b.expires_in(i64::from(secs));
-        }
+        b = self.retry_stamp(b, p.idempotency_key.as_deref(), p.expires_in).await;
         if let Some(d) = p.default_on_expire {
             b = b.default_on_expire(d);
-        }
-        if let Some(k) = &p.idempotency_key {
-            b = b.idempotency_key(k);
         }
         b = b.allowed_resolvers(resolvers);
         self.file(b, true).await
@@ -323,12 +344,7 @@ impl HubTools {
         if let Some(v) = &p.verification {
             b = b.verification(v);
         }
-        if let Some(secs) = p.expires_in {
-            b = b.expires_in(i64::from(secs));
-        }
-        if let Some(k) = &p.idempotency_key {
-            b = b.idempotency_key(k);
-        }
+        b = self.retry_stamp(b, p.idempotency_key.as_deref(), p.expires_in).await;
         b = b.allowed_resolvers(resolvers);
         self.file(b, true).await
     }
