@@ -79,11 +79,21 @@ async fn lookup(hub: &Hub, presented: Option<&str>) -> Result<Principal, HubErro
     if key.len() > 256 {
         return Err(HubError::Unauthenticated);
     }
-    let record = hub.credentials.credential_by_hash(&hash_key(key)).await?.ok_or(HubError::Unauthenticated)?;
+    let hash = hash_key(key);
+    let record = match hub.credential_cache.get(&hash) {
+        Some(r) => r,
+        None => {
+            let r =
+                std::sync::Arc::new(hub.credentials.credential_by_hash(&hash).await?.ok_or(HubError::Unauthenticated)?);
+            hub.credential_cache.put(std::sync::Arc::clone(&r));
+            r
+        }
+    };
+    // judged on every use, cached or not: a rotated key's overlap ends on time
     if !record.is_active(hub.clock.now()) {
         return Err(HubError::Unauthenticated);
     }
-    Ok(Principal { account: record.account, id: record.principal, credential_id: record.id })
+    Ok(Principal { account: record.account.clone(), id: record.principal.clone(), credential_id: record.id.clone() })
 }
 
 /// Count one failed authentication of `client`; the error to answer with.

@@ -33,6 +33,8 @@ pub struct Hub {
     pub keys: Arc<HubKeys>,
     /// When this process last wrote each mailbox's presence (writes are throttled, §15.1).
     pub(crate) presence_written: Arc<std::sync::Mutex<std::collections::HashMap<String, Timestamp>>>,
+    /// Credentials recently read by key hash (cleared by every credential change made here).
+    pub(crate) credential_cache: Arc<crate::credential_cache::CredentialCache>,
 }
 
 impl Hub {
@@ -62,6 +64,7 @@ impl Hub {
             push_queue,
             keys: Arc::new(keys),
             presence_written: Arc::default(),
+            credential_cache: Arc::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod changes;
+pub mod credential_cache;
 pub mod error;
 pub mod hub;
 pub mod keys;

@@ -57,11 +57,25 @@ async fn bot_credential(t: &TestHub) -> String {
 }
 
 #[tokio::test]
-async fn a_revoked_credential_is_401() {
+async fn a_revoked_credential_is_401_at_once_though_it_was_just_used() {
     let t = hub().await;
+    // used first: the Hub now holds the verified credential in its cache
+    assert_eq!(t.submit(&t.agent, notify()).await.status, StatusCode::ACCEPTED);
     ma2h_core::admin::revoke(&t.hub, &bot_credential(&t).await).await.unwrap();
     let r = t.submit(&t.agent, notify()).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_revoke_written_by_another_process_is_honoured_within_the_cache_ttl() {
+    let t = hub().await;
+    assert_eq!(t.submit(&t.agent, notify()).await.status, StatusCode::ACCEPTED);
+    // the `ma2h-hub admin` CLI writes the store directly: this Hub's cache is not told
+    let mut c = t.hub.credentials.credential_by_id(&bot_credential(&t).await).await.unwrap().unwrap();
+    c.revoked_at = Some(chrono::Utc::now());
+    t.hub.credentials.update_credential(&c).await.unwrap();
+    tokio::time::sleep(ma2h_core::credential_cache::TTL + std::time::Duration::from_millis(50)).await;
+    assert_eq!(t.submit(&t.agent, notify()).await.status, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]

@@ -404,13 +404,23 @@ impl Envelope {
     /// The idempotency identity of this submit (§8.1): the canonical envelope as sent, with the
     /// excluded `agent.run_id` and `agent.session` removed. Compute it before any normalization
     /// (e.g. [`Self::synthesize_confirm_options`]) so a replay of the same bytes matches.
+    ///
+    /// Streamed into the digest (no copy of the envelope, no canonical string): it runs on every
+    /// submit. The value is the SHA-256 of the JCS bytes, as stored claims already hold it.
     pub fn idempotency_fingerprint(&self) -> String {
-        let mut copy = self.raw.clone();
-        if let Some(Value::Object(agent)) = copy.get_mut("agent") {
-            agent.remove("run_id");
-            agent.remove("session");
-        }
-        use sha2::Digest;
-        hex::encode(sha2::Sha256::digest(crate::jcs::canonicalize(&Value::Object(copy))))
+        // only `agent` differs from the envelope as sent: a copy of that small object
+        let agent = match self.raw.get("agent") {
+            Some(Value::Object(a)) if a.contains_key("run_id") || a.contains_key("session") => {
+                let mut a = a.clone();
+                a.remove("run_id");
+                a.remove("session");
+                Some(Value::Object(a))
+            }
+            _ => None,
+        };
+        let mut h = crate::jcs::HashWriter::default();
+        crate::jcs::write_object(&self.raw, |k| if k == "agent" { agent.as_ref() } else { None }, &mut h)
+            .expect("hashing cannot fail");
+        h.hex()
     }
 }

@@ -59,6 +59,75 @@ pub fn payload_sha256(response: Option<&Value>, state: Option<&Value>) -> String
     canonical_sha256(&payload_object(response, state))
 }
 
+/// Stream the canonical bytes of `value` into `out` without building them — for digests of
+/// large values (the §8.1 fingerprint of every submit). Byte-identical to [`canonicalize`]:
+/// strings take serde_json's compact escaping (the same minimal escapes with lowercase `\u00xx`
+/// RFC 8785 §3.2.2.2 asks for), numbers go through `serde_jcs` itself, members are sorted by
+/// UTF-16 code units. The tests check it against [`canonicalize`] value by value.
+pub fn write<W: std::io::Write>(value: &Value, out: &mut W) -> std::io::Result<()> {
+    match value {
+        Value::Object(map) => write_object(map, |_| None, out),
+        Value::Array(items) => {
+            out.write_all(b"[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write(item, out)?;
+            }
+            out.write_all(b"]")
+        }
+        Value::String(s) => serde_json::to_writer(&mut *out, s).map_err(std::io::Error::other),
+        Value::Number(_) => serde_jcs::to_writer(&mut *out, value).map_err(std::io::Error::other),
+        Value::Bool(true) => out.write_all(b"true"),
+        Value::Bool(false) => out.write_all(b"false"),
+        Value::Null => out.write_all(b"null"),
+    }
+}
+
+/// [`write`] for an object whose member `k` is written as `replace(k)` where that is `Some`
+/// (e.g. the §8.1 fingerprint's `agent` without its excluded members).
+pub fn write_object<'a, W: std::io::Write>(
+    map: &'a serde_json::Map<String, Value>,
+    replace: impl Fn(&str) -> Option<&'a Value>,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let mut members: Vec<(&String, &Value)> = map.iter().collect();
+    // RFC 8785 §3.2.3: by UTF-16 code units (UTF-8 byte order differs above the surrogates)
+    members.sort_unstable_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    out.write_all(b"{")?;
+    for (i, (k, v)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, k).map_err(std::io::Error::other)?;
+        out.write_all(b":")?;
+        write(replace(k).unwrap_or(v), out)?;
+    }
+    out.write_all(b"}")
+}
+
+/// An [`std::io::Write`] that feeds SHA-256: `write` straight into a digest.
+#[derive(Default)]
+pub struct HashWriter(Sha256);
+
+impl HashWriter {
+    /// The lowercase-hex digest of everything written.
+    pub fn hex(self) -> String {
+        hex::encode(self.0.finalize())
+    }
+}
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +159,40 @@ mod tests {
         // (0xFB33 > 0xD83D) even though its code point is smaller — the case UTF-8 order gets wrong.
         let v = json!({"\u{fb33}": 1, "😀": 2});
         assert_eq!(canonicalize_to_string(&v), "{\"😀\":2,\"\u{fb33}\":1}");
+    }
+
+    #[test]
+    fn the_streaming_writer_is_byte_identical_to_canonicalize() {
+        let cases = [
+            json!({"b": 1e21, "a": 1e-7, "c": -0.001, "d": 1234.5, "e": 9007199254740993u64, "f": 0.1,
+                   "g": -0.0, "h": 100, "i": 1e20, "j": -42, "k": u64::MAX, "l": i64::MIN}),
+            json!({"s": "e\u{301}\u{e9}\u{7f}\u{1f}\u{0}\u{8}\u{c}\t\r\n\"\\/€😀\u{2028}\u{2029}"}),
+            json!({"😀": 1, "€": 2, "\r": 3, "1": 4, "\u{ff}": 5, "\u{fb33}": 6, "": 7, "a\"b": 8}),
+            json!([null, true, false, [], {}, [[1, [2]], {"z": {"y": [{"x": null}]}}], "", 0]),
+            json!({"ma2h_version": "0.5", "type": "ask", "agent": {"id": "bot", "run_id": "r1"},
+                   "request": {"mode": "select", "options": [{"value": "a", "label": "A"}]},
+                   "state": {"nested": {"deep": [1.5, "x", {"b": 2, "a": 1}]}}}),
+            json!("top-level string"),
+            json!(3.25),
+            json!(null),
+        ];
+        for v in cases {
+            let mut streamed = Vec::new();
+            write(&v, &mut streamed).unwrap();
+            assert_eq!(String::from_utf8(streamed).unwrap(), canonicalize_to_string(&v), "for {v}");
+            let mut h = HashWriter::default();
+            write(&v, &mut h).unwrap();
+            assert_eq!(h.hex(), canonical_sha256(&v));
+        }
+    }
+
+    #[test]
+    fn write_object_replaces_the_members_it_is_asked_to() {
+        let v = json!({"b": {"keep": 1, "drop": 2}, "a": 0});
+        let stand_in = json!({"keep": 1});
+        let mut out = Vec::new();
+        write_object(v.as_object().unwrap(), |k| (k == "b").then_some(&stand_in), &mut out).unwrap();
+        assert_eq!(out, br#"{"a":0,"b":{"keep":1}}"#);
     }
 
     #[test]

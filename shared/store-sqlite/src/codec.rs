@@ -75,7 +75,8 @@ pub(crate) fn opt_ts(ms: Option<i64>, what: &str) -> Result<Option<Timestamp>, D
 /// JSON as stored: compact text. `serde_json` is built with `preserve_order`, so member order
 /// survives the round trip and the GET body stays byte-identical (§8.2).
 pub(crate) fn json_text(v: &Value) -> String {
-    v.to_string()
+    // straight into a buffer (`to_string` goes through `fmt::Display`, a write call per token)
+    serde_json::to_string(v).expect("a serde_json::Value always serializes")
 }
 
 pub(crate) fn json_value(text: &str, what: &str) -> Result<Value, DbError> {

@@ -48,13 +48,15 @@ impl MessageStore for SqliteStore {
         entry: Option<(&ma2h_core::mailbox::MailboxEntry, u32)>,
         now: Timestamp,
     ) -> Result<Inserted, StoreError> {
-        // Encode on the caller's thread: the writer thread is the one serial resource.
-        let (message, claim, envelope) = (message.clone(), claim.cloned(), json_text(&message.envelope));
+        // Encode on the caller's thread: the writer thread is the one serial resource. Only the
+        // columns travel (the record's parsed envelope is not copied).
+        let (row, claim) = (NewRow::of(message), claim.cloned());
         let entry = entry.map(|(e, cap)| (e.clone(), cap));
         self.write(move |conn| {
             if let Some(c) = &claim
                 && let Some(existing) = live_claim(conn, &c.account, &c.agent_id, &c.key, now)?
             {
+                // §8.1: the key is taken; nothing is written.
                 return Ok(Inserted::Existing(existing));
             }
             if let Some((e, cap)) = &entry
@@ -62,7 +64,7 @@ impl MessageStore for SqliteStore {
             {
                 return Ok(Inserted::MailboxFull);
             }
-            let inserted = insert_message(conn, &message, &envelope, claim.as_ref(), now)?;
+            let inserted = insert_message(conn, &row, claim.as_ref())?;
             // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
             if let (Inserted::New, Some((e, _))) = (&inserted, &entry) {
                 crate::mailbox::insert_entry(conn, e)?;
@@ -258,42 +260,80 @@ impl MessageStore for SqliteStore {
     }
 }
 
-fn insert_message(
-    conn: &Connection,
-    m: &MessageRecord,
-    envelope: &str,
-    claim: Option<&IdempotencyRecord>,
-    now: Timestamp,
-) -> Result<Inserted, DbError> {
-    if let Some(c) = claim
-        && let Some(existing) = live_claim(conn, &c.account, &c.agent_id, &c.key, now)?
-    {
-        // §8.1: the key is taken; nothing was written.
-        return Ok(Inserted::Existing(existing));
+/// A new message's columns, encoded off the writer thread.
+struct NewRow {
+    id: String,
+    account: String,
+    agent_id: String,
+    kind: &'static str,
+    status: &'static str,
+    priority: &'static str,
+    title: String,
+    envelope: String,
+    created_at: i64,
+    expires_at: Option<i64>,
+    updated_at: i64,
+    response: Option<String>,
+    resolution_id: Option<String>,
+    retain_until: Option<i64>,
+    push: Option<PushTrack>,
+    state_text: Option<String>,
+    project: Option<String>,
+    tags: Option<String>,
+}
+
+impl NewRow {
+    fn of(m: &MessageRecord) -> Self {
+        Self {
+            id: m.id.as_str().to_owned(),
+            account: m.account.as_str().to_owned(),
+            agent_id: m.agent_id.as_str().to_owned(),
+            kind: m.kind.as_str(),
+            status: m.status.as_str(),
+            priority: m.priority.as_str(),
+            title: m.title.clone(),
+            envelope: json_text(&m.envelope),
+            created_at: ms(m.created_at),
+            expires_at: opt_ms(m.expires_at),
+            updated_at: ms(m.updated_at),
+            response: m.response.as_ref().map(json_text),
+            resolution_id: m.resolution_id.as_ref().map(|r| r.as_str().to_owned()),
+            retain_until: opt_ms(m.retain_until),
+            push: m.push.clone(),
+            state_text: m.state_text.clone(),
+            project: ma2h_core::listing::project_of(&m.envelope),
+            tags: listing::tags_column(&m.envelope),
+        }
     }
+}
+
+/// Insert the message and its claim (replacing an expired one). The caller has checked that no
+/// live claim holds the key, in the same transaction.
+fn insert_message(conn: &Connection, m: &NewRow, claim: Option<&IdempotencyRecord>) -> Result<Inserted, DbError> {
+    let push = m.push.as_ref();
     conn.prepare_cached(sql::INSERT_MESSAGE)?.execute(params![
-        m.id.as_str(),
-        m.account.as_str(),
-        m.agent_id.as_str(),
-        m.kind.as_str(),
-        m.status.as_str(),
-        m.priority.as_str(),
+        m.id,
+        m.account,
+        m.agent_id,
+        m.kind,
+        m.status,
+        m.priority,
         m.title,
-        envelope,
-        ms(m.created_at),
-        opt_ms(m.expires_at),
-        ms(m.updated_at),
-        m.response.as_ref().map(json_text),
-        m.resolution_id.as_ref().map(ResolutionId::as_str),
-        opt_ms(m.retain_until),
-        m.push.as_ref().map(|p| p.status.as_str()),
-        m.push.as_ref().map_or(0, |p| i64::from(p.attempts)),
-        m.push.as_ref().and_then(|p| p.next_attempt_at).map(ms),
-        m.push.as_ref().and_then(|p| p.last_error.clone()),
-        m.push.as_ref().and_then(|p| p.delivered_at).map(ms),
+        m.envelope,
+        m.created_at,
+        m.expires_at,
+        m.updated_at,
+        m.response,
+        m.resolution_id,
+        m.retain_until,
+        push.map(|p| p.status.as_str()),
+        push.map_or(0, |p| i64::from(p.attempts)),
+        push.and_then(|p| p.next_attempt_at).map(ms),
+        push.and_then(|p| p.last_error.as_deref()),
+        push.and_then(|p| p.delivered_at).map(ms),
         m.state_text,
-        ma2h_core::listing::project_of(&m.envelope),
-        listing::tags_column(&m.envelope),
+        m.project,
+        m.tags,
     ])?;
     if let Some(c) = claim {
         conn.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![

@@ -76,6 +76,7 @@ async fn issue(
         revoked_at: None,
     };
     hub.credentials.put_credential(&record).await?;
+    hub.credential_cache.clear();
     Ok((record, key))
 }
 
@@ -157,6 +158,7 @@ pub async fn revoke(hub: &Hub, id: &str) -> Result<CredentialSummary, HubError> 
     if c.revoked_at.is_none() {
         c.revoked_at = Some(now);
         hub.credentials.update_credential(&c).await?;
+        hub.credential_cache.clear();
     }
     Ok(summary(&c, now))
 }
@@ -173,6 +175,7 @@ pub async fn rotate(hub: &Hub, id: &str, overlap: Duration) -> Result<IssuedCred
     let end = now + overlap;
     old.expires_at = Some(old.expires_at.map_or(end, |e| e.min(end)));
     hub.credentials.update_credential(&old).await?;
+    hub.credential_cache.clear();
     Ok(IssuedCredential {
         credential_id: record.id,
         account: old.account.to_string(),

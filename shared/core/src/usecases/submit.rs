@@ -95,6 +95,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     let status = lifecycle::initial_status(envelope.kind());
     // An addressed notify's lifecycle is its mailbox track (§5.1): stored as terminal-on-accept
     // (never open), read through the track.
+    let state_text = envelope.raw.get("state").and_then(|s| ma2h_protocol::verbatim::lossy_state_text(body, s));
     let record = MessageRecord {
         id: id.clone(),
         account: principal.account.clone(),
@@ -103,8 +104,9 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         status,
         priority: envelope.priority,
         title: envelope.title.clone(),
-        envelope: serde_json::Value::Object(envelope.raw.clone()),
-        state_text: envelope.raw.get("state").and_then(|s| ma2h_protocol::verbatim::lossy_state_text(body, s)),
+        // the accepted envelope moves into the record; the typed fields stay for what follows
+        envelope: serde_json::Value::Object(std::mem::take(&mut envelope.raw)),
+        state_text,
         created_at: now,
         expires_at: envelope.expires_at.filter(|_| envelope.kind() != MessageType::Notify),
         updated_at: now,
