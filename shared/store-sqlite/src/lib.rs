@@ -14,6 +14,9 @@
 //!   the last commit while a write is in progress and never wait for it, so a read (an indexed
 //!   lookup) runs inline on a free reader; only when every reader is busy does it wait on
 //!   [`tokio::task::spawn_blocking`].
+//! * **Claims in memory.** §8.1 idempotency claims are appended in arrival order and found by key
+//!   through an in-memory map rebuilt at open (see [`claims`]): a SQL index on agents' random
+//!   keys made every submit dirty a random page.
 //! * **Bounded WAL.** Checkpoints run on their own thread; under sustained writes the writer
 //!   checkpoints the short tail that thread leaves so the log restarts at 256 MiB (see `wal`).
 //! * **Representation.** Timestamps are integer Unix milliseconds (sub-millisecond parts are
@@ -33,6 +36,7 @@ use ma2h_core::ports::StoreError;
 use rusqlite::{Connection, OpenFlags};
 
 mod checkpoint;
+mod claims;
 mod codec;
 pub mod credentials;
 pub mod listing;
@@ -58,6 +62,8 @@ pub struct SqliteStore {
 
 struct Inner {
     writer: Writer,
+    /// §8.1 claims by key (see [`claims`]).
+    claims: Arc<claims::ClaimIndex>,
     /// File databases only; declared after `writer` so it stops after the writer has drained.
     _checkpointer: Option<checkpoint::Checkpointer>,
     /// Empty for an in-memory database: every read then goes through the writer.
@@ -115,11 +121,13 @@ impl SqliteStore {
         settings: StoreSettings,
         wal: Arc<wal::WalState>,
     ) -> Result<Self, StoreError> {
+        let claims = Arc::new(claims::ClaimIndex::open(&writer)?);
         let writer = Writer::spawn(writer, wal)
             .map_err(|e| StoreError::Unavailable(format!("cannot start the sqlite writer thread: {e}")))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 writer,
+                claims,
                 _checkpointer: checkpointer,
                 readers,
                 next_reader: AtomicUsize::new(0),
@@ -127,6 +135,11 @@ impl SqliteStore {
                 settings,
             }),
         })
+    }
+
+    /// `false` for an in-memory database: its reads run on the writer connection.
+    pub(crate) fn has_readers(&self) -> bool {
+        !self.inner.readers.is_empty()
     }
 
     /// The database file, or `None` in memory.

@@ -6,8 +6,9 @@
 //! acknowledges anything, §3.1). Every read runs in one read transaction: one snapshot.
 //!
 //! * `insert_message` — if a claim for `(account, agent, key)` is live at `now`, returns
-//!   `Existing(claim)` (nothing written); otherwise inserts the message and
-//!   writes the claim, replacing an expired one.
+//!   `Existing(claim)` (nothing written); otherwise inserts the message and appends the claim
+//!   (a newer row for a key supersedes an expired one). Claims are found through the in-memory
+//!   index of [`crate::claims`], not a SQL index on the key.
 //! * `get_claim` — the claim row if `expires_at > now`.
 //! * `get_message` — the row scoped to `account`; else that account's tombstone (`Gone`); else
 //!   `Missing` (also for another account's id). Both reads share one snapshot.
@@ -24,6 +25,8 @@
 //! * `count_open` — `COUNT(*)` of the agent's open asks/tasks from an index.
 //! * `incr_counter` — an upsert `RETURNING value`; an expired row restarts at 1. The port passes
 //!   no `now`, so expiry is judged against the system clock here.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts};
@@ -52,9 +55,10 @@ impl MessageStore for SqliteStore {
         // columns travel (the record's parsed envelope is not copied).
         let (row, claim) = (NewRow::of(message), claim.cloned());
         let entry = entry.map(|(e, cap)| (e.clone(), cap));
+        let claims = Arc::clone(&self.inner.claims);
         self.write(move |conn| {
             if let Some(c) = &claim
-                && let Some(existing) = live_claim(conn, &c.account, &c.agent_id, &c.key, now)?
+                && let Some(existing) = claims.live(conn, true, &c.account, &c.agent_id, &c.key, now)?
             {
                 // §8.1: the key is taken; nothing is written.
                 return Ok(Inserted::Existing(existing));
@@ -64,7 +68,7 @@ impl MessageStore for SqliteStore {
             {
                 return Ok(Inserted::MailboxFull);
             }
-            let inserted = insert_message(conn, &row, claim.as_ref())?;
+            let inserted = insert_message(conn, &row, claim.as_ref().map(|c| (&*claims, c)))?;
             // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
             if let (Inserted::New, Some((e, _))) = (&inserted, &entry) {
                 crate::mailbox::insert_entry(conn, e)?;
@@ -82,7 +86,9 @@ impl MessageStore for SqliteStore {
         now: Timestamp,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         let (account, agent, key) = (account.clone(), agent.clone(), key.to_owned());
-        self.read(move |conn| live_claim(conn, &account, &agent, &key, now)).await
+        let claims = Arc::clone(&self.inner.claims);
+        let writer = !self.has_readers();
+        self.read(move |conn| claims.live(conn, writer, &account, &agent, &key, now)).await
     }
 
     async fn get_message(&self, account: &AccountId, id: &MessageId) -> Result<Lookup, StoreError> {
@@ -120,7 +126,8 @@ impl MessageStore for SqliteStore {
     }
 
     async fn purge(&self, now: Timestamp, max: usize) -> Result<usize, StoreError> {
-        self.write(move |conn| purge(conn, now, max)).await
+        let claims = Arc::clone(&self.inner.claims);
+        self.write(move |conn| purge(conn, &claims, now, max)).await
     }
 
     async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<ListPage, StoreError> {
@@ -309,7 +316,11 @@ impl NewRow {
 
 /// Insert the message and its claim (replacing an expired one). The caller has checked that no
 /// live claim holds the key, in the same transaction.
-fn insert_message(conn: &Connection, m: &NewRow, claim: Option<&IdempotencyRecord>) -> Result<Inserted, DbError> {
+fn insert_message(
+    conn: &Connection,
+    m: &NewRow,
+    claim: Option<(&crate::claims::ClaimIndex, &IdempotencyRecord)>,
+) -> Result<Inserted, DbError> {
     let push = m.push.as_ref();
     conn.prepare_cached(sql::INSERT_MESSAGE)?.execute(params![
         m.id,
@@ -335,50 +346,10 @@ fn insert_message(conn: &Connection, m: &NewRow, claim: Option<&IdempotencyRecor
         m.project,
         m.tags,
     ])?;
-    if let Some(c) = claim {
-        conn.prepare_cached(sql::UPSERT_CLAIM)?.execute(params![
-            c.account.as_str(),
-            c.agent_id.as_str(),
-            c.key,
-            c.message_id.as_str(),
-            c.fingerprint,
-            ms(c.expires_at),
-        ])?;
+    if let Some((claims, c)) = claim {
+        claims.insert(conn, c)?;
     }
     Ok(Inserted::New)
-}
-
-fn live_claim(
-    conn: &Connection,
-    account: &AccountId,
-    agent: &AgentId,
-    key: &str,
-    now: Timestamp,
-) -> Result<Option<IdempotencyRecord>, DbError> {
-    let raw = conn
-        .prepare_cached(sql::GET_LIVE_CLAIM)?
-        .query_row(params![account.as_str(), agent.as_str(), key, ms(now)], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, i64>(5)?,
-            ))
-        })
-        .optional()?;
-    raw.map(|(account, agent_id, key, message_id, fingerprint, expires_at)| {
-        Ok(IdempotencyRecord {
-            account: parsed(&account, "idempotency.account", AccountId::parse)?,
-            agent_id: parsed(&agent_id, "idempotency.agent_id", AgentId::parse)?,
-            key,
-            message_id: MessageId::from_trusted(message_id),
-            fingerprint,
-            expires_at: ts(expires_at, "idempotency.expires_at")?,
-        })
-    })
-    .transpose()
 }
 
 fn select_message(conn: &Connection, account: &AccountId, id: &MessageId) -> Result<Option<MessageRecord>, DbError> {
@@ -435,7 +406,12 @@ fn complete(
     })
 }
 
-fn purge(conn: &Connection, now: Timestamp, max: usize) -> Result<usize, DbError> {
+fn purge(
+    conn: &Connection,
+    claim_index: &crate::claims::ClaimIndex,
+    now: Timestamp,
+    max: usize,
+) -> Result<usize, DbError> {
     let due: Vec<(String, String, String)> = conn
         .prepare_cached(sql::PURGEABLE)?
         .query_map(params![ms(now), limit(max)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
@@ -449,7 +425,7 @@ fn purge(conn: &Connection, now: Timestamp, max: usize) -> Result<usize, DbError
             purged += delete.execute(params![id])?;
         }
     }
-    let claims = conn.prepare_cached(sql::PURGE_CLAIMS)?.execute(params![ms(now), limit(max)])?;
+    let claims = claim_index.purge(conn, now, limit(max))?;
     let counters = conn.prepare_cached(sql::PURGE_COUNTERS)?.execute(params![ms(now), limit(max)])?;
     if purged + claims + counters > 0 {
         tracing::debug!(purged, claims, counters, "sqlite store: purged expired rows");

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -248,6 +248,26 @@ CREATE TABLE account_policy (
     version INTEGER NOT NULL,
     policy  TEXT    NOT NULL
 ) STRICT, WITHOUT ROWID;
+"#;
+
+/// Version 8: idempotency claims in arrival order, without the `(account, agent_id, key)` index
+/// (agents' keys are random: every claim dirtied a random page of it, most of what a group
+/// commit wrote). The key → row map lives in memory (`claims`); the table keeps the rows and
+/// the expiry index the purge walks.
+const V8: &str = r#"
+CREATE TABLE idempotency_v8 (
+    account     TEXT    NOT NULL,
+    agent_id    TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    message_id  TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    expires_at  INTEGER NOT NULL
+) STRICT;
+INSERT INTO idempotency_v8 (account, agent_id, key, message_id, fingerprint, expires_at)
+    SELECT account, agent_id, key, message_id, fingerprint, expires_at FROM idempotency ORDER BY rowid;
+DROP TABLE idempotency;
+ALTER TABLE idempotency_v8 RENAME TO idempotency;
+CREATE INDEX idempotency_expiry ON idempotency (expires_at);
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

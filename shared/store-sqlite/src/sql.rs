@@ -75,20 +75,25 @@ pub const INSERT_TOMBSTONE: &str =
 
 pub const DELETE_MESSAGE: &str = "DELETE FROM messages WHERE id = ?1";
 
-pub const PURGE_CLAIMS: &str =
-    "DELETE FROM idempotency WHERE rowid IN (SELECT rowid FROM idempotency WHERE expires_at <= ?1 LIMIT ?2)";
+/// Expired claims, oldest first, deleted; what went (for the in-memory index, `claims`).
+pub const PURGE_CLAIMS: &str = "DELETE FROM idempotency WHERE rowid IN \
+     (SELECT rowid FROM idempotency WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2) \
+     RETURNING rowid, account, agent_id, key";
 
 pub const PURGE_COUNTERS: &str =
     "DELETE FROM counters WHERE rowid IN (SELECT rowid FROM counters WHERE expires_at <= ?1 LIMIT ?2)";
 
-/// A live (unexpired at `?4`) idempotency claim.
-pub const GET_LIVE_CLAIM: &str = "SELECT account, agent_id, key, message_id, fingerprint, expires_at FROM idempotency \
-     WHERE account = ?1 AND agent_id = ?2 AND key = ?3 AND expires_at > ?4";
+/// The live claims' keys, oldest first (the newest row of a key is read last).
+pub const LIVE_CLAIM_KEYS: &str =
+    "SELECT rowid, account, agent_id, key FROM idempotency WHERE expires_at > ?1 ORDER BY rowid";
 
-/// Write a claim, replacing an expired one for the same key.
-pub const UPSERT_CLAIM: &str = "INSERT INTO idempotency (account, agent_id, key, message_id, fingerprint, expires_at) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (account, agent_id, key) DO UPDATE SET \
-     message_id = excluded.message_id, fingerprint = excluded.fingerprint, expires_at = excluded.expires_at";
+/// One claim row by rowid (the in-memory index's target).
+pub const CLAIM_BY_ROWID: &str =
+    "SELECT account, agent_id, key, message_id, fingerprint, expires_at FROM idempotency WHERE rowid = ?1";
+
+/// Append a claim (the caller found no live claim for the key in the same transaction).
+pub const INSERT_CLAIM: &str = "INSERT INTO idempotency (account, agent_id, key, message_id, fingerprint, expires_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 /// A live counter's value.
 pub const READ_COUNTER: &str = "SELECT value FROM counters WHERE key = ?1 AND expires_at > ?2";
