@@ -15,7 +15,7 @@
 //!   lookup) runs inline on a free reader; only when every reader is busy does it wait on
 //!   [`tokio::task::spawn_blocking`].
 //! * **Claims in memory.** §8.1 idempotency claims are appended in arrival order and found by key
-//!   through an in-memory map rebuilt at open (see [`claims`]): a SQL index on agents' random
+//!   through an in-memory map rebuilt at open (see the `claims` module): a SQL index on agents' random
 //!   keys made every submit dirty a random page.
 //! * **Bounded WAL.** Checkpoints run on their own thread; under sustained writes the writer
 //!   checkpoints the short tail that thread leaves so the log restarts at 256 MiB (see `wal`).

@@ -8,7 +8,7 @@
 //! * `insert_message` — if a claim for `(account, agent, key)` is live at `now`, returns
 //!   `Existing(claim)` (nothing written); otherwise inserts the message and appends the claim
 //!   (a newer row for a key supersedes an expired one). Claims are found through the in-memory
-//!   index of [`crate::claims`], not a SQL index on the key.
+//!   index of the `claims` module, not a SQL index on the key.
 //! * `get_claim` — the claim row if `expires_at > now`.
 //! * `get_message` — the row scoped to `account`; else that account's tombstone (`Gone`); else
 //!   `Missing` (also for another account's id). Both reads share one snapshot.

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -269,6 +269,10 @@ DROP TABLE idempotency;
 ALTER TABLE idempotency_v8 RENAME TO idempotency;
 CREATE INDEX idempotency_expiry ON idempotency (expires_at);
 "#;
+
+/// Version 9: `messages_by_agent` goes — the inbox-depth count reads the open-listing index
+/// (`messages_open_agent`), so each new message maintains one index fewer.
+const V9: &str = "DROP INDEX messages_by_agent;";
 
 /// What the writer connection actually runs with, read back after configuring it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -60,9 +60,10 @@ pub const DUE_EXPIRIES: &str = "SELECT account, id FROM messages \
      WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at <= ?1 \
      ORDER BY expires_at LIMIT ?2";
 
-/// §8.6 inbox depth: open asks/tasks of one agent.
+/// §8.6 inbox depth: open asks/tasks of one agent. Only asks and tasks are ever `open` (a
+/// notify is terminal on acceptance, §7), so the open-listing index answers it alone.
 pub const COUNT_OPEN: &str = "SELECT COUNT(*) FROM messages \
-     WHERE account = ?1 AND agent_id = ?2 AND status = 'open' AND kind IN ('ask', 'task')";
+     WHERE account = ?1 AND agent_id = ?2 AND status = 'open'";
 
 // The operator listing's statements are built per filter combination: see `crate::listing`.
 

@@ -122,7 +122,7 @@ async fn queries_read_their_indexes_never_scan_messages() {
     assert!(!due.iter().any(|d| d.contains("TEMP B-TREE")), "ordered by the index itself: {due:?}");
 
     let count = plan(&conn, sql::COUNT_OPEN, ("acme", "bot"));
-    assert!(count.iter().any(|d| d.contains("USING COVERING INDEX messages_by_agent")), "count_open plan: {count:?}");
+    assert!(count.iter().any(|d| d.contains("USING COVERING INDEX messages_open_agent")), "count_open plan: {count:?}");
 
     let purge = plan(&conn, sql::PURGEABLE, (now, 500));
     assert!(purge.iter().any(|d| d.contains("USING INDEX messages_retain")), "purge plan: {purge:?}");
