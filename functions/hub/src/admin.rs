@@ -32,7 +32,7 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Revoke a credential at once.
+    /// Revoke a credential (a running Hub refuses it within a second: it caches verified keys for 1 s).
     Revoke {
         credential_id: String,
         #[arg(long)]
