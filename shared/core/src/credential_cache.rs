@@ -3,7 +3,8 @@
 //!
 //! * **Revocation.** A revoke or rotate through this Hub (`admin`) clears the cache at once. One
 //!   made by another process — the `ma2h-hub admin` CLI beside a running server, the admin
-//!   function beside warm Lambdas — takes effect when the entry ages out: within [`TTL`].
+//!   function beside warm Lambdas — takes effect when the entry ages out: within the TTL
+//!   (`MA2H_CREDENTIAL_CACHE_MS`, default [`DEFAULT_TTL`]; 0 turns the cache off).
 //! * **Expiry** is judged on every use against the cached record (`is_active(now)`), so a
 //!   rotated key's overlap window ends on time.
 //! * Only credentials that exist are cached: an unknown key always reaches the store (and the
@@ -15,27 +16,42 @@ use std::time::{Duration, Instant};
 
 use crate::records::CredentialRecord;
 
-/// How long another process's revoke may go unseen.
-pub const TTL: Duration = Duration::from_secs(1);
+/// How long another process's revoke may go unseen, by default (`MA2H_CREDENTIAL_CACHE_MS`).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(1);
 /// Entries kept at most (stale ones are dropped first, then everything).
 const CAP: usize = 4096;
 
-#[derive(Default)]
 pub struct CredentialCache {
+    ttl: Duration,
     entries: Mutex<HashMap<String, (Arc<CredentialRecord>, Instant)>>,
 }
 
+impl Default for CredentialCache {
+    fn default() -> Self {
+        Self::new(DEFAULT_TTL)
+    }
+}
+
 impl CredentialCache {
-    /// The record for `key_hash` if it was read from the store less than [`TTL`] ago.
+    /// A cache keeping entries for `ttl` (zero: nothing is kept).
+    pub fn new(ttl: Duration) -> Self {
+        Self { ttl, entries: Mutex::default() }
+    }
+
+    /// The record for `key_hash` if it was read from the store less than the TTL ago.
     pub fn get(&self, key_hash: &str) -> Option<Arc<CredentialRecord>> {
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.get(key_hash).filter(|(_, at)| at.elapsed() < TTL).map(|(r, _)| Arc::clone(r))
+        entries.get(key_hash).filter(|(_, at)| at.elapsed() < self.ttl).map(|(r, _)| Arc::clone(r))
     }
 
     pub fn put(&self, record: Arc<CredentialRecord>) {
+        if self.ttl.is_zero() {
+            return;
+        }
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= CAP {
-            entries.retain(|_, (_, at)| at.elapsed() < TTL);
+            let ttl = self.ttl;
+            entries.retain(|_, (_, at)| at.elapsed() < ttl);
             if entries.len() >= CAP {
                 entries.clear();
             }
@@ -76,8 +92,15 @@ mod tests {
         c.clear();
         assert!(c.get("h1").is_none());
         c.put(record("h1"));
-        std::thread::sleep(TTL + Duration::from_millis(50));
+        std::thread::sleep(DEFAULT_TTL + Duration::from_millis(50));
         assert!(c.get("h1").is_none(), "another process's revoke is seen within the TTL");
+    }
+
+    #[test]
+    fn a_zero_ttl_keeps_nothing() {
+        let c = CredentialCache::new(Duration::ZERO);
+        c.put(record("h1"));
+        assert!(c.get("h1").is_none());
     }
 
     #[test]

@@ -51,6 +51,7 @@ impl Hub {
     where
         S: MessageStore + CredentialStore + MailboxStore + SessionStore + 'static,
     {
+        let credential_cache = Arc::new(crate::credential_cache::CredentialCache::new(settings.credential_cache));
         Self {
             messages: store.clone(),
             credentials: store.clone(),
@@ -64,7 +65,7 @@ impl Hub {
             push_queue,
             keys: Arc::new(keys),
             presence_written: Arc::default(),
-            credential_cache: Arc::default(),
+            credential_cache,
         }
     }
 

@@ -48,6 +48,9 @@ pub struct Settings {
     /// Failed authentications per client address per minute before they answer 429; 0 disables
     /// (`MA2H_AUTH_FAILURES_PER_MINUTE`).
     pub auth_failures_per_minute: u32,
+    /// How long a verified API key is kept in memory (`MA2H_CREDENTIAL_CACHE_MS`; 0 reads the
+    /// store on every request): the longest a revoke made by another process goes unseen.
+    pub credential_cache: Duration,
     /// §8.6 max open asks/tasks per agent; 0 disables (`MA2H_INBOX_DEPTH`).
     pub inbox_depth: u32,
     /// §8.2 retention after resolution (`MA2H_RETENTION_DAYS`).
@@ -261,6 +264,7 @@ impl Default for Settings {
             limits: SizeLimits::default(),
             requests_per_minute: 600,
             auth_failures_per_minute: 20,
+            credential_cache: Duration::from_millis(1000),
             inbox_depth: 1000,
             retention_days: 30,
             idempotency_ttl_hours: 48,
@@ -327,6 +331,9 @@ impl Settings {
         num("MA2H_REQUESTS_PER_MINUTE", get("MA2H_REQUESTS_PER_MINUTE"), &mut s.requests_per_minute)?;
         num("MA2H_INBOX_DEPTH", get("MA2H_INBOX_DEPTH"), &mut s.inbox_depth)?;
         num("MA2H_AUTH_FAILURES_PER_MINUTE", get("MA2H_AUTH_FAILURES_PER_MINUTE"), &mut s.auth_failures_per_minute)?;
+        let mut cache_ms: u64 = s.credential_cache.as_millis() as u64;
+        num("MA2H_CREDENTIAL_CACHE_MS", get("MA2H_CREDENTIAL_CACHE_MS"), &mut cache_ms)?;
+        s.credential_cache = Duration::from_millis(cache_ms);
         num("MA2H_RETENTION_DAYS", get("MA2H_RETENTION_DAYS"), &mut s.retention_days)?;
         num("MA2H_IDEMPOTENCY_TTL_HOURS", get("MA2H_IDEMPOTENCY_TTL_HOURS"), &mut s.idempotency_ttl_hours)?;
         num("MA2H_REPLAY_WINDOW_SECONDS", get("MA2H_REPLAY_WINDOW_SECONDS"), &mut s.replay_window_seconds)?;

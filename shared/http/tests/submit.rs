@@ -74,7 +74,7 @@ async fn a_revoke_written_by_another_process_is_honoured_within_the_cache_ttl() 
     let mut c = t.hub.credentials.credential_by_id(&bot_credential(&t).await).await.unwrap().unwrap();
     c.revoked_at = Some(chrono::Utc::now());
     t.hub.credentials.update_credential(&c).await.unwrap();
-    tokio::time::sleep(ma2h_core::credential_cache::TTL + std::time::Duration::from_millis(50)).await;
+    tokio::time::sleep(ma2h_core::credential_cache::DEFAULT_TTL + std::time::Duration::from_millis(50)).await;
     assert_eq!(t.submit(&t.agent, notify()).await.status, StatusCode::UNAUTHORIZED);
 }
 

@@ -160,11 +160,13 @@ impl SqliteStore {
 
     /// Run `f` on the writer thread, inside a transaction shared with the other writes queued
     /// at the same time (its own savepoint: an `Err` rolls back `f`'s writes alone). Returns once
-    /// that transaction is committed — on disk — or failed. `f` must not open a transaction.
+    /// that transaction is committed — on disk — or failed. `f` must not open a transaction, and
+    /// may run twice (a batch is run again when one of its jobs fails, see `writer`): its
+    /// effects outside the connection must bear that.
     pub(crate) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnMut(&Connection) -> Result<T, DbError> + Send + 'static,
     {
         self.inner.writer.submit(f).await.map_err(StoreError::from)
     }
@@ -174,7 +176,7 @@ impl SqliteStore {
     pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnMut(&Connection) -> Result<T, DbError> + Send + 'static,
     {
         if self.inner.readers.is_empty() {
             return self.write(f).await;

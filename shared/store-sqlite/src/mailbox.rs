@@ -163,7 +163,7 @@ impl MailboxStore for SqliteStore {
         self.write(move |conn| {
             let mut stmt = conn.prepare_cached(&ack_sql())?;
             let mut acked = Vec::new();
-            for key in keys {
+            for key in &keys {
                 let row = stmt
                     .query_row(
                         params![

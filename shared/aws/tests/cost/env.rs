@@ -54,7 +54,10 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     provision::create_table(&raw, &table).await.unwrap();
     let queue_url = raw_sqs(&config).create_queue().queue_name(&table).send().await.unwrap().queue_url.unwrap();
     // The production defaults for what submit checks: 600 requests/min, inbox depth 1000.
-    let settings = test_settings();
+    let mut settings = test_settings();
+    // Every request reads its credential, as on a cold or busy fleet of Lambdas (the in-process
+    // cache only helps a warm instance that saw the same key within the last second).
+    settings.credential_cache = std::time::Duration::ZERO;
     // The production default re-read interval for Lambda long-polls.
     // The production default grace: past retention a message is DynamoDB's TTL's to delete (free);
     // the sweeper deletes only what TTL has left 72 hours later.
