@@ -4,8 +4,8 @@
 //! ids), so each new claim lands on a random leaf of such an index, and in WAL mode every commit
 //! writes each page it touched in full. Measured on the submit benchmark: the key index was 38 of
 //! the 60 pages a group commit of ~21 submits wrote (docs/BENCHMARKS.md). Here the table is
-//! written in rowid order (plus its `expires_at` index, also in arrival order) and the key →
-//! rowid map lives in memory: about 100 bytes per live claim, loaded on first use.
+//! written in rowid order (plus its `expires_at` index, also in arrival order) and a hash → rowid
+//! map lives in memory: about 20 bytes per live claim, built when the store opens.
 //!
 //! Correctness does not rest on the map being exact, only on it never **missing** a committed
 //! claim:
@@ -19,6 +19,7 @@
 //!   trust the map as it stands.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, PoisonError};
 
 use ma2h_core::records::IdempotencyRecord;
@@ -35,28 +36,75 @@ pub(crate) struct ClaimIndex {
 }
 
 struct State {
-    map: HashMap<Box<str>, i64>,
+    keys: Keys,
     /// The writer connection's `data_version` when the map was last in step with the table.
     data_version: i64,
 }
 
-/// One map key per (account, agent, key): length-prefixed, so no two triples share one.
-fn map_key(account: &str, agent: &str, key: &str) -> Box<str> {
-    format!("{}:{}:{account}{agent}{key}", account.len(), agent.len()).into_boxed_str()
+/// Rowids by a 64-bit keyed hash of (account, agent, key) — ~20 bytes per live claim instead of
+/// a copy of the strings (560 k claims took 75 MB that way). Every candidate row is re-read and
+/// its key compared, so a collision costs a read, never a wrong answer; the hash key is random
+/// per process, so nobody can aim keys at one bucket.
+struct Keys {
+    hasher: RandomState,
+    /// The newest rowid per hash.
+    newest: HashMap<u64, i64>,
+    /// Older rowids of a hash: a collision, or an expired claim its key's newer claim replaced.
+    older: HashMap<u64, Vec<i64>>,
 }
 
-fn load(conn: &Connection, now: i64) -> Result<HashMap<Box<str>, i64>, DbError> {
-    let mut stmt = conn.prepare(sql::LIVE_CLAIM_KEYS)?;
-    let rows = stmt.query_map(params![now], |r| {
-        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
-    })?;
-    let mut map = HashMap::new();
-    for row in rows {
-        let (rowid, account, agent, key) = row?;
-        // the newest row of a key wins (an expired claim replaced by a later one)
-        map.insert(map_key(&account, &agent, &key), rowid);
+impl Keys {
+    fn new(hasher: RandomState) -> Self {
+        Self { hasher, newest: HashMap::new(), older: HashMap::new() }
     }
-    Ok(map)
+
+    /// `str` hashes with a terminator, so no two triples feed the hasher the same bytes.
+    fn hash(&self, account: &str, agent: &str, key: &str) -> u64 {
+        self.hasher.hash_one((account, agent, key))
+    }
+
+    fn candidates(&self, h: u64) -> Vec<i64> {
+        let mut c: Vec<i64> = self.newest.get(&h).copied().into_iter().collect();
+        c.extend(self.older.get(&h).into_iter().flatten().rev().copied());
+        c
+    }
+
+    fn add(&mut self, h: u64, rowid: i64) {
+        if let Some(old) = self.newest.insert(h, rowid)
+            && old != rowid
+        {
+            self.older.entry(h).or_default().push(old);
+        }
+    }
+
+    fn remove(&mut self, h: u64, rowid: i64) {
+        if self.newest.get(&h) == Some(&rowid) {
+            self.newest.remove(&h);
+            if let Some(next) = self.older.get_mut(&h).and_then(Vec::pop) {
+                self.newest.insert(h, next);
+            }
+        } else if let Some(v) = self.older.get_mut(&h) {
+            v.retain(|r| *r != rowid);
+        }
+        if self.older.get(&h).is_some_and(Vec::is_empty) {
+            self.older.remove(&h);
+        }
+    }
+}
+
+fn load(conn: &Connection, now: i64, hasher: RandomState) -> Result<Keys, DbError> {
+    let mut stmt = conn.prepare(sql::LIVE_CLAIM_KEYS)?;
+    let mut rows = stmt.query(params![now])?;
+    let mut keys = Keys::new(hasher);
+    // oldest first: the newest row of a hash ends up in `newest`
+    while let Some(r) = rows.next()? {
+        let text = |i: usize| -> Result<&str, DbError> {
+            r.get_ref(i)?.as_str().map_err(|e| DbError::Corrupt(format!("idempotency column {i}: {e}")))
+        };
+        let h = keys.hash(text(1)?, text(2)?, text(3)?);
+        keys.add(h, r.get(0)?);
+    }
+    Ok(keys)
 }
 
 fn data_version(conn: &Connection) -> Result<i64, DbError> {
@@ -67,23 +115,31 @@ impl ClaimIndex {
     /// Build the map from the live claims, on the writer connection.
     pub(crate) fn open(writer: &Connection) -> Result<Self, DbError> {
         let now = chrono::Utc::now().timestamp_millis();
-        let state = State { map: load(writer, now)?, data_version: data_version(writer)? };
+        let state = State { keys: load(writer, now, RandomState::new())?, data_version: data_version(writer)? };
         Ok(Self { inner: Mutex::new(state) })
     }
 
-    /// The rowid the map holds for the key; on the writer connection (`writer`), first rebuilt
-    /// if another connection committed since the map was last in step.
-    fn rowid(&self, conn: &Connection, writer: bool, k: &str, now: i64) -> Result<Option<i64>, DbError> {
+    /// The rowids that may hold the key, newest first; on the writer connection (`writer`), the
+    /// map is first rebuilt if another connection committed since it was last in step.
+    fn candidates(
+        &self,
+        conn: &Connection,
+        writer: bool,
+        (account, agent, key): (&str, &str, &str),
+        now: i64,
+    ) -> Result<Vec<i64>, DbError> {
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if writer {
             let version = data_version(conn)?;
             if version != st.data_version {
                 tracing::info!("sqlite store: the database was written by another connection; claim index rebuilt");
-                st.map = load(conn, now)?;
+                let hasher = st.keys.hasher.clone();
+                st.keys = load(conn, now, hasher)?;
                 st.data_version = version;
             }
         }
-        Ok(st.map.get(k).copied())
+        let h = st.keys.hash(account, agent, key);
+        Ok(st.keys.candidates(h))
     }
 
     /// The live claim for the key, if any (`writer`: called on the writer connection).
@@ -96,34 +152,36 @@ impl ClaimIndex {
         key: &str,
         now: Timestamp,
     ) -> Result<Option<IdempotencyRecord>, DbError> {
-        let k = map_key(account.as_str(), agent.as_str(), key);
-        let Some(rowid) = self.rowid(conn, writer, &k, ms(now))? else { return Ok(None) };
-        let row = conn
-            .prepare_cached(sql::CLAIM_BY_ROWID)?
-            .query_row(params![rowid], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
-            })
-            .optional()?;
-        let Some((acc, agt, stored_key, message_id, fingerprint, expires_at)) = row else { return Ok(None) };
-        // a rolled-back row's rowid may have been reused by another key
-        if acc != account.as_str() || agt != agent.as_str() || stored_key != key || expires_at <= ms(now) {
-            return Ok(None);
+        let triple = (account.as_str(), agent.as_str(), key);
+        for rowid in self.candidates(conn, writer, triple, ms(now))? {
+            let row = conn
+                .prepare_cached(sql::CLAIM_BY_ROWID)?
+                .query_row(params![rowid], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, i64>(5)?,
+                    ))
+                })
+                .optional()?;
+            let Some((acc, agt, stored_key, message_id, fingerprint, expires_at)) = row else { continue };
+            // a collision, a rolled-back row whose rowid was reused, or an expired claim
+            if acc != triple.0 || agt != triple.1 || stored_key != key || expires_at <= ms(now) {
+                continue;
+            }
+            return Ok(Some(IdempotencyRecord {
+                account: parsed(&acc, "idempotency.account", AccountId::parse)?,
+                agent_id: parsed(&agt, "idempotency.agent_id", AgentId::parse)?,
+                key: stored_key,
+                message_id: MessageId::from_trusted(message_id),
+                fingerprint,
+                expires_at: ts(expires_at, "idempotency.expires_at")?,
+            }));
         }
-        Ok(Some(IdempotencyRecord {
-            account: parsed(&acc, "idempotency.account", AccountId::parse)?,
-            agent_id: parsed(&agt, "idempotency.agent_id", AgentId::parse)?,
-            key: stored_key,
-            message_id: MessageId::from_trusted(message_id),
-            fingerprint,
-            expires_at: ts(expires_at, "idempotency.expires_at")?,
-        }))
+        Ok(None)
     }
 
     /// Write a claim (the caller found no live one for its key in this transaction).
@@ -138,7 +196,8 @@ impl ClaimIndex {
         ])?;
         let rowid = conn.last_insert_rowid();
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        st.map.insert(map_key(c.account.as_str(), c.agent_id.as_str(), &c.key), rowid);
+        let h = st.keys.hash(c.account.as_str(), c.agent_id.as_str(), &c.key);
+        st.keys.add(h, rowid);
         Ok(())
     }
 
@@ -152,10 +211,8 @@ impl ClaimIndex {
             .collect::<Result<Vec<_>, _>>()?;
         let mut st = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         for (rowid, account, agent, key) in &gone {
-            let k = map_key(account, agent, key);
-            if st.map.get(&k) == Some(rowid) {
-                st.map.remove(&k);
-            }
+            let h = st.keys.hash(account, agent, key);
+            st.keys.remove(h, *rowid);
         }
         Ok(gone.len())
     }
@@ -163,12 +220,29 @@ impl ClaimIndex {
 
 #[cfg(test)]
 mod tests {
-    use super::map_key;
+    use super::*;
 
     #[test]
-    fn map_keys_never_collide_across_field_boundaries() {
-        assert_ne!(map_key("ab", "c", "d"), map_key("a", "bc", "d"));
-        assert_ne!(map_key("a", "b", "cd"), map_key("a", "bc", "d"));
-        assert_eq!(map_key("a", "b", "c"), map_key("a", "b", "c"));
+    fn triples_never_feed_the_hasher_the_same_bytes() {
+        let k = Keys::new(RandomState::new());
+        assert_ne!(k.hash("ab", "c", "d"), k.hash("a", "bc", "d"));
+        assert_ne!(k.hash("a", "b", "cd"), k.hash("a", "bc", "d"));
+        assert_eq!(k.hash("a", "b", "c"), k.hash("a", "b", "c"));
+    }
+
+    #[test]
+    fn a_hash_keeps_every_rowid_until_each_is_removed_newest_first() {
+        let mut k = Keys::new(RandomState::new());
+        k.add(7, 1);
+        k.add(7, 2); // a collision or a replacement: both stay candidates
+        k.add(7, 3);
+        assert_eq!(k.candidates(7), [3, 2, 1]);
+        k.remove(7, 2);
+        assert_eq!(k.candidates(7), [3, 1]);
+        k.remove(7, 3);
+        assert_eq!(k.candidates(7), [1]);
+        k.remove(7, 1);
+        assert!(k.candidates(7).is_empty());
+        assert!(k.newest.is_empty() && k.older.is_empty());
     }
 }
