@@ -314,7 +314,7 @@ impl NewRow {
     }
 }
 
-/// Insert the message and its claim (replacing an expired one). The caller has checked that no
+/// Insert the message and append its claim (superseding an expired one). The caller has checked that no
 /// live claim holds the key, in the same transaction.
 fn insert_message(
     conn: &Connection,

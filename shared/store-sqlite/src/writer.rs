@@ -148,10 +148,13 @@ fn run(conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, commits: &AtomicU6
                 Err(_) => break,
             }
         }
-        let committed = commit_batch(&conn, &mut batch);
-        match &committed {
-            Ok(()) => _ = commits.fetch_add(1, Ordering::Relaxed),
-            Err(why) => tracing::error!(jobs = batch.len(), error = %why, "sqlite store: batch commit failed"),
+        let outcome = commit_batch(&conn, &mut batch);
+        if matches!(outcome, Ok(true)) {
+            commits.fetch_add(1, Ordering::Relaxed);
+        }
+        let committed = outcome.map(|_| ());
+        if let Err(why) = &committed {
+            tracing::error!(jobs = batch.len(), error = %why, "sqlite store: batch commit failed");
         }
         for job in batch.drain(..) {
             job.finish(committed.as_ref().copied());
@@ -163,7 +166,8 @@ fn run(conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, commits: &AtomicU6
 /// One transaction for the whole batch: first without savepoints; if a job fails, rolled back
 /// and run again with one savepoint per job (a lone job needs no second run: its rollback is the
 /// whole transaction's). The control statements are prepared once (`prepare_cached`).
-fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), BatchError> {
+/// `Ok(false)`: a lone job failed and was rolled back — nothing was committed.
+fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<bool, BatchError> {
     exec(conn, "BEGIN IMMEDIATE").map_err(BatchError::Sqlite)?;
     let mut failed = false;
     for job in batch.iter_mut() {
@@ -179,13 +183,13 @@ fn commit_batch(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<(), Bat
         return Err(BatchError::AbortedBySqlite("the last write"));
     }
     if !failed {
-        return exec(conn, "COMMIT").map_err(|e| abort(conn, e));
+        return exec(conn, "COMMIT").map(|()| true).map_err(|e| abort(conn, e));
     }
     exec(conn, "ROLLBACK").map_err(BatchError::Sqlite)?;
     if batch.len() == 1 {
-        return Ok(()); // nothing to commit; the job answers with its error
+        return Ok(false); // the job answers with its error
     }
-    commit_with_savepoints(conn, batch)
+    commit_with_savepoints(conn, batch).map(|()| true)
 }
 
 /// The batch again, each job in its own savepoint: a failing job is rolled back alone.
@@ -335,6 +339,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_partial_failure_undoes_only_that_jobs_own_earlier_statements() {
         let (w, _dir) = writer();
+        let before = w.commits();
         let r = w
             .submit(|c| {
                 c.execute("INSERT INTO t (k, v) VALUES ('half', 1)", [])?;
@@ -343,6 +348,7 @@ mod tests {
             })
             .await;
         assert!(r.is_err());
+        assert_eq!(w.commits(), before, "a lone failed write commits nothing");
         assert_eq!(value(&w, "half").await, None);
     }
 

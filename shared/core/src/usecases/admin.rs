@@ -75,8 +75,8 @@ async fn issue(
         expires_at: None,
         revoked_at: None,
     };
+    // a new key needs no cache clearing: unknown keys are never cached
     hub.credentials.put_credential(&record).await?;
-    hub.credential_cache.clear();
     Ok((record, key))
 }
 
