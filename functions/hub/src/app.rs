@@ -11,7 +11,7 @@ use ma2h_core::keys::HubKeys;
 use ma2h_core::ports::{OsRandom, PushSender, Random, WakeWorker};
 use ma2h_core::secrets::MasterKey;
 use ma2h_core::settings::{Mode, Settings};
-use ma2h_core::{Hub, push, sweep};
+use ma2h_core::{Hub, notify, push, sweep};
 use ma2h_delivery_http::{EgressPolicy, HttpPushSender};
 use ma2h_store_sqlite::SqliteStore;
 use tokio::net::TcpListener;
@@ -147,14 +147,18 @@ pub async fn serve(
     local: Local,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let deliverer =
-        Arc::new(push::Deliverer::new(&local.hub, push_sender(&local.hub.settings)?, push::WhenBusy::Defer));
-    let sweeper = tokio::spawn(run_sweeper(local.hub.clone()));
-    let worker = tokio::spawn(push::run_worker(local.hub.clone(), deliverer, local.wake));
-    let changes = local.hub.changes.clone();
-    let limits = local.hub.settings.server;
-    let metrics = crate::metrics::routes(local.hub.clone(), crate::metrics::install());
-    let app = ma2h_http::router(local.hub).merge(metrics);
+    let sender = push_sender(&local.hub.settings)?;
+    let Local { hub, wake } = local;
+    let hub = hub.with_outbound(sender.clone());
+    let deliverer = Arc::new(push::Deliverer::new(&hub, sender.clone(), push::WhenBusy::Defer));
+    let sweeper = tokio::spawn(run_sweeper(hub.clone()));
+    let worker = tokio::spawn(push::run_worker(hub.clone(), deliverer, wake));
+    // Issue 20: channel notifications (Slack, webhooks), their reminders and escalations.
+    let notifier = tokio::spawn(notify::run_worker(hub.clone(), Arc::new(notify::Notifier::new(sender))));
+    let changes = hub.changes.clone();
+    let limits = hub.settings.server;
+    let metrics = crate::metrics::routes(hub.clone(), crate::metrics::install());
+    let app = ma2h_http::router(hub).merge(metrics);
     let shutdown = async move {
         shutdown.await;
         changes.close();
@@ -162,6 +166,7 @@ pub async fn serve(
     crate::server::serve(listener, app, limits, shutdown).await?;
     sweeper.abort();
     worker.abort();
+    notifier.abort();
     Ok(())
 }
 

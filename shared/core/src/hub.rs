@@ -22,6 +22,8 @@ pub struct Hub {
     pub mailbox: Arc<dyn MailboxStore>,
     /// §16 sessions and §16.4.1 stop records.
     pub sessions: Arc<dyn SessionStore>,
+    /// The channel notification outbox (issue 20).
+    pub notifications: Arc<dyn crate::notifications::NotificationStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub changes: Arc<dyn ChangeFeed>,
@@ -31,10 +33,15 @@ pub struct Hub {
     pub push_queue: Arc<dyn PushQueue>,
     /// The Hub's Ed25519 keys (§9.2).
     pub keys: Arc<HubKeys>,
+    /// Outbound HTTP for request-time replies (a Slack interaction's ephemeral answer), behind
+    /// the §9.4 egress guard; `None` in a process that sends nothing.
+    pub outbound: Option<Arc<dyn crate::ports::PushSender>>,
     /// When this process last wrote each mailbox's presence (writes are throttled, §15.1).
     pub(crate) presence_written: Arc<std::sync::Mutex<std::collections::HashMap<String, Timestamp>>>,
     /// Credentials recently read by key hash (cleared by every credential change made here).
     pub(crate) credential_cache: Arc<crate::credential_cache::CredentialCache>,
+    /// Account policies (channels and routes) recently read, for the submit path.
+    pub(crate) policy_cache: Arc<crate::usecases::notify::PolicyCache>,
 }
 
 impl Hub {
@@ -49,13 +56,19 @@ impl Hub {
         push_queue: Arc<dyn PushQueue>,
     ) -> Self
     where
-        S: MessageStore + CredentialStore + MailboxStore + SessionStore + 'static,
+        S: MessageStore
+            + CredentialStore
+            + MailboxStore
+            + SessionStore
+            + crate::notifications::NotificationStore
+            + 'static,
     {
         let credential_cache = Arc::new(crate::credential_cache::CredentialCache::new(settings.credential_cache));
         Self {
             messages: store.clone(),
             credentials: store.clone(),
             mailbox: store.clone(),
+            notifications: store.clone(),
             sessions: store,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
@@ -64,9 +77,17 @@ impl Hub {
             master_key,
             push_queue,
             keys: Arc::new(keys),
+            outbound: None,
             presence_written: Arc::default(),
             credential_cache,
+            policy_cache: Arc::default(),
         }
+    }
+
+    /// The sender for request-time replies (see [`Self::outbound`]).
+    pub fn with_outbound(mut self, sender: Arc<dyn crate::ports::PushSender>) -> Self {
+        self.outbound = Some(sender);
+        self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {

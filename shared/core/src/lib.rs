@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod changes;
+pub mod channels;
 pub mod credential_cache;
 pub mod error;
 pub mod hub;
@@ -13,6 +14,7 @@ pub mod keys;
 pub mod listing;
 pub mod mailbox;
 pub mod metrics;
+pub mod notifications;
 pub mod policy;
 pub mod ports;
 pub mod records;
@@ -25,11 +27,11 @@ mod usecases;
 pub use error::HubError;
 pub use hub::Hub;
 pub use usecases::{
-    addressed, admin, cancel, directives, drain, get, inbox, inter_agent, list, presence, push, receipt, resolve,
-    sessions, stream, submit, sweep,
+    addressed, admin, cancel, directives, drain, get, inbox, inter_agent, list, notify, presence, push, receipt,
+    resolve, sessions, slack, stream, submit, sweep,
 };
 
 /// The use-case modules, for `use ma2h_core::usecases_prelude::*`.
 pub mod usecases_prelude {
-    pub use crate::usecases::{cancel, get, resolve, submit};
+    pub use crate::usecases::{cancel, channels, get, resolve, submit};
 }

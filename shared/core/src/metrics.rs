@@ -82,6 +82,12 @@ pub fn push_attempt(outcome: &'static str, dead: bool) {
     }
 }
 
+/// One notification step attempted (issue 20): by channel kind, step kind and result.
+pub fn notification(channel: &'static str, step: &'static str, outcome: &'static str) {
+    metrics::counter!("ma2h_notification_steps_total", "channel" => channel, "step" => step, "outcome" => outcome)
+        .increment(1);
+}
+
 pub fn swept(lag_seconds: f64, expired: usize) {
     metrics::gauge!(SWEEP_LAG).set(lag_seconds.max(0.0));
     metrics::counter!(SWEEP_EXPIRED).increment(expired as u64);

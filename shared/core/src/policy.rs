@@ -27,6 +27,9 @@ pub struct AccountPolicy {
     /// entry accepts any same-account sender.
     #[serde(default)]
     pub allowlists: BTreeMap<String, BTreeSet<String>>,
+    /// Issue 20: where humans are told about new asks/tasks (Slack, webhook), and the Slack links.
+    #[serde(default, skip_serializing_if = "crate::channels::ChannelsConfig::is_empty")]
+    pub channels: crate::channels::ChannelsConfig,
 }
 
 impl AccountPolicy {

@@ -397,6 +397,12 @@ pub trait PushQueue: Send + Sync + 'static {
     ) -> Result<bool, QueueError> {
         Ok(false)
     }
+
+    /// Hand a channel notification item (issue 20) to its worker at once. The default does
+    /// nothing: the local worker polls the outbox's due index; SQS sends a job.
+    async fn enqueue_notification(&self, _account: &AccountId, _id: &MessageId) -> Result<(), QueueError> {
+        Ok(())
+    }
 }
 
 /// An announcement the queue did not take (the obligation stays in the store).
@@ -528,4 +534,10 @@ pub enum PushOutcome {
 #[async_trait]
 pub trait PushSender: Send + Sync + 'static {
     async fn send(&self, request: &PushRequest) -> PushOutcome;
+
+    /// As [`Self::send`], also returning the first bytes of a 2xx answer's body (Slack's Web API
+    /// answers 200 with `{"ok": false, …}` when it refuses). The default reads nothing.
+    async fn send_reading(&self, request: &PushRequest) -> (PushOutcome, Vec<u8>) {
+        (self.send(request).await, Vec::new())
+    }
 }

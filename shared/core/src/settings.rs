@@ -85,6 +85,26 @@ pub struct Settings {
     pub sessions: SessionSettings,
     /// The inter-agent leg and the live stream (§8.0 `inter_agent`, §8.7.2).
     pub inter_agent: InterAgentSettings,
+    /// Channel notifications (issue 20): Slack's API base and the configuration cache.
+    pub channels: ChannelSettings,
+}
+
+/// Channel notifications (issue 20).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSettings {
+    /// Slack's Web API base, without a trailing slash (`MA2H_SLACK_API_URL`; tests point it at a
+    /// stand-in on loopback).
+    pub slack_api_url: String,
+    /// How long an account's channels and routes are kept in memory for the submit path
+    /// (`MA2H_CHANNELS_CACHE_MS`; 0 reads them on every routed submit): the longest an edit made
+    /// by another process goes unseen.
+    pub config_cache: Duration,
+}
+
+impl Default for ChannelSettings {
+    fn default() -> Self {
+        Self { slack_api_url: "https://slack.com/api".into(), config_cache: Duration::from_millis(5000) }
+    }
 }
 
 /// The inter-agent leg's deployment bounds (§8.0 `inter_agent`, `rate_limit`) and the optional
@@ -280,6 +300,7 @@ impl Default for Settings {
             mailbox: MailboxSettings::default(),
             sessions: SessionSettings::default(),
             inter_agent: InterAgentSettings::default(),
+            channels: ChannelSettings::default(),
         }
     }
 }
@@ -334,6 +355,16 @@ impl Settings {
         let mut cache_ms: u64 = s.credential_cache.as_millis() as u64;
         num("MA2H_CREDENTIAL_CACHE_MS", get("MA2H_CREDENTIAL_CACHE_MS"), &mut cache_ms)?;
         s.credential_cache = Duration::from_millis(cache_ms);
+        if let Some(u) = get("MA2H_SLACK_API_URL") {
+            let u = u.trim_end_matches('/');
+            if !(u.starts_with("https://") || u.starts_with("http://")) {
+                return Err(SettingsError("MA2H_SLACK_API_URL must be an http(s) URL".into()));
+            }
+            s.channels.slack_api_url = u.to_owned();
+        }
+        let mut channels_ms: u64 = s.channels.config_cache.as_millis() as u64;
+        num("MA2H_CHANNELS_CACHE_MS", get("MA2H_CHANNELS_CACHE_MS"), &mut channels_ms)?;
+        s.channels.config_cache = Duration::from_millis(channels_ms);
         num("MA2H_RETENTION_DAYS", get("MA2H_RETENTION_DAYS"), &mut s.retention_days)?;
         num("MA2H_IDEMPOTENCY_TTL_HOURS", get("MA2H_IDEMPOTENCY_TTL_HOURS"), &mut s.idempotency_ttl_hours)?;
         num("MA2H_REPLAY_WINDOW_SECONDS", get("MA2H_REPLAY_WINDOW_SECONDS"), &mut s.replay_window_seconds)?;

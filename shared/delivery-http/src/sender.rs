@@ -99,10 +99,10 @@ impl HttpPushSender {
         Ok(candidates.into_iter().map(|a| SocketAddr::new(a.ip(), port)).collect())
     }
 
-    async fn deliver(&self, url: &Url, request: &PushRequest) -> PushOutcome {
+    async fn deliver(&self, url: &Url, request: &PushRequest, keep_body: bool) -> (PushOutcome, Vec<u8>) {
         let addrs = match self.vet(url).await {
             Ok(addrs) => addrs,
-            Err(outcome) => return outcome,
+            Err(outcome) => return (outcome, Vec::new()),
         };
         // Domain hosts: make the client's DNS hook answer exactly these addresses (no second
         // lookup). IP literals are connected to directly; the client does not resolve them.
@@ -114,14 +114,14 @@ impl HttpPushSender {
         let mut builder = self.client.post(url.clone()).header(CONTENT_TYPE, "application/json");
         for (name, value) in &request.headers {
             let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
-                return PushOutcome::Refused { reason: "invalid header name".into() };
+                return (PushOutcome::Refused { reason: "invalid header name".into() }, Vec::new());
             };
             if is_reserved(&name) {
                 continue;
             }
             // Never echo the value: it may be a signature or a credential.
             let Ok(mut value) = HeaderValue::from_str(value) else {
-                return PushOutcome::Refused { reason: format!("invalid value for header {name}") };
+                return (PushOutcome::Refused { reason: format!("invalid value for header {name}") }, Vec::new());
             };
             value.set_sensitive(true);
             builder = builder.header(name, value);
@@ -129,26 +129,39 @@ impl HttpPushSender {
 
         let mut response = match builder.body(request.body.clone()).send().await {
             Ok(response) => response,
-            Err(e) => return retry(describe(e)),
+            Err(e) => return (retry(describe(e)), Vec::new()),
         };
         let status = response.status();
+        let mut body = Vec::new();
         if !status.is_redirection() {
-            drain(&mut response, self.policy.max_response_bytes).await;
+            let keep = if keep_body && status.is_success() { Some(&mut body) } else { None };
+            // A Slack reply echoes the whole posted message: keep up to 64 KiB of one that is read.
+            let limit = if keep.is_some() { self.policy.max_response_bytes.max(64 * 1024) } else { self.policy.max_response_bytes };
+            drain(&mut response, limit, keep).await;
         }
-        classify(status)
+        (classify(status), body)
+    }
+
+    async fn send_checked(&self, request: &PushRequest, keep_body: bool) -> (PushOutcome, Vec<u8>) {
+        // §9.4 at delivery time: the shape is re-checked on every attempt, not only at submit.
+        let (host, (outcome, body)) = match check_callback_url(&request.url, self.policy.mode) {
+            Ok(url) => (url.host_str().map(str::to_owned), self.deliver(&url, request, keep_body).await),
+            Err(e) => (None, (PushOutcome::Refused { reason: e.to_string() }, Vec::new())),
+        };
+        log(host.as_deref(), &outcome);
+        (outcome, body)
     }
 }
 
 #[async_trait]
 impl PushSender for HttpPushSender {
     async fn send(&self, request: &PushRequest) -> PushOutcome {
-        // §9.4 at delivery time: the shape is re-checked on every attempt, not only at submit.
-        let (host, outcome) = match check_callback_url(&request.url, self.policy.mode) {
-            Ok(url) => (url.host_str().map(str::to_owned), self.deliver(&url, request).await),
-            Err(e) => (None, PushOutcome::Refused { reason: e.to_string() }),
-        };
-        log(host.as_deref(), &outcome);
-        outcome
+        self.send_checked(request, false).await.0
+    }
+
+    /// The first `max_response_bytes` of a 2xx answer's body are kept (a Slack Web API reply).
+    async fn send_reading(&self, request: &PushRequest) -> (PushOutcome, Vec<u8>) {
+        self.send_checked(request, true).await
     }
 }
 
@@ -193,13 +206,18 @@ fn describe(error: reqwest::Error) -> String {
     format!("{kind}: {root}")
 }
 
-/// Read (and discard) at most `limit` bytes of the response body; errors are irrelevant here,
-/// the status already decided the outcome.
-async fn drain(response: &mut reqwest::Response, limit: usize) {
+/// Read at most `limit` bytes of the response body, keeping them in `keep` when given; errors
+/// are irrelevant here, the status already decided the outcome.
+async fn drain(response: &mut reqwest::Response, limit: usize, mut keep: Option<&mut Vec<u8>>) {
     let mut read = 0usize;
     while read < limit {
         match response.chunk().await {
-            Ok(Some(chunk)) => read += chunk.len(),
+            Ok(Some(chunk)) => {
+                if let Some(keep) = keep.as_deref_mut() {
+                    keep.extend_from_slice(&chunk[..chunk.len().min(limit - read)]);
+                }
+                read += chunk.len();
+            }
             _ => break,
         }
     }

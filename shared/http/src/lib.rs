@@ -6,6 +6,7 @@
 mod discovery;
 pub mod error;
 pub mod extract;
+mod integrations;
 mod inter_agent;
 mod mailbox;
 mod messages;
@@ -48,6 +49,7 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/agents/{*rest}", get(sessions::agent_get).post(sessions::agent_post).delete(sessions::agent_delete))
         .route("/v1/sessions", post(sessions::register).get(sessions::list))
         .route("/v1/sessions/{id}", get(sessions::read).delete(sessions::close))
+        .route("/v1/integrations/slack/interactions", post(integrations::slack_interactions))
         .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -21,6 +21,7 @@
 //! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` follows the listing order (ties by id);
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
+use ma2h_core::notifications::NotificationStore;
 use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore, SessionStore};
 
 pub mod credentials;
@@ -30,6 +31,7 @@ pub mod listing;
 pub mod mailbox;
 pub mod maintenance;
 pub mod messages;
+pub mod notifications;
 pub mod push;
 pub mod sessions;
 
@@ -39,13 +41,14 @@ pub use listing::*;
 pub use mailbox::*;
 pub use maintenance::*;
 pub use messages::*;
+pub use notifications::*;
 pub use push::*;
 pub use sessions::*;
 
 /// Every store port, as one bound.
-pub trait Store: MessageStore + CredentialStore + MailboxStore + SessionStore {}
+pub trait Store: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore {}
 
-impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore> Store for T {}
+impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore> Store for T {}
 
 /// The names of every check, in the order [`run_all`] runs them.
 pub const CHECKS: &[&str] = &[
@@ -91,6 +94,8 @@ pub const CHECKS: &[&str] = &[
     "a_session_bounce_spares_response_and_receipt_entries_and_returns_what_it_closed",
     "a_drained_principal_addressed_message_is_an_orphan_at_its_deadline",
     "the_account_policy_is_written_by_compare_and_set",
+    "the_notification_outbox_is_created_once_claimed_once_and_saved_by_compare_and_set",
+    "concurrent_claims_of_one_notification_have_one_winner",
 ];
 
 /// Run every check against a fresh store from `make`. Panics on the first failure, naming the
@@ -149,5 +154,7 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         a_session_bounce_spares_response_and_receipt_entries_and_returns_what_it_closed,
         a_drained_principal_addressed_message_is_an_orphan_at_its_deadline,
         the_account_policy_is_written_by_compare_and_set,
+        the_notification_outbox_is_created_once_claimed_once_and_saved_by_compare_and_set,
+        concurrent_claims_of_one_notification_have_one_winner,
     );
 }

@@ -20,6 +20,7 @@ mod insert;
 mod listing;
 mod mailbox;
 mod messages;
+mod notifications;
 pub mod provision;
 mod sessions;
 mod terminal;

@@ -42,6 +42,7 @@ pub mod credentials;
 pub mod listing;
 pub mod mailbox;
 pub mod messages;
+pub mod notifications;
 mod schema;
 pub mod sessions;
 pub mod sql;

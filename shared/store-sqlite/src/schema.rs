@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -273,6 +273,25 @@ CREATE INDEX idempotency_expiry ON idempotency (expires_at);
 /// Version 9: `messages_by_agent` goes — the inbox-depth count reads the open-listing index
 /// (`messages_open_agent`), so each new message maintains one index fewer.
 const V9: &str = "DROP INDEX messages_by_agent;";
+
+/// Version 10: the channel notification outbox (issue 20) — one row per announced message, its
+/// steps as JSON text; the worker finds due rows by `next_due`, the sweeper expired ones by
+/// `retain_until` (both partial indexes: only rows that have one).
+const V10: &str = r#"
+CREATE TABLE notifications (
+    account      TEXT    NOT NULL,
+    message_id   TEXT    NOT NULL,
+    version      INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    next_due     INTEGER,
+    retain_until INTEGER,
+    route        TEXT    NOT NULL,
+    steps        TEXT    NOT NULL,
+    PRIMARY KEY (account, message_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX notifications_due ON notifications (next_due) WHERE next_due IS NOT NULL;
+CREATE INDEX notifications_retain ON notifications (retain_until) WHERE retain_until IS NOT NULL;
+"#;
 
 /// What the writer connection actually runs with, read back after configuring it.
 #[derive(Debug, Clone, PartialEq, Eq)]

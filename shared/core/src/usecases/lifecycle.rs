@@ -73,6 +73,11 @@ pub(crate) async fn apply_terminal(
             // Not lost: the obligation is committed; the worker / sweeper finds it when due.
             tracing::warn!(message_id = %rec.id, error = %e, "push enqueue failed; the sweeper will retry");
         }
+        // Issue 20: the channels that announced it show the outcome (only where a route could
+        // have written an item: the account's routes match this message).
+        if super::notify::routed(hub, &rec.account, envelope).await {
+            super::notify::wake(hub, &rec.account, &rec.id).await;
+        }
         // time to answer: a person's or an agent's decision, not an expiry or a withdrawal
         let decided = !matches!(
             terminal.resolution,

@@ -128,8 +128,16 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     });
     let entry = route.as_ref().map(|r| super::addressed::entry(hub, r, &record, &envelope));
     let depth = hub.settings.mailbox.depth;
+    // Issue 20: a routed ask/task's channel notifications, written before the message (module
+    // docs of `crate::notifications`: an item whose message never commits is retired).
+    let announced = entry.is_none()
+        && record.kind != MessageType::Notify
+        && super::notify::schedule(hub, &principal.account, &id, &envelope).await;
     match hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now).await? {
         Inserted::New => {
+            if announced {
+                super::notify::announce(hub, &principal.account, &id).await;
+            }
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");
             crate::metrics::submitted(envelope.kind().as_str());
             if let Some(entry) = &entry {

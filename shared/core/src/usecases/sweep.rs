@@ -56,6 +56,7 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
         report.entries_bounced += super::sessions::bounce(hub, &session).await?;
     }
     report.sessions_purged = hub.sessions.purge_sessions(now, SWEEP_BATCH).await?;
+    hub.notifications.purge_notifications(now, SWEEP_BATCH).await?;
     Ok(report)
 }
 

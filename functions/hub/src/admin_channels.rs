@@ -1,0 +1,163 @@
+//! `ma2h-hub admin channels …`: an account's Slack and webhook channels, its routes (which
+//! messages are announced where, reminders, escalation) and the Slack user ↔ operator links
+//! (issue 20; docs/channels.md). Credentials are sealed before they are stored and never printed.
+
+use anyhow::Result;
+use clap::Subcommand;
+use ma2h_core::Hub;
+use ma2h_core::usecases_prelude::channels::{self, RouteSpec};
+use serde_json::Value;
+
+#[derive(Subcommand)]
+pub enum ChannelsCommand {
+    /// Show the account's channels (never their credentials), routes and Slack links.
+    Show {
+        #[arg(long, default_value = "default")]
+        account: String,
+    },
+    /// Add or replace a Slack channel (a Slack app's bot posts there; its buttons answer asks).
+    AddSlack {
+        #[arg(long, default_value = "default")]
+        account: String,
+        /// This channel's id in the Hub (a-z, 0-9, -), named by routes.
+        #[arg(long)]
+        id: String,
+        /// The Slack workspace id (T…).
+        #[arg(long)]
+        team: String,
+        /// The Slack conversation id (C…) the bot posts to (invite the bot there).
+        #[arg(long)]
+        channel: String,
+        /// The app's bot token (xoxb-…); prefer the environment variable.
+        #[arg(long, env = "MA2H_SLACK_BOT_TOKEN", hide_env_values = true)]
+        bot_token: String,
+        /// The app's signing secret (Basic Information → App Credentials).
+        #[arg(long, env = "MA2H_SLACK_SIGNING_SECRET", hide_env_values = true)]
+        signing_secret: String,
+    },
+    /// Add or replace a generic webhook channel (signed JSON events; PagerDuty, ntfy, …).
+    AddWebhook {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        id: String,
+        /// https URL (http only in dev mode); checked by the §9.4 egress guard at every send.
+        #[arg(long)]
+        url: String,
+        /// The HMAC key of the `MA2H-Signature` header; prefer the environment variable.
+        #[arg(long, env = "MA2H_WEBHOOK_SECRET", hide_env_values = true)]
+        secret: String,
+    },
+    /// Remove a channel (refused while a route names it).
+    RemoveChannel {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        id: String,
+    },
+    /// Add or replace a route: which asks/tasks are announced to which channels, with an
+    /// optional reminder and escalation. Routes are tried in order; the first match wins.
+    AddRoute {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        id: String,
+        /// Only this agent's messages.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only messages whose `agent.project` is this.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only messages carrying this tag.
+        #[arg(long)]
+        tag: Option<String>,
+        /// Only this priority or a more urgent one (low, normal, high, urgent).
+        #[arg(long)]
+        min_priority: Option<String>,
+        /// A channel id to announce to; repeat for several.
+        #[arg(long = "to", required = true)]
+        targets: Vec<String>,
+        /// Remind the targets after this many minutes unanswered.
+        #[arg(long)]
+        remind_after: Option<u32>,
+        /// A channel id told when little time is left; repeat for several.
+        #[arg(long = "escalate-to")]
+        escalate: Vec<String>,
+        /// Escalate when this percentage of the lifetime is left (default 20).
+        #[arg(long)]
+        escalate_at_percent: Option<u8>,
+    },
+    RemoveRoute {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        id: String,
+    },
+    /// Let a Slack user answer as an operator: their button presses resolve as `human:<id>`.
+    LinkSlack {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        team: String,
+        /// The Slack user id (U…).
+        #[arg(long)]
+        user: String,
+        /// The operator (`alice` or `human:alice`).
+        #[arg(long)]
+        human: String,
+    },
+    UnlinkSlack {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        team: String,
+        #[arg(long)]
+        user: String,
+    },
+}
+
+/// Run one `channels` command; the result is the configuration as `show` prints it.
+pub async fn execute(hub: &Hub, cmd: ChannelsCommand) -> Result<Value> {
+    Ok(match cmd {
+        ChannelsCommand::Show { account } => channels::show(hub, &account).await?,
+        ChannelsCommand::AddSlack { account, id, team, channel, bot_token, signing_secret } => {
+            channels::put_slack(hub, &account, &id, &team, &channel, &bot_token, &signing_secret).await?
+        }
+        ChannelsCommand::AddWebhook { account, id, url, secret } => {
+            channels::put_webhook(hub, &account, &id, &url, &secret).await?
+        }
+        ChannelsCommand::RemoveChannel { account, id } => channels::remove_channel(hub, &account, &id).await?,
+        ChannelsCommand::AddRoute {
+            account,
+            id,
+            agent,
+            project,
+            tag,
+            min_priority,
+            targets,
+            remind_after,
+            escalate,
+            escalate_at_percent,
+        } => {
+            let spec = RouteSpec {
+                id,
+                agent,
+                project,
+                tag,
+                min_priority,
+                targets,
+                remind_after_minutes: remind_after,
+                escalate,
+                escalate_percent_left: escalate_at_percent,
+            };
+            channels::put_route(hub, &account, spec).await?
+        }
+        ChannelsCommand::RemoveRoute { account, id } => channels::remove_route(hub, &account, &id).await?,
+        ChannelsCommand::LinkSlack { account, team, user, human } => {
+            channels::link_slack(hub, &account, &team, &user, Some(&human)).await?
+        }
+        ChannelsCommand::UnlinkSlack { account, team, user } => {
+            channels::link_slack(hub, &account, &team, &user, None).await?
+        }
+    })
+}

@@ -1,0 +1,409 @@
+//! Channel notifications (issue 20): the outbox item written with a routed ask/task, the worker
+//! that sends its steps, and the wake-up a terminal gives it. See [`crate::notifications`] for
+//! why an item can be neither lost nor sent for a message that never committed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use ma2h_protocol::envelope::Envelope;
+use ma2h_protocol::ids::{AccountId, MessageId};
+use ma2h_protocol::time::Timestamp;
+
+use crate::channels::{Channel, ChannelsConfig};
+use crate::notifications::{MAX_ATTEMPTS, Notification, ORPHAN_GRACE, Step, StepKind, StepStatus, WATCH_RECHECK};
+use crate::policy::AccountPolicy;
+use crate::ports::{PushOutcome, PushSender};
+use crate::records::{Lookup, MessageRecord};
+use crate::{Hub, HubError};
+
+/// How long a claimed item is leased to its worker (every step's send is bounded far below).
+pub const LEASE: chrono::Duration = chrono::Duration::minutes(2);
+/// How long an item waits before it is looked at again while its message has not committed.
+const ORPHAN_RECHECK: chrono::Duration = chrono::Duration::seconds(5);
+
+/// Account policies read for the submit path, kept for `MA2H_CHANNELS_CACHE_MS` (an edit made
+/// through this Hub clears its account at once).
+#[derive(Default)]
+pub struct PolicyCache(Mutex<HashMap<AccountId, (Arc<AccountPolicy>, Instant)>>);
+
+impl PolicyCache {
+    pub(crate) fn forget(&self, account: &AccountId) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(account);
+    }
+}
+
+/// The account's channels configuration, through the cache.
+pub async fn config(hub: &Hub, account: &AccountId) -> Result<Arc<AccountPolicy>, HubError> {
+    let ttl = hub.settings.channels.config_cache;
+    if let Some((p, at)) = hub.policy_cache.0.lock().unwrap_or_else(PoisonError::into_inner).get(account)
+        && at.elapsed() < ttl
+    {
+        return Ok(p.clone());
+    }
+    let policy = Arc::new(hub.credentials.get_account_policy(account).await?.unwrap_or_default());
+    if !ttl.is_zero() {
+        let mut cache = hub.policy_cache.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() > 4096 {
+            cache.clear();
+        }
+        cache.insert(account.clone(), (policy.clone(), Instant::now()));
+    }
+    Ok(policy)
+}
+
+/// The steps a routed message owes, or `None` when no route matches.
+pub fn plan(config: &ChannelsConfig, envelope: &Envelope, now: Timestamp) -> Option<(String, Vec<Step>)> {
+    let route = config.route_for(envelope)?;
+    let known = |id: &&String| config.channels.contains_key(id.as_str());
+    let mut steps: Vec<Step> =
+        route.targets.iter().filter(known).map(|c| Step::pending(c, StepKind::Created, now)).collect();
+    if let Some(minutes) = route.remind_after_minutes.filter(|m| *m > 0) {
+        let at = now + chrono::Duration::minutes(i64::from(minutes));
+        if envelope.expires_at.is_none_or(|e| at < e) {
+            steps.extend(route.targets.iter().filter(known).map(|c| Step::pending(c, StepKind::Reminder, at)));
+        }
+    }
+    if let Some(expires) = envelope.expires_at.filter(|_| !route.escalate.is_empty()) {
+        let lifetime = expires - now;
+        let left = lifetime * i32::from(route.escalate_percent_left.min(100)) / 100;
+        let at = expires - left;
+        if at > now {
+            steps.extend(route.escalate.iter().filter(known).map(|c| Step::pending(c, StepKind::Escalated, at)));
+        }
+    }
+    (!steps.is_empty()).then(|| (route.id.clone(), steps))
+}
+
+/// Write the outbox item of a routed ask/task — before the message itself (see the module docs).
+/// A failure is logged and the submit goes on: a notification never decides a message's fate.
+pub async fn schedule(hub: &Hub, account: &AccountId, id: &MessageId, envelope: &Envelope) -> bool {
+    let now = hub.clock.now();
+    let planned = match config(hub, account).await {
+        Ok(policy) => plan(&policy.channels, envelope, now),
+        Err(e) => {
+            tracing::warn!(message_id = %id, error = %e, "channels configuration unreadable; not announced");
+            return false;
+        }
+    };
+    let Some((route, steps)) = planned else { return false };
+    let item = Notification {
+        account: account.clone(),
+        message_id: id.clone(),
+        version: 1,
+        created_at: now,
+        next_due: Some(now),
+        retain_until: None,
+        route,
+        steps,
+    };
+    match hub.notifications.create_notification(&item).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(message_id = %id, error = %e, "notification outbox write failed; not announced");
+            false
+        }
+    }
+}
+
+/// After a committed submit: hand the item to the worker at once (SQS on AWS; the local worker
+/// polls its index). Best effort: the item is due in the store either way.
+pub async fn announce(hub: &Hub, account: &AccountId, id: &MessageId) {
+    if let Err(e) = hub.push_queue.enqueue_notification(account, id).await {
+        tracing::warn!(message_id = %id, error = %e, "notification enqueue failed; the sweeper will find it");
+    }
+}
+
+/// Whether the account's routes announce `envelope` (so it may have an outbox item). Reads the
+/// cached configuration; an unreadable one answers `true` (a wake-up of nothing costs little).
+pub async fn routed(hub: &Hub, account: &AccountId, envelope: &Envelope) -> bool {
+    if envelope.to.is_some() {
+        return false;
+    }
+    match config(hub, account).await {
+        Ok(policy) => policy.channels.route_for(envelope).is_some(),
+        Err(_) => true,
+    }
+}
+
+/// After a committed terminal: make the message's item (if any) due now, so its posts show the
+/// outcome. Best effort: a lost wake-up is caught by the item's watch time (module docs).
+pub async fn wake(hub: &Hub, account: &AccountId, id: &MessageId) {
+    let now = hub.clock.now();
+    if let Err(e) = hub.notifications.wake_notification(account, id, now).await {
+        tracing::warn!(message_id = %id, error = %e, "notification wake-up failed; its watch time covers it");
+        return;
+    }
+    announce(hub, account, id).await;
+}
+
+/// What sends a step: the HTTP sender (behind the §9.4 egress guard) and the channel adapters.
+pub struct Notifier {
+    pub(crate) sender: Arc<dyn PushSender>,
+}
+
+impl Notifier {
+    pub fn new(sender: Arc<dyn PushSender>) -> Self {
+        Self { sender }
+    }
+
+    /// Work one item if it is due: claim it, send its due steps, record what happened.
+    pub async fn process(&self, hub: &Hub, account: &AccountId, id: &MessageId) -> Result<(), HubError> {
+        let now = hub.clock.now();
+        let Some(mut item) = hub.notifications.claim_notification(account, id, now, now + LEASE).await? else {
+            return Ok(());
+        };
+        let expected = item.version;
+        self.work(hub, &mut item, now).await?;
+        item.version = expected + 1;
+        if hub.notifications.save_notification(&item, expected).await? {
+            return Ok(());
+        }
+        // A terminal's wake-up bumped the version while we held the lease: keep our steps (only
+        // the lease holder changes them) and the earlier of the two due times.
+        if let Some(stored) = hub.notifications.get_notification(account, id).await? {
+            item.next_due = match (item.next_due, stored.next_due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            item.retain_until = item.retain_until.filter(|_| item.next_due.is_none());
+            item.version = stored.version + 1;
+            if !hub.notifications.save_notification(&item, stored.version).await? {
+                tracing::warn!(message_id = %id, "notification item changed twice under its lease; left as stored");
+            }
+        }
+        Ok(())
+    }
+
+    async fn work(&self, hub: &Hub, item: &mut Notification, now: Timestamp) -> Result<(), HubError> {
+        let record = match hub.lookup(&item.account, &item.message_id).await? {
+            Lookup::Found(rec) => super::lifecycle::settle(hub, rec).await?,
+            Lookup::Missing if now - item.created_at < ORPHAN_GRACE => {
+                item.next_due = Some(now + ORPHAN_RECHECK);
+                return Ok(());
+            }
+            // Never committed (an orphan), or purged: nothing is owed any more.
+            Lookup::Missing | Lookup::Gone { .. } => {
+                retire(hub, item, now, "the message is gone");
+                return Ok(());
+            }
+        };
+        let policy = config(hub, &item.account).await?;
+        let channels = &policy.channels;
+        if !record.status.is_open() {
+            owe_outcomes(item, channels, now);
+        }
+        let envelope = record.envelope()?;
+        for i in 0..item.steps.len() {
+            let step = &item.steps[i];
+            if step.status != StepStatus::Pending || step.due_at > now {
+                continue;
+            }
+            let Some(channel) = channels.channels.get(&step.channel) else {
+                let step = &mut item.steps[i];
+                fail(step, now, "the channel is no longer configured".into());
+                continue;
+            };
+            // A reminder is a reply in the thread of the channel's announcement.
+            let parent = item
+                .steps
+                .iter()
+                .find(|s| s.channel == step.channel && s.kind == StepKind::Created && s.status == StepStatus::Sent)
+                .and_then(|s| s.external_ref.clone());
+            let sent = self.send(hub, channel, &step.channel, step, parent.as_deref(), &record, &envelope).await;
+            let step = &mut item.steps[i];
+            step.attempts += 1;
+            match sent {
+                Ok(external_ref) => {
+                    step.status = StepStatus::Sent;
+                    step.done_at = Some(now);
+                    step.last_error = None;
+                    if external_ref.is_some() {
+                        step.external_ref = external_ref;
+                    }
+                }
+                Err(Failure::Retry(reason)) if step.attempts < MAX_ATTEMPTS => {
+                    step.due_at = now + backoff(step.attempts);
+                    step.last_error = Some(reason);
+                }
+                Err(Failure::Retry(reason) | Failure::Permanent(reason)) => fail(step, now, reason),
+            }
+            crate::metrics::notification(channel.kind(), step.kind.as_str(), step_label(step.status));
+            tracing::info!(
+                message_id = %record.id,
+                channel = %step.channel,
+                step = step.kind.as_str(),
+                attempt = step.attempts,
+                status = step_label(step.status),
+                "notification step"
+            );
+        }
+        // The message may have become terminal meanwhile (the sends take time): look again later.
+        item.next_due = item.earliest_pending();
+        if record.status.is_open() {
+            let watching = item.steps.iter().any(|s| s.status == StepStatus::Sent && s.kind != StepKind::Outcome);
+            if watching {
+                let watch = record.expires_at.unwrap_or(now + WATCH_RECHECK).max(now + chrono::Duration::seconds(1));
+                item.next_due = Some(item.next_due.map_or(watch, |d| d.min(watch)));
+            }
+        }
+        if !record.status.is_open() {
+            hub.changes.publish(&record.id);
+        }
+        item.retain_until = item.next_due.is_none().then(|| now + hub.retention());
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn send(
+        &self,
+        hub: &Hub,
+        channel: &Channel,
+        channel_id: &str,
+        step: &Step,
+        parent: Option<&str>,
+        record: &MessageRecord,
+        envelope: &Envelope,
+    ) -> Result<Option<String>, Failure> {
+        match channel {
+            Channel::Slack(slack) => {
+                super::slack::send(self, hub, slack, channel_id, step, parent, record, envelope).await
+            }
+            Channel::Webhook(hook) => {
+                super::webhook_event::send(self, hub, hook, channel_id, step, record, envelope).await.map(|()| None)
+            }
+        }
+    }
+}
+
+/// Why a step was not sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// Worth another attempt (5xx, network, rate limited).
+    Retry(String),
+    /// Never (4xx, refused by the egress guard, a credential that does not open).
+    Permanent(String),
+}
+
+impl Failure {
+    pub(crate) fn from_outcome(outcome: PushOutcome) -> Result<(), Self> {
+        match outcome {
+            PushOutcome::Delivered { .. } => Ok(()),
+            // Slack and most webhook receivers answer 429 when rate limited: retried.
+            PushOutcome::Rejected { status: 429 } => Err(Self::Retry("receiver answered 429".into())),
+            PushOutcome::Rejected { status } => Err(Self::Permanent(format!("receiver answered {status}"))),
+            PushOutcome::Retry { reason } => Err(Self::Retry(reason)),
+            PushOutcome::Refused { reason } => Err(Self::Permanent(format!("refused: {reason}"))),
+        }
+    }
+}
+
+/// A terminal message owes each post an update: Slack edits each post (announcement or
+/// escalation) in place; a webhook gets one `message.resolved` event. Reminders and escalations
+/// not yet sent are no longer owed.
+fn owe_outcomes(item: &mut Notification, channels: &ChannelsConfig, now: Timestamp) {
+    for step in &mut item.steps {
+        if step.status == StepStatus::Pending && matches!(step.kind, StepKind::Reminder | StepKind::Escalated) {
+            step.status = StepStatus::Cancelled;
+            step.done_at = Some(now);
+        }
+    }
+    let mut owed = Vec::new();
+    for step in item.steps.iter().filter(|s| s.status == StepStatus::Sent && s.kind != StepKind::Outcome) {
+        let already = |r: &Option<String>| {
+            item.steps.iter().any(|o| o.kind == StepKind::Outcome && o.channel == step.channel && &o.external_ref == r)
+                || owed.iter().any(|o: &Step| o.channel == step.channel && &o.external_ref == r)
+        };
+        let outcome_ref = match channels.channels.get(&step.channel) {
+            // one update per post
+            Some(Channel::Slack(_)) if step.external_ref.is_some() && step.kind != StepKind::Reminder => {
+                step.external_ref.clone()
+            }
+            // one event per webhook
+            Some(Channel::Webhook(_)) => None,
+            _ => continue,
+        };
+        if !already(&outcome_ref) {
+            let mut o = Step::pending(&step.channel, StepKind::Outcome, now);
+            o.external_ref = outcome_ref;
+            owed.push(o);
+        }
+    }
+    item.steps.extend(owed);
+}
+
+fn retire(hub: &Hub, item: &mut Notification, now: Timestamp, why: &str) {
+    for step in item.steps.iter_mut().filter(|s| s.status == StepStatus::Pending) {
+        step.status = StepStatus::Cancelled;
+        step.done_at = Some(now);
+        step.last_error = Some(why.into());
+    }
+    item.next_due = None;
+    item.retain_until = Some(now + hub.retention());
+}
+
+fn fail(step: &mut Step, now: Timestamp, reason: String) {
+    step.status = StepStatus::Failed;
+    step.done_at = Some(now);
+    step.last_error = Some(reason);
+}
+
+fn step_label(status: StepStatus) -> &'static str {
+    match status {
+        StepStatus::Pending => "retry",
+        StepStatus::Sent => "sent",
+        StepStatus::Failed => "failed",
+        StepStatus::Cancelled => "cancelled",
+    }
+}
+
+/// 5 s · 2^(n-1), at most 10 minutes.
+fn backoff(attempts: u32) -> chrono::Duration {
+    chrono::Duration::seconds((5i64 << attempts.saturating_sub(1).min(7)).min(600))
+}
+
+/// The local worker: every tick, work the items that are due.
+pub async fn run_worker(hub: Hub, notifier: Arc<Notifier>) {
+    loop {
+        if let Err(e) = work_due(&hub, &notifier, 50).await {
+            tracing::error!(error = %e, "notification worker failed");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Work up to `limit` due items (the local worker's tick).
+pub async fn work_due(hub: &Hub, notifier: &Notifier, limit: usize) -> Result<usize, HubError> {
+    let due = hub.notifications.due_notifications(hub.clock.now(), limit).await?;
+    let n = due.len();
+    let runs = due.iter().map(|(account, id)| notifier.process(hub, account, id));
+    for result in futures_util::future::join_all(runs).await {
+        if let Err(e) = result {
+            tracing::error!(error = %e, "notification item failed");
+        }
+    }
+    Ok(n)
+}
+
+/// For a Hub driven by an external queue (AWS): announce the items that are due (reminders,
+/// escalations, retries, lost announcements). The consumer claims each, so an item announced
+/// twice is worked once.
+pub async fn requeue_due(hub: &Hub, limit: usize) -> Result<usize, HubError> {
+    let mut n = 0;
+    for (account, id) in hub.notifications.due_notifications(hub.clock.now(), limit).await? {
+        match hub.push_queue.enqueue_notification(&account, &id).await {
+            Ok(()) => n += 1,
+            Err(e) => tracing::warn!(message_id = %id, error = %e, "notification re-enqueue failed"),
+        }
+    }
+    Ok(n)
+}
+
+/// The item of a message as the inbox's message page shows it.
+pub async fn for_message(hub: &Hub, account: &AccountId, id: &MessageId) -> Result<Option<Notification>, HubError> {
+    Ok(hub.notifications.get_notification(account, id).await?)
+}
+
+#[cfg(test)]
+#[path = "notify_tests.rs"]
+mod tests;

@@ -1,0 +1,45 @@
+//! `POST /v1/integrations/slack/interactions` (issue 20): Slack's interactivity requests — a
+//! button pressed on a Hub post. Authenticated by Slack's request signature (not a Hub
+//! credential), answered 200 at once as Slack expects; the pressing user learns the outcome from
+//! an ephemeral reply.
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use ma2h_core::Hub;
+use ma2h_core::slack;
+use ma2h_protocol::ids::AccountId;
+use serde::Deserialize;
+
+use crate::error::ApiError;
+
+#[derive(Deserialize)]
+pub struct Target {
+    /// The account whose Slack app this is (set in the app's Request URL; default `default`).
+    account: Option<String>,
+}
+
+pub async fn slack_interactions(
+    State(hub): State<Hub>,
+    Query(target): Query<Target>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let account = AccountId::parse(target.account.as_deref().unwrap_or("default")).ok_or(ma2h_core::HubError::Unauthenticated)?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let (outcome, response_url) = slack::interaction(
+        &hub,
+        &account,
+        header("x-slack-request-timestamp"),
+        header("x-slack-signature"),
+        &body,
+    )
+    .await?;
+    if let (Some(text), Some(url)) = (outcome.reply(), response_url) {
+        // Inline (a Lambda may freeze a task left running after its response), bounded so that
+        // Slack still gets its 200 within its 3 seconds.
+        slack::reply(&hub, &url, &text).await;
+    }
+    Ok(StatusCode::OK.into_response())
+}
