@@ -139,8 +139,7 @@ pub enum AdminCommand {
     },
     /// Slack and webhook channels, routes, reminders and escalation (docs/channels.md). Always
     /// prints JSON.
-    #[command(subcommand)]
-    Channels(crate::admin_channels::ChannelsCommand),
+    Channels(crate::admin_channels::ChannelsArgs),
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -268,7 +267,7 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
             let stop = admin::stop_status(hub, &t.account, &t.agent).await?;
             (stop_json(&t, stop.as_ref()), t.json)
         }
-        AdminCommand::Channels(cmd) => (crate::admin_channels::execute(hub, cmd).await?, true),
+        AdminCommand::Channels(args) => (crate::admin_channels::execute(hub, args.command).await?, true),
         AdminCommand::SetSigning { target: t, alg } => {
             admin::set_signing_alg(hub, &t.account, &t.agent, &alg).await?;
             (json!({ "account": t.account, "agent": t.agent, "signing_alg": alg }), t.json)

@@ -3,10 +3,19 @@
 //! (issue 20; docs/channels.md). Credentials are sealed before they are stored and never printed.
 
 use anyhow::Result;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use ma2h_core::Hub;
 use ma2h_core::usecases_prelude::channels::{self, RouteSpec};
 use serde_json::Value;
+
+#[derive(Args)]
+pub struct ChannelsArgs {
+    #[command(subcommand)]
+    pub command: ChannelsCommand,
+    /// Accepted for symmetry with the other admin commands: the output is always JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
 
 #[derive(Subcommand)]
 pub enum ChannelsCommand {
