@@ -179,7 +179,7 @@ mod tests {
     use serde_json::json;
 
     fn ask(extra: serde_json::Value) -> Envelope {
-        let mut v = json!({"ma2h_version":"0.5","type":"ask","title":"Deploy?","agent":{"id":"ci","run_id":"r1","project":"web"},
+        let mut v = json!({"ma2h_version":"0.5","type":"ask","title":"Deploy?","agent":{"id":"ci","run_id":"r1","project":"web","runtime":"cli"},"created_at":"2026-06-04T12:00:00Z","idempotency_key":"k",
             "request":{"mode":"confirm"},"expires_at":"2099-01-01T00:00:00Z"});
         for (k, x) in extra.as_object().unwrap() {
             v[k] = x.clone();
@@ -201,7 +201,7 @@ mod tests {
         assert_eq!(config.route_for(&ask(json!({"priority":"urgent"}))).unwrap().id, "high");
         assert_eq!(config.route_for(&ask(json!({"tags":["prod"]}))).unwrap().id, "tagged");
         assert_eq!(config.route_for(&ask(json!({}))).unwrap().id, "rest");
-        let notify = Envelope::from_value(json!({"ma2h_version":"0.5","type":"notify","title":"t","agent":{"id":"ci","run_id":"r"}}))
+        let notify = Envelope::from_value(json!({"ma2h_version":"0.5","type":"notify","title":"t","agent":{"id":"ci","run_id":"r","runtime":"cli"},"created_at":"2026-06-04T12:00:00Z"}))
             .unwrap();
         assert!(config.route_for(&notify).is_none());
         assert_eq!(route("x").escalate_percent_left, 20);

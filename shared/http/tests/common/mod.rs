@@ -67,6 +67,7 @@ fn assemble<
         + ma2h_core::ports::CredentialStore
         + ma2h_core::ports::MailboxStore
         + ma2h_core::ports::SessionStore
+        + ma2h_core::notifications::NotificationStore
         + 'static,
 >(
     store: S,

@@ -1,0 +1,222 @@
+//! Issue 20 on every backend (`MA2H_TEST_STORE`): the notification worker driven by the hand-moved
+//! clock against a recording sender — announcement, reminder (in the announcement's thread),
+//! escalation near `expires_at`, the outcome update after a terminal, retries with backoff up to
+//! a visible failure that never touches the message, an orphaned item retired, and a lost
+//! wake-up caught at `expires_at`.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::Duration;
+use common::*;
+use ma2h_core::notifications::{Notification, Step, StepKind, StepStatus};
+use ma2h_core::notify::{self, Notifier};
+use ma2h_core::ports::{PushOutcome, PushRequest, PushSender};
+use ma2h_core::usecases_prelude::channels::{self, RouteSpec};
+use ma2h_protocol::ids::{AccountId, MessageId};
+use serde_json::{Value, json};
+
+/// Records every request; Slack calls answer like Slack, webhooks answer `webhook_status`.
+#[derive(Default)]
+struct Recording {
+    sent: Mutex<Vec<(String, Value)>>,
+    webhook_status: Mutex<u16>,
+}
+
+impl Recording {
+    fn to(&self, suffix: &str) -> Vec<Value> {
+        self.sent.lock().unwrap().iter().filter(|(u, _)| u.ends_with(suffix)).map(|(_, b)| b.clone()).collect()
+    }
+}
+
+#[async_trait]
+impl PushSender for Recording {
+    async fn send(&self, request: &PushRequest) -> PushOutcome {
+        self.send_reading(request).await.0
+    }
+    async fn send_reading(&self, request: &PushRequest) -> (PushOutcome, Vec<u8>) {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let n = {
+            let mut sent = self.sent.lock().unwrap();
+            sent.push((request.url.clone(), body.clone()));
+            sent.len()
+        };
+        if request.url.starts_with("https://slack.test/") {
+            let reply = json!({"ok": true, "channel": body["channel"], "ts": format!("1700000000.{n:06}")});
+            return (PushOutcome::Delivered { status: 200 }, serde_json::to_vec(&reply).unwrap());
+        }
+        let status = (*self.webhook_status.lock().unwrap()).max(200);
+        let outcome = match status {
+            200..=299 => PushOutcome::Delivered { status },
+            500..=599 => PushOutcome::Retry { reason: format!("receiver answered {status}") },
+            _ => PushOutcome::Rejected { status },
+        };
+        (outcome, Vec::new())
+    }
+}
+
+async fn setup(remind: Option<u32>, escalate: bool) -> (TestHub, Arc<Recording>, Notifier) {
+    let mut settings = settings();
+    settings.channels.slack_api_url = "https://slack.test/api".into();
+    settings.channels.config_cache = std::time::Duration::ZERO;
+    let t = hub_with(settings).await;
+    channels::put_slack(&t.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "signing").await.unwrap();
+    channels::put_webhook(&t.hub, "acme", "pager", "https://pager.test/hook", "whk").await.unwrap();
+    channels::put_webhook(&t.hub, "acme", "oncall", "https://oncall.test/hook", "whk2").await.unwrap();
+    let spec = RouteSpec {
+        id: "all".into(),
+        targets: vec!["ops".into(), "pager".into()],
+        remind_after_minutes: remind,
+        escalate: if escalate { vec!["oncall".into()] } else { vec![] },
+        ..RouteSpec::default()
+    };
+    channels::put_route(&t.hub, "acme", spec).await.unwrap();
+    let sender = Arc::new(Recording::default());
+    let notifier = Notifier::new(sender.clone());
+    (t, sender, notifier)
+}
+
+fn ask_expiring(key: &str, minutes: i64) -> Value {
+    with(ask(key), "/expires_at", json!(ts(start() + Duration::minutes(minutes))))
+}
+
+async fn item(t: &TestHub, id: &str) -> Notification {
+    let id = MessageId::parse(id).unwrap();
+    t.hub.notifications.get_notification(&AccountId::parse("acme").unwrap(), &id).await.unwrap().expect("an item")
+}
+
+#[tokio::test]
+async fn reminders_and_escalations_fall_due_by_the_clock_and_the_terminal_updates_the_posts() {
+    let (t, sent, notifier) = setup(Some(10), true).await;
+    let id = t.submit_ok(ask_expiring("n1", 60)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.to("chat.postMessage").len(), 1, "announced in Slack");
+    assert_eq!(sent.to("pager.test/hook")[0]["type"], "message.created");
+    assert!(sent.to("oncall.test/hook").is_empty(), "no escalation yet");
+
+    t.advance(Duration::minutes(9));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.to("chat.postMessage").len(), 1, "nothing before the reminder is due");
+    t.advance(Duration::minutes(1));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let posts = sent.to("chat.postMessage");
+    assert_eq!(posts.len(), 2, "the reminder");
+    assert_eq!(posts[1]["thread_ts"], "1700000000.000001", "in the announcement's thread");
+    assert_eq!(sent.to("pager.test/hook")[1]["type"], "message.reminder");
+
+    // 20 % of 60 minutes left: 48 minutes in
+    t.advance(Duration::minutes(37));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert!(sent.to("oncall.test/hook").is_empty());
+    t.advance(Duration::minutes(1));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.to("oncall.test/hook")[0]["type"], "message.escalated");
+
+    let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let update = sent.to("chat.update");
+    assert_eq!(update.len(), 1, "the announcement is updated in place");
+    assert_eq!(update[0]["ts"], "1700000000.000001");
+    assert!(update[0].to_string().contains("human:alice"));
+    let resolved: Vec<Value> = sent.to("/hook").into_iter().filter(|e| e["type"] == "message.resolved").collect();
+    assert_eq!(resolved.len(), 2, "each webhook that heard of it hears the outcome");
+    assert!(resolved.iter().all(|e| e["outcome"]["value"] == "ship"));
+    assert!(!sent.sent.lock().unwrap().iter().any(|(_, b)| b.to_string().contains("v1.opaque")), "never `state`");
+
+    let done = item(&t, &id).await;
+    assert_eq!(done.next_due, None, "nothing left to do");
+    assert!(done.retain_until.is_some());
+    t.advance(Duration::hours(2));
+    let before = sent.sent.lock().unwrap().len();
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.sent.lock().unwrap().len(), before, "finished: never sent again");
+}
+
+#[tokio::test]
+async fn an_answer_before_the_reminder_cancels_it() {
+    let (t, sent, notifier) = setup(Some(10), true).await;
+    let id = t.submit_ok(ask_expiring("n2", 60)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "hold"})).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    t.advance(Duration::minutes(50));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.to("chat.postMessage").len(), 1, "no reminder after the answer");
+    assert!(sent.to("oncall.test/hook").is_empty(), "no escalation after the answer");
+    let steps = item(&t, &id).await.steps;
+    let cancelled = steps.iter().filter(|s| s.status == StepStatus::Cancelled).count();
+    assert_eq!(cancelled, 3, "two reminders and one escalation: {steps:?}");
+}
+
+#[tokio::test]
+async fn a_failing_webhook_is_retried_with_backoff_then_marked_failed_and_the_message_is_untouched() {
+    let (t, sent, notifier) = setup(None, false).await;
+    *sent.webhook_status.lock().unwrap() = 503;
+    let id = t.submit_ok(ask_expiring("n3", 24 * 60)).await;
+    let mut gaps = Vec::new();
+    for _ in 0..20 {
+        notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+        let step = item(&t, &id).await.steps.into_iter().find(|s| s.channel == "pager").unwrap();
+        if step.status != StepStatus::Pending {
+            break;
+        }
+        let gap = step.due_at - t.clock_now();
+        gaps.push(gap);
+        t.advance(gap);
+    }
+    let step = item(&t, &id).await.steps.into_iter().find(|s| s.channel == "pager").unwrap();
+    assert_eq!(step.status, StepStatus::Failed);
+    assert_eq!(step.attempts, ma2h_core::notifications::MAX_ATTEMPTS);
+    assert!(step.last_error.unwrap().contains("503"));
+    assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "backoff never shrinks: {gaps:?}");
+    assert!(gaps.last().unwrap() > gaps.first().unwrap());
+    assert_eq!(sent.to("pager.test/hook").len(), ma2h_core::notifications::MAX_ATTEMPTS as usize);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open", "a notification never decides the message");
+    assert_eq!(sent.to("chat.postMessage").len(), 1, "the other channel was told once");
+}
+
+#[tokio::test]
+async fn an_item_whose_message_never_committed_is_retired_after_a_grace() {
+    let (t, sent, notifier) = setup(None, false).await;
+    let account = AccountId::parse("acme").unwrap();
+    let ghost = MessageId::from_parts(1, 42);
+    let orphan = Notification {
+        account: account.clone(),
+        message_id: ghost.clone(),
+        version: 1,
+        created_at: t.clock_now(),
+        next_due: Some(t.clock_now()),
+        retain_until: None,
+        route: "all".into(),
+        steps: vec![Step::pending("pager", StepKind::Created, t.clock_now())],
+    };
+    assert!(t.hub.notifications.create_notification(&orphan).await.unwrap());
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let waiting = t.hub.notifications.get_notification(&account, &ghost).await.unwrap().unwrap();
+    assert_eq!(waiting.steps[0].status, StepStatus::Pending, "its message may still be committing");
+    t.advance(Duration::minutes(3));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let retired = t.hub.notifications.get_notification(&account, &ghost).await.unwrap().unwrap();
+    assert_eq!(retired.steps[0].status, StepStatus::Cancelled);
+    assert_eq!(retired.next_due, None);
+    assert!(sent.sent.lock().unwrap().is_empty(), "nothing is ever sent for a message that does not exist");
+}
+
+#[tokio::test]
+async fn a_lost_wake_up_is_caught_when_the_message_expires() {
+    let (t, sent, notifier) = setup(None, false).await;
+    let id = t.submit_ok(ask_expiring("n4", 30)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(item(&t, &id).await.next_due, Some(start() + Duration::minutes(30)), "watched until expires_at");
+    // The route goes away, so the terminal below wakes nothing (as if its wake-up were lost).
+    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
+    t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert!(sent.to("chat.update").is_empty());
+    t.advance(Duration::minutes(30));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.to("chat.update").len(), 1, "the outcome is shown, late but not lost");
+}
