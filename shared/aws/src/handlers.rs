@@ -43,6 +43,17 @@ pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: 
             return None;
         };
         let id = job.id.clone();
+        if job.notify {
+            // Issue 20: a channel notification item (claimed conditionally: a duplicate job or
+            // one racing the sweep's is a no-op). Its retries live in the store, not the queue.
+            return match deliverer.notifier().process(&dep.hub, &job.account, &job.id).await {
+                Ok(()) => None,
+                Err(e) => {
+                    tracing::error!(message_id = %id, error = %e, "notification item failed; SQS will redeliver");
+                    Some(failure(&message_id))
+                }
+            };
+        }
         let tried = match &job.announced {
             None => deliverer.attempt(&dep.hub, &job.account, &job.id).await,
             Some((resolution, at)) => {
@@ -85,6 +96,8 @@ pub struct SweepOutcome {
     #[serde(flatten)]
     pub report: SweepReport,
     pub requeued: usize,
+    /// Channel notification items that fell due (reminders, escalations, retries, lost jobs).
+    pub notifications_requeued: usize,
 }
 
 impl std::ops::Deref for SweepOutcome {
@@ -99,7 +112,8 @@ impl std::ops::Deref for SweepOutcome {
 pub async fn sweep(dep: &Deployment) -> Result<SweepOutcome, Error> {
     let report = sweep::sweep_once(&dep.hub).await?;
     let requeued = sweep::requeue_lost_pushes(&dep.hub).await?;
-    let outcome = SweepOutcome { report, requeued };
-    tracing::info!(?report, requeued, "sweep");
+    let notifications_requeued = ma2h_core::notify::requeue_due(&dep.hub, sweep::REQUEUE_BATCH).await?;
+    let outcome = SweepOutcome { report, requeued, notifications_requeued };
+    tracing::info!(?report, requeued, notifications_requeued, "sweep");
     Ok(outcome)
 }

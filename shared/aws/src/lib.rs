@@ -18,7 +18,16 @@ pub type Error = Box<dyn std::error::Error + Send + Sync>;
 /// The one shared Router over this deployment's Hub, told each caller's address (API Gateway's
 /// `sourceIp`) so failed sign-ins are throttled per client as on the local server.
 pub fn http_app(dep: &Deployment) -> axum::Router {
-    ma2h_http::router(dep.hub.clone()).layer(axum::middleware::map_request(client_ip))
+    // Request-time replies (a Slack interaction's ephemeral answer) go out through the same
+    // §9.4-guarded sender as pushes; without one the reply is only logged.
+    let hub = match ma2h_delivery_http::EgressPolicy::from_settings(&dep.hub.settings)
+        .ok()
+        .and_then(|p| ma2h_delivery_http::HttpPushSender::new(p).ok())
+    {
+        Some(sender) => dep.hub.clone().with_outbound(std::sync::Arc::new(sender)),
+        None => dep.hub.clone(),
+    };
+    ma2h_http::router(hub).layer(axum::middleware::map_request(client_ip))
 }
 
 async fn client_ip(mut req: axum::extract::Request) -> axum::extract::Request {

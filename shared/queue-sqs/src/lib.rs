@@ -28,6 +28,9 @@ pub struct PushJob {
     pub resolution_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<i64>,
+    /// A channel notification job (issue 20): work the message's outbox item, not its push.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify: bool,
 }
 
 /// A parsed job.
@@ -37,6 +40,8 @@ pub struct Job {
     pub id: MessageId,
     /// An announcement's terminal and its send time.
     pub announced: Option<(ResolutionId, Timestamp)>,
+    /// A channel notification job (issue 20).
+    pub notify: bool,
 }
 
 impl PushJob {
@@ -46,7 +51,12 @@ impl PushJob {
             (Some(r), Some(at)) => Some((ResolutionId::parse(&r)?, ma2h_protocol::time::from_millis(at))),
             _ => None,
         };
-        Some(Job { account: AccountId::parse(&job.account)?, id: MessageId::parse(&job.id)?, announced })
+        Some(Job {
+            account: AccountId::parse(&job.account)?,
+            id: MessageId::parse(&job.id)?,
+            announced,
+            notify: job.notify,
+        })
     }
 }
 
@@ -93,8 +103,14 @@ impl SqsPushQueue {
 
     /// Send one job.
     pub async fn send(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {
-        self.send_job(&PushJob { account: account.to_string(), id: id.to_string(), resolution_id: None, at: None })
-            .await
+        self.send_job(&PushJob {
+            account: account.to_string(),
+            id: id.to_string(),
+            resolution_id: None,
+            at: None,
+            notify: false,
+        })
+        .await
     }
 
     async fn send_job(&self, job: &PushJob) -> Result<(), QueueError> {
@@ -134,8 +150,15 @@ impl PushQueue for SqsPushQueue {
             id: id.to_string(),
             resolution_id: Some(resolution.to_string()),
             at: Some(at.timestamp_millis()),
+            notify: false,
         };
         self.send_job(&job).await.map(|()| true)
+    }
+
+    async fn enqueue_notification(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {
+        let job =
+            PushJob { account: account.to_string(), id: id.to_string(), resolution_id: None, at: None, notify: true };
+        self.send_job(&job).await
     }
 }
 
@@ -161,10 +184,17 @@ mod tests {
             id: id.to_string(),
             resolution_id: None,
             at: None,
+            notify: false,
         })
         .unwrap();
+        assert!(!body.contains("notify"), "a push job's body is unchanged");
         let acme = AccountId::parse("acme").unwrap();
-        assert_eq!(PushJob::parse(&body), Some(Job { account: acme.clone(), id: id.clone(), announced: None }));
+        assert_eq!(
+            PushJob::parse(&body),
+            Some(Job { account: acme.clone(), id: id.clone(), announced: None, notify: false })
+        );
+        let note = format!(r#"{{"account":"acme","id":"{id}","notify":true}}"#);
+        assert!(PushJob::parse(&note).unwrap().notify);
         let announced = r#"{"account":"acme","id":"ID","resolution_id":"res_01J00000000000000000000000","at":1000}"#
             .replace("ID", id.as_str());
         let job = PushJob::parse(&announced).unwrap();

@@ -64,6 +64,11 @@ pub struct Deliverer {
 }
 
 impl Deliverer {
+    /// A channel notifier sending through this deliverer's (§9.4-guarded) sender.
+    pub fn notifier(&self) -> super::notify::Notifier {
+        super::notify::Notifier::new(self.sender.clone())
+    }
+
     pub fn new(hub: &Hub, sender: Arc<dyn PushSender>, when_busy: WhenBusy) -> Self {
         Self { sender, slots: HostSlots::new(hub.settings.push.per_host), when_busy }
     }
