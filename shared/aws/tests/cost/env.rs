@@ -58,6 +58,10 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     // Every request reads its credential, as on a cold or busy fleet of Lambdas (the in-process
     // cache only helps a warm instance that saw the same key within the last second).
     settings.credential_cache = std::time::Duration::ZERO;
+    // The account's channels configuration (issue 20) is read once per container per
+    // `MA2H_CHANNELS_CACHE_MS` (5 s by default) — warmed below, as on a busy container; the
+    // channels test counts the read where it happens.
+    settings.channels.config_cache = std::time::Duration::from_secs(3600);
     // The production default re-read interval for Lambda long-polls.
     // The production default grace: past retention a message is DynamoDB's TTL's to delete (free);
     // the sweeper deletes only what TTL has left 72 hours later.
@@ -75,6 +79,7 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     let operator = admin::create_operator(&dep.hub, "acme", "alice", None).await.unwrap().api_key;
     admin::bind_callback(&dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
     admin::put_secret(&dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
+    ma2h_core::notify::config(&dep.hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap()).await.unwrap();
     meter.take();
     let last = std::sync::Mutex::new(snapshot(&raw, dep.store.table()).await);
     Some(Env { dep, clock, meter, esm, esm_sqs, raw, agent, operator, last, indexes: units::indexes() })

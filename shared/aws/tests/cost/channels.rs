@@ -1,0 +1,85 @@
+//! Requests per phase of a routed ask (issue 20, docs/COST.md "Channel notifications"): the
+//! outbox item written with the submit, the `deliver` job that announces it on a webhook, the
+//! terminal's wake-up and the outcome event — each one conditional write per state change of the
+//! item, and nothing at all for an account without routes (the lifecycle test's counts).
+
+use std::sync::atomic::Ordering;
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use crate::env::*;
+use crate::metering::Tally;
+use crate::support::event;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_per_phase_of_a_routed_ask() {
+    with_env("channels", false, |e| async move {
+        let (url, hits) = receiver().await;
+        let hub = &e.dep.hub;
+        ma2h_core::usecases_prelude::channels::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
+        let route = ma2h_core::usecases_prelude::channels::RouteSpec {
+            id: "all".into(),
+            targets: vec!["pager".into()],
+            ..Default::default()
+        };
+        ma2h_core::usecases_prelude::channels::put_route(hub, "acme", route).await.unwrap();
+        // Warm the rate window and the configuration cache (read once per container per
+        // MA2H_CHANNELS_CACHE_MS), as on a busy container.
+        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        ma2h_core::notify::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap()).await.unwrap();
+        e.phase().await;
+        let mut rows: Vec<(String, Tally)> = Vec::new();
+        let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
+            assert_eq!(t.requests, expect(expected), "{name}");
+            rows.push((name.to_owned(), t));
+        };
+
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("ch1", None, None)))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let id = ack["id"].as_str().unwrap().to_owned();
+        // as a pull-mode ask (auth, counter, claim, message), plus the outbox item (NOTE#,
+        // conditional put, before the message) and its job
+        phase(
+            "submit (routed ask, pull)",
+            e.phase().await,
+            &[
+                ("dynamodb:GetItem", 1),
+                ("dynamodb:UpdateItem", 1),
+                ("dynamodb:PutItem", 3),
+                ("sqs:SendMessage", 1),
+            ],
+        );
+
+        assert_eq!(deliver_via_esm(&e).await, (1, 0));
+        assert_eq!(hits.load(Ordering::SeqCst), 1, "message.created sent");
+        // the claim (conditional UpdateItem, ALL_NEW), the message (lookup), the save (put at
+        // the claimed version)
+        phase(
+            "deliver: announce on the webhook",
+            e.phase().await,
+            &[("dynamodb:UpdateItem", 1), ("dynamodb:Query", 1), ("dynamodb:PutItem", 1)],
+        );
+
+        let answer = json!({"resolution": "answered", "value": "ship"});
+        let (status, res) = call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
+        assert_eq!(status, StatusCode::OK, "{res}");
+        // as any resolve (auth, lookup, tombstone + CAS), plus the item's wake-up and its job
+        phase(
+            "resolve (routed: wakes the item)",
+            e.phase().await,
+            &[("dynamodb:GetItem", 1), ("dynamodb:Query", 1), ("dynamodb:PutItem", 2), ("dynamodb:UpdateItem", 1), ("sqs:SendMessage", 1)],
+        );
+
+        assert_eq!(deliver_via_esm(&e).await, (1, 0));
+        assert_eq!(hits.load(Ordering::SeqCst), 2, "message.resolved sent");
+        phase(
+            "deliver: the outcome event",
+            e.phase().await,
+            &[("dynamodb:UpdateItem", 1), ("dynamodb:Query", 1), ("dynamodb:PutItem", 1)],
+        );
+        print_table("Requests per phase of a routed ask (counted on the wire, asserted)", &rows);
+    })
+    .await;
+}
