@@ -176,6 +176,14 @@ async fn a_failing_webhook_is_retried_with_backoff_then_marked_failed_and_the_me
     assert_eq!(sent.to("pager.test/hook").len(), ma2h_core::notifications::MAX_ATTEMPTS as usize);
     assert_eq!(t.get(&t.agent, &id).await.body["status"], "open", "a notification never decides the message");
     assert_eq!(sent.to("chat.postMessage").len(), 1, "the other channel was told once");
+
+    // the failure is visible on the message page
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(axum::http::Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert_eq!(page.status, axum::http::StatusCode::OK);
+    let html = page.html;
+    assert!(html.contains("Notifications") && html.contains("pager") && html.contains("failed"), "{html}");
+    assert!(html.contains("receiver answered 503"), "the reason is shown");
 }
 
 #[tokio::test]

@@ -47,6 +47,8 @@ pub struct InboxMessage {
     pub outbound: Option<crate::mailbox::MailboxEntry>,
     /// The status the sender reads (an addressed notify mirrors its track, §5.1).
     pub status: ma2h_protocol::lifecycle::Status,
+    /// Where the message was announced (Slack, webhooks) and how each step went (issue 20).
+    pub notifications: Option<crate::notifications::Notification>,
 }
 
 /// Load message `id` of the operator's account and work out what they may do.
@@ -64,7 +66,12 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
     let allowed = allowed(&record, &envelope, principal);
     let outbound = super::addressed::outbound(hub, &record).await?;
     let status = super::addressed::status(&record, outbound.as_ref(), hub.clock.now());
-    Ok(InboxMessage { record, envelope, allowed, outbound, status })
+    // A notification failure never hides the message: an unreadable item is just not shown.
+    let notifications = hub.notifications.get_notification(&principal.account, &id).await.unwrap_or_else(|e| {
+        tracing::warn!(message_id = %id, error = %e, "notification item unreadable");
+        None
+    });
+    Ok(InboxMessage { record, envelope, allowed, outbound, status, notifications })
 }
 
 /// The §9.1 decision `resolve` enforces ([`Decision`]), combined with the §5.2 permissions.

@@ -119,6 +119,7 @@ pub fn render(
         }
         @if let Some(entry) = &view.outbound { (agent_to_agent(entry, now)) }
         @if let Some(resp) = &rec.response { (outcome(view, resp, reveal, now)) }
+        @if let Some(n) = &view.notifications { (notifications(n, now)) }
         @match &view.allowed {
             Allowed::Resolve(aff) => (answer::form(view, *aff, &session.csrf, form)),
             Allowed::Denied(reason) => {
@@ -314,6 +315,46 @@ fn outcome(view: &InboxMessage, resp: &Value, reveal: bool, now: ma2h_protocol::
                 ul {
                     @for i in items {
                         li { (if i["done"] == Value::Bool(true) { "☑ " } else { "☐ " }) (i["text"].as_str().unwrap_or("")) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where the message was announced (issue 20): each channel step — announcement, reminder,
+/// escalation, outcome update — with its state, so a failing channel is visible here.
+fn notifications(n: &ma2h_core::notifications::Notification, now: ma2h_protocol::time::Timestamp) -> Markup {
+    use ma2h_core::notifications::{StepKind, StepStatus};
+    let what = |k: StepKind| match k {
+        StepKind::Created => "announced",
+        StepKind::Reminder => "reminded",
+        StepKind::Escalated => "escalated",
+        StepKind::Outcome => "outcome shown",
+    };
+    html! {
+        section.notifications aria-label="Notifications" {
+            h2 { "Notifications" }
+            p.hint { "Route " code { (n.route) } }
+            table {
+                thead { tr { th { "Channel" } th { "Step" } th { "State" } th { "When" } } }
+                tbody {
+                    @for s in &n.steps {
+                        tr {
+                            td { code { (s.channel) } }
+                            td { (what(s.kind)) }
+                            td {
+                                @match s.status {
+                                    StepStatus::Sent => { "sent" }
+                                    StepStatus::Pending if s.attempts > 0 => { "retrying (" (s.attempts) " attempts)" }
+                                    StepStatus::Pending => { "scheduled" }
+                                    StepStatus::Failed => { strong.failed { "failed" } }
+                                    StepStatus::Cancelled => { "not needed" }
+                                }
+                                @if let Some(e) = &s.last_error { " " span.hint { "— " (e) } }
+                            }
+                            td { (stamp(s.done_at.unwrap_or(s.due_at), now)) }
+                        }
                     }
                 }
             }
