@@ -57,6 +57,32 @@ pub enum ChannelsCommand {
         #[arg(long, env = "MA2H_WEBHOOK_SECRET", hide_env_values = true)]
         secret: String,
     },
+    /// Add or replace an email channel: an SMTP relay and the operators it mails (each mail's
+    /// answer links act as its recipient).
+    AddEmail {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        smtp_host: String,
+        #[arg(long, default_value_t = 587)]
+        smtp_port: u16,
+        /// tls (implicit, port 465), starttls (required, port 587) or none (a relay on this host).
+        #[arg(long, default_value = "starttls")]
+        security: String,
+        #[arg(long)]
+        username: Option<String>,
+        /// The SMTP password; prefer the environment variable.
+        #[arg(long, env = "MA2H_SMTP_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
+        /// The sender, e.g. `MA2H Hub <hub@example.com>`.
+        #[arg(long)]
+        from: String,
+        /// `human=address`, e.g. `alice=alice@example.com`; repeat for several.
+        #[arg(long = "recipient", required = true)]
+        recipients: Vec<String>,
+    },
     /// Remove a channel (refused while a route names it).
     RemoveChannel {
         #[arg(long, default_value = "default")]
@@ -134,6 +160,25 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand) -> Result<Value> {
         }
         ChannelsCommand::AddWebhook { account, id, url, secret } => {
             channels::put_webhook(hub, &account, &id, &url, &secret).await?
+        }
+        ChannelsCommand::AddEmail {
+            account,
+            id,
+            smtp_host,
+            smtp_port,
+            security,
+            username,
+            password,
+            from,
+            recipients,
+        } => {
+            let recipients = recipients
+                .iter()
+                .map(|r| r.split_once('=').map(|(h, a)| (h.to_owned(), a.to_owned())))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| anyhow::anyhow!("--recipient takes human=address"))?;
+            let spec = channels::EmailSpec { id, smtp_host, smtp_port, security, username, password, from, recipients };
+            channels::put_email(hub, &account, spec).await?
         }
         ChannelsCommand::RemoveChannel { account, id } => channels::remove_channel(hub, &account, &id).await?,
         ChannelsCommand::AddRoute {

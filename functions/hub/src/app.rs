@@ -154,7 +154,8 @@ pub async fn serve(
     let sweeper = tokio::spawn(run_sweeper(hub.clone()));
     let worker = tokio::spawn(push::run_worker(hub.clone(), deliverer, wake));
     // Issue 20: channel notifications (Slack, webhooks), their reminders and escalations.
-    let notifier = tokio::spawn(notify::run_worker(hub.clone(), Arc::new(notify::Notifier::new(sender))));
+    let notifier = notify::Notifier::new(sender).with_mailer(Arc::new(ma2h_delivery_smtp::SmtpMailer));
+    let notifier = tokio::spawn(notify::run_worker(hub.clone(), Arc::new(notifier)));
     let changes = hub.changes.clone();
     let limits = hub.settings.server;
     let metrics = crate::metrics::routes(hub.clone(), crate::metrics::install());

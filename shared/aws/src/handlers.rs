@@ -46,7 +46,8 @@ pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: 
         if job.notify {
             // Issue 20: a channel notification item (claimed conditionally: a duplicate job or
             // one racing the sweep's is a no-op). Its retries live in the store, not the queue.
-            return match deliverer.notifier().process(&dep.hub, &job.account, &job.id).await {
+            let notifier = deliverer.notifier().with_mailer(Arc::new(ma2h_delivery_smtp::SmtpMailer));
+            return match notifier.process(&dep.hub, &job.account, &job.id).await {
                 Ok(()) => None,
                 Err(e) => {
                     tracing::error!(message_id = %id, error = %e, "notification item failed; SQS will redeliver");

@@ -66,6 +66,7 @@ impl ChannelsConfig {
 pub enum Channel {
     Slack(SlackChannel),
     Webhook(WebhookChannel),
+    Email(EmailChannel),
 }
 
 impl Channel {
@@ -73,6 +74,47 @@ impl Channel {
         match self {
             Self::Slack(_) => "slack",
             Self::Webhook(_) => "webhook",
+            Self::Email(_) => "email",
+        }
+    }
+}
+
+/// Email through an SMTP relay: one mail per recipient operator, with one single-use answer link
+/// per option (bound to that operator) for confirm/select asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmailChannel {
+    pub smtp_host: String,
+    pub smtp_port: u16,
+    pub security: SmtpSecurity,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<Sealed>,
+    /// The sender address (`Hub <hub@example.com>`).
+    pub from: String,
+    /// Operator (human id without `human:`) → their address. Links in a mail act as that operator.
+    pub recipients: BTreeMap<String, String>,
+}
+
+/// How the SMTP connection is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpSecurity {
+    /// Implicit TLS (port 465).
+    Tls,
+    /// STARTTLS required (port 587).
+    Starttls,
+    /// Plain text: only for a relay on the same host or network (and tests).
+    None,
+}
+
+impl SmtpSecurity {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "tls" => Some(Self::Tls),
+            "starttls" => Some(Self::Starttls),
+            "none" => Some(Self::None),
+            _ => None,
         }
     }
 }

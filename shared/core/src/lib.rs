@@ -27,7 +27,7 @@ mod usecases;
 pub use error::HubError;
 pub use hub::Hub;
 pub use usecases::{
-    addressed, admin, cancel, directives, drain, get, inbox, inter_agent, list, notify, presence, push, receipt,
+    addressed, admin, cancel, directives, drain, email, get, inbox, inter_agent, list, notify, presence, push, receipt,
     resolve, sessions, slack, stream, submit, sweep,
 };
 

@@ -62,6 +62,9 @@ impl Notification {
 pub struct Step {
     /// The channel id (in the account's [`crate::channels::ChannelsConfig`]).
     pub channel: String,
+    /// An email channel's recipient (the operator a mail — and its answer links — is for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient: Option<String>,
     pub kind: StepKind,
     #[serde(with = "ms")]
     pub due_at: Timestamp,
@@ -82,6 +85,7 @@ impl Step {
     pub fn pending(channel: &str, kind: StepKind, due_at: Timestamp) -> Self {
         Self {
             channel: channel.to_owned(),
+            recipient: None,
             kind,
             due_at,
             status: StepStatus::Pending,

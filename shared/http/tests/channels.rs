@@ -228,3 +228,94 @@ async fn a_lost_wake_up_is_caught_when_the_message_expires() {
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     assert_eq!(sent.to("chat.update").len(), 1, "the outcome is shown, late but not lost");
 }
+
+/// Records every mail instead of sending it.
+#[derive(Default)]
+struct Mailbag(Mutex<Vec<ma2h_core::ports::Mail>>);
+
+#[async_trait]
+impl ma2h_core::ports::MailSender for Mailbag {
+    async fn send(&self, mail: &ma2h_core::ports::Mail) -> Result<(), ma2h_core::ports::MailError> {
+        self.0.lock().unwrap().push(mail.clone());
+        Ok(())
+    }
+}
+
+/// The answer links in a mail's text part, by option label.
+fn links(mail: &ma2h_core::ports::Mail) -> Vec<(String, String)> {
+    mail.text
+        .lines()
+        .filter_map(|l| l.strip_prefix("Answer \""))
+        .map(|l| {
+            let (label, url) = l.split_once("\": ").unwrap();
+            (label.to_owned(), url.trim_start_matches("https://hub.test").to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_email_link_shows_a_confirmation_on_get_and_answers_once_on_post_as_its_recipient() {
+    use axum::http::{Method, StatusCode};
+    let (t, _, _) = setup(None, false).await;
+    let spec = channels::EmailSpec {
+        id: "mail".into(),
+        smtp_host: "127.0.0.1".into(),
+        smtp_port: 2525,
+        security: "none".into(),
+        from: "Hub <hub@example.com>".into(),
+        recipients: vec![("alice".into(), "alice@example.com".into()), ("bob".into(), "bob@example.com".into())],
+        ..Default::default()
+    };
+    channels::put_email(&t.hub, "acme", spec).await.unwrap();
+    let route = RouteSpec { id: "mail".into(), targets: vec!["mail".into()], ..RouteSpec::default() };
+    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
+    channels::put_route(&t.hub, "acme", route).await.unwrap();
+    let bag = Arc::new(Mailbag::default());
+    let notifier = Notifier::new(Arc::new(Recording::default())).with_mailer(bag.clone());
+    let id = t.submit_ok(ask_expiring("m1", 60)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let mails = bag.0.lock().unwrap().clone();
+    assert_eq!(mails.len(), 2, "one mail per recipient");
+    let alice = mails.iter().find(|m| m.to == "alice@example.com").unwrap();
+    let bob = mails.iter().find(|m| m.to == "bob@example.com").unwrap();
+    assert!(alice.subject.contains("Ship to prod?") && alice.html.contains("Open in inbox"));
+    assert!(!alice.text.contains("v1.opaque"), "never `state`");
+    let alice_links = links(alice);
+    assert_eq!(alice_links.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(), vec!["Ship", "Hold"]);
+    let (ship, hold) = (alice_links[0].1.clone(), alice_links[1].1.clone());
+
+    // GET (a link scanner, or the person) answers nothing, however often
+    for _ in 0..2 {
+        let page = t.page(Method::GET, &ship, None, None).await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.html.contains("Ship") && page.html.contains("human:alice") && page.html.contains("<form"), "{}", page.html);
+    }
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open", "a GET never answers");
+
+    // bob's link acts as bob, who may not answer this ask (§9.1)
+    let refused = t.page(Method::POST, &links(bob)[0].1, None, None).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+    assert!(refused.html.contains("Not answered"), "{}", refused.html);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open");
+
+    // alice's POST answers, once
+    let done = t.page(Method::POST, &ship, None, None).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.html);
+    let read = t.get(&t.agent, &id).await.body;
+    assert_eq!((read["status"].as_str(), read["response"]["response"]["actor"].as_str()), (Some("answered"), Some("human:alice")));
+    assert_eq!(read["response"]["response"]["value"], "ship");
+    let again = t.page(Method::POST, &ship, None, None).await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again.html.contains("already used"));
+    let other = t.page(Method::POST, &hold, None, None).await;
+    assert_eq!(other.status, StatusCode::CONFLICT, "first terminal wins");
+    assert_eq!(t.get(&t.agent, &id).await.body["response"]["response"]["value"], "ship");
+
+    // forged or expired links
+    let mut forged = ship.clone();
+    forged.push('A');
+    assert_eq!(t.page(Method::GET, &forged, None, None).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(t.page(Method::POST, "/a/not-a-token", None, None).await.status, StatusCode::NOT_FOUND);
+    t.advance(Duration::minutes(61));
+    assert_eq!(t.page(Method::GET, &hold, None, None).await.status, StatusCode::GONE, "past the ask's expiry");
+}

@@ -8,8 +8,8 @@ use ma2h_protocol::ids::{AccountId, HumanId};
 use serde_json::{Value, json};
 
 use crate::channels::{
-    Channel, ChannelsConfig, MAX_CHANNELS, MAX_ROUTES, MAX_TARGETS, Route, Sealed, SlackChannel, WebhookChannel,
-    seal_context, valid_id,
+    Channel, ChannelsConfig, EmailChannel, MAX_CHANNELS, MAX_ROUTES, MAX_TARGETS, Route, Sealed, SlackChannel,
+    SmtpSecurity, WebhookChannel, seal_context, valid_id,
 };
 use crate::policy::MAX_POLICY_BYTES;
 use crate::settings::Mode;
@@ -110,6 +110,71 @@ pub async fn put_webhook(hub: &Hub, account: &str, id: &str, url: &str, secret: 
     }
     let hook = WebhookChannel { url: parsed.to_string(), secret: seal(hub, &account, id, "secret", secret)? };
     let config = edit(hub, &account, |c| insert_channel(c, id, Channel::Webhook(hook.clone()))).await?;
+    Ok(show_config(&config))
+}
+
+/// What an email channel is given from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct EmailSpec {
+    pub id: String,
+    pub smtp_host: String,
+    pub smtp_port: u16,
+    /// `tls`, `starttls` or `none`.
+    pub security: String,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub from: String,
+    /// `(human id, address)`: each recipient's mails act as that operator.
+    pub recipients: Vec<(String, String)>,
+}
+
+fn plausible_address(a: &str) -> bool {
+    let bare = a.rsplit_once('<').map_or(a, |(_, rest)| rest.trim_end_matches('>'));
+    let Some((local, domain)) = bare.trim().split_once('@') else { return false };
+    !local.is_empty() && domain.contains('.') || domain == "localhost" && !local.is_empty()
+}
+
+/// Add (or replace) an email channel: an SMTP relay and the operators it mails.
+pub async fn put_email(hub: &Hub, account: &str, spec: EmailSpec) -> Result<Value, HubError> {
+    let account = account_id(account)?;
+    check_id("channel", &spec.id)?;
+    let security = SmtpSecurity::parse(&spec.security)
+        .ok_or_else(|| HubError::validation("`security`: tls, starttls or none"))?;
+    if security == SmtpSecurity::None && hub.settings.mode != Mode::Dev && !matches!(spec.smtp_host.as_str(), "localhost" | "127.0.0.1" | "::1") {
+        return Err(HubError::validation("`security`: none is only for a relay on this host (or dev mode)"));
+    }
+    if spec.smtp_host.is_empty() || spec.smtp_host.contains(['/', ' ', '@']) || spec.smtp_port == 0 {
+        return Err(HubError::validation("`smtp_host`/`smtp_port`: a host name and a port"));
+    }
+    if !plausible_address(&spec.from) {
+        return Err(HubError::validation("`from`: an address such as `Hub <hub@example.com>`"));
+    }
+    if spec.recipients.is_empty() || spec.recipients.len() > 50 {
+        return Err(HubError::validation("an email channel needs 1–50 recipients (`human=address`)"));
+    }
+    let mut recipients = std::collections::BTreeMap::new();
+    for (human, address) in &spec.recipients {
+        let human = HumanId::parse(human.strip_prefix("human:").unwrap_or(human))
+            .ok_or_else(|| HubError::validation(format!("`{human}`: not a human id")))?;
+        if !plausible_address(address) || address.contains(['\r', '\n', ',']) {
+            return Err(HubError::validation(format!("`{address}`: not an email address")));
+        }
+        recipients.insert(human.to_string(), address.clone());
+    }
+    let password = match spec.password.as_deref().filter(|p| !p.is_empty()) {
+        Some(p) => Some(seal(hub, &account, &spec.id, "password", p)?),
+        None => None,
+    };
+    let channel = EmailChannel {
+        smtp_host: spec.smtp_host.clone(),
+        smtp_port: spec.smtp_port,
+        security,
+        username: spec.username.clone().filter(|u| !u.is_empty()),
+        password,
+        from: spec.from.clone(),
+        recipients,
+    };
+    let config = edit(hub, &account, |c| insert_channel(c, &spec.id, Channel::Email(channel.clone()))).await?;
     Ok(show_config(&config))
 }
 
@@ -240,6 +305,11 @@ pub fn show_config(c: &ChannelsConfig) -> Value {
             let v = match ch {
                 Channel::Slack(s) => json!({"kind": "slack", "team_id": s.team_id, "channel": s.channel}),
                 Channel::Webhook(w) => json!({"kind": "webhook", "url": redact_url(&w.url)}),
+                Channel::Email(m) => json!({
+                    "kind": "email", "smtp_host": m.smtp_host, "smtp_port": m.smtp_port, "security": m.security,
+                    "username": m.username, "password_set": m.password.is_some(), "from": m.from,
+                    "recipients": m.recipients.iter().map(|(h, a)| json!({"human": format!("human:{h}"), "address": a})).collect::<Vec<_>>(),
+                }),
             };
             (id.clone(), v)
         })

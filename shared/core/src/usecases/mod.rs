@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod channels;
 pub mod directives;
 pub mod drain;
+pub mod email;
 pub mod get;
 pub mod inbox;
 pub mod inter_agent;

@@ -55,13 +55,26 @@ pub async fn config(hub: &Hub, account: &AccountId) -> Result<Arc<AccountPolicy>
 /// The steps a routed message owes, or `None` when no route matches.
 pub fn plan(config: &ChannelsConfig, envelope: &Envelope, now: Timestamp) -> Option<(String, Vec<Step>)> {
     let route = config.route_for(envelope)?;
-    let known = |id: &&String| config.channels.contains_key(id.as_str());
-    let mut steps: Vec<Step> =
-        route.targets.iter().filter(known).map(|c| Step::pending(c, StepKind::Created, now)).collect();
+    // One step per channel — per recipient for email (each mail's links act as its recipient);
+    // an id no longer configured is skipped.
+    let steps_for = |ids: &[String], kind: StepKind, at: Timestamp| -> Vec<Step> {
+        ids.iter()
+            .flat_map(|id| match config.channels.get(id) {
+                Some(Channel::Email(mail)) => mail
+                    .recipients
+                    .keys()
+                    .map(|human| Step { recipient: Some(human.clone()), ..Step::pending(id, kind, at) })
+                    .collect(),
+                Some(_) => vec![Step::pending(id, kind, at)],
+                None => vec![],
+            })
+            .collect()
+    };
+    let mut steps = steps_for(&route.targets, StepKind::Created, now);
     if let Some(minutes) = route.remind_after_minutes.filter(|m| *m > 0) {
         let at = now + chrono::Duration::minutes(i64::from(minutes));
         if envelope.expires_at.is_none_or(|e| at < e) {
-            steps.extend(route.targets.iter().filter(known).map(|c| Step::pending(c, StepKind::Reminder, at)));
+            steps.extend(steps_for(&route.targets, StepKind::Reminder, at));
         }
     }
     if let Some(expires) = envelope.expires_at.filter(|_| !route.escalate.is_empty()) {
@@ -69,7 +82,7 @@ pub fn plan(config: &ChannelsConfig, envelope: &Envelope, now: Timestamp) -> Opt
         let left = lifetime * i32::from(route.escalate_percent_left.min(100)) / 100;
         let at = expires - left;
         if at > now {
-            steps.extend(route.escalate.iter().filter(known).map(|c| Step::pending(c, StepKind::Escalated, at)));
+            steps.extend(steps_for(&route.escalate, StepKind::Escalated, at));
         }
     }
     (!steps.is_empty()).then(|| (route.id.clone(), steps))
@@ -140,11 +153,18 @@ pub async fn wake(hub: &Hub, account: &AccountId, id: &MessageId) {
 /// What sends a step: the HTTP sender (behind the §9.4 egress guard) and the channel adapters.
 pub struct Notifier {
     pub(crate) sender: Arc<dyn PushSender>,
+    pub(crate) mailer: Option<Arc<dyn crate::ports::MailSender>>,
 }
 
 impl Notifier {
     pub fn new(sender: Arc<dyn PushSender>) -> Self {
-        Self { sender }
+        Self { sender, mailer: None }
+    }
+
+    /// Email channels send through `mailer` (without one, their steps fail visibly).
+    pub fn with_mailer(mut self, mailer: Arc<dyn crate::ports::MailSender>) -> Self {
+        self.mailer = Some(mailer);
+        self
     }
 
     /// Work one item if it is due: claim it, send its due steps, record what happened.
@@ -271,6 +291,9 @@ impl Notifier {
             }
             Channel::Webhook(hook) => {
                 super::webhook_event::send(self, hub, hook, channel_id, step, record, envelope).await.map(|()| None)
+            }
+            Channel::Email(mail) => {
+                super::email::send(self, hub, mail, channel_id, step, record, envelope).await.map(|()| None)
             }
         }
     }

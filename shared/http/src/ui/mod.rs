@@ -13,6 +13,7 @@
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
+//! | `GET/POST /a/{token}` | [`mail_answer`]: an email's answer link — GET confirms, POST answers once |
 //!
 //! Every UI response carries a Content-Security-Policy that admits only the Hub's own script
 //! file (`/inbox/keys.js`: keyboard shortcuts, progressive enhancement — every page works without
@@ -24,6 +25,7 @@ mod answer;
 mod inter_agent;
 mod list;
 mod login;
+mod mail_answer;
 mod markdown;
 mod message;
 mod rows;
@@ -70,6 +72,7 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/{id}/resolve", post(answer::resolve))
         .route("/inbox/style.css", get(stylesheet))
         .route("/inbox/keys.js", get(keys_script))
+        .route("/a/{token}", get(mail_answer::confirm).post(mail_answer::apply))
         .layer(middleware::from_fn(security_headers))
 }
 
