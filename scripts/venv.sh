@@ -9,6 +9,7 @@
 # `venv.sh package` adds cargo-lambda and zig (make package cross-builds the arm64 bootstraps).
 # `venv.sh mcp` makes .venv-mcp instead: the official MCP Python SDK (the independent client
 # scripts/mcp-test.sh drives `ma2h mcp` with) and jsonschema, apart from the SAM CLI's pins.
+# `venv.sh mail` makes .venv-mail: aiosmtpd, the real SMTP server scripts/email-test.sh runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,9 @@ ensure() {
 case "${1:-}" in
   mcp)
     ensure .venv-mcp .ma2h-requirements "mcp==2.3.0" "jsonschema==4.26.0"
+    ;;
+  mail)
+    ensure .venv-mail .ma2h-requirements "aiosmtpd==1.4.6"
     ;;
   *)
     ensure .venv .ma2h-requirements "moto[server]==5.2.5" "cfn-lint==1.58.0" "aws-sam-cli==1.170.0" \
