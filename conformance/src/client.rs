@@ -140,6 +140,31 @@ impl Hub {
         }
     }
 
+    /// A Slack-style interaction: form body, `X-Slack-Request-Timestamp` now, the given signature.
+    pub async fn slack_interaction(&self, path: &str, form: &str, signature: &str) -> Resp {
+        let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+        let req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .timeout(Duration::from_secs(30))
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header("X-Slack-Request-Timestamp", ts.to_string())
+            .header("X-Slack-Signature", signature)
+            .body(form.to_owned());
+        let (status, body) = match req.send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                (status, serde_json::from_slice(&resp.bytes().await.unwrap_or_default()).unwrap_or(Value::Null))
+            }
+            Err(e) => (0, Value::String(e.to_string())),
+        };
+        let r = Resp { status, body, date: None, retry_after: None, location: None };
+        if status >= 400 {
+            self.note_error(path, &r);
+        }
+        r
+    }
+
     pub async fn get(&self, path: &str, key: &str) -> Resp {
         self.call("GET", path, Some(key), None).await
     }

@@ -3,6 +3,7 @@
 
 mod authz;
 mod cancel;
+mod channels;
 mod hard_stop;
 mod inter_agent;
 mod lifecycle;
@@ -159,6 +160,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<Report> {
     // §16 after the mailbox checks: a session-presenting drain also claims principal-addressed
     // directives, and the first agent's presence must be left to those checks until then.
     sessions::run(&cx, &mut r, &probe.body).await;
+    channels::run(&cx, &mut r).await;
     lifecycle::finish(&cx, &mut r, pending).await;
 
     // §8.5: every error response of the whole run used the canonical envelope.
