@@ -22,7 +22,11 @@ pub async fn run(cx: &Ctx, r: &mut Report) {
     // A well-formed but forged signature over a fresh timestamp: still refused, and the same
     // refusal as an unsigned one (nothing tells a forger how close they came).
     let forged = cx.hub.slack_interaction(SLACK, "payload=%7B%7D", "v0=00ff").await;
-    r.result("9.1", "a Slack interaction with a forged signature is refused (401)", forged.expect(401, Some("unauthenticated")));
+    r.result(
+        "9.1",
+        "a Slack interaction with a forged signature is refused (401)",
+        forged.expect(401, Some("unauthenticated")),
+    );
 
     // An email answer link the Hub did not seal: not found, and a GET never changes anything.
     let (status, ct, _) = cx.hub.get_text("/a/bm90LWEtdG9rZW4", "").await;

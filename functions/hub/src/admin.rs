@@ -139,7 +139,7 @@ pub enum AdminCommand {
     },
     /// Slack and webhook channels, routes, reminders and escalation (docs/channels.md). Always
     /// prints JSON.
-    Channels(crate::admin_channels::ChannelsArgs),
+    Channels(Box<crate::admin_channels::ChannelsArgs>),
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]

@@ -23,7 +23,7 @@ enum Command {
     Serve,
     /// Manage credentials.
     #[command(subcommand)]
-    Admin(admin::AdminCommand),
+    Admin(Box<admin::AdminCommand>),
 }
 
 #[tokio::main]
@@ -36,6 +36,6 @@ async fn main() -> Result<()> {
     app::init_tracing(&settings);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => app::run(settings).await,
-        Command::Admin(cmd) => admin::run(settings, cmd).await,
+        Command::Admin(cmd) => admin::run(settings, *cmd).await,
     }
 }

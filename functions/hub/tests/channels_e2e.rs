@@ -46,7 +46,12 @@ impl Recorder {
 
 /// Slack's Web API as far as the Hub uses it: answers `{"ok": true, "channel", "ts"}` like Slack
 /// (a refusal would be 200 with `ok: false`); also the `response_url` sink and the webhook.
-async fn record(State(r): State<Recorder>, Path(path): Path<String>, headers: HeaderMap, body: Bytes) -> axum::Json<Value> {
+async fn record(
+    State(r): State<Recorder>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::Json<Value> {
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let n = {
         let mut hits = r.0.lock().unwrap();
@@ -64,7 +69,8 @@ async fn record(State(r): State<Recorder>, Path(path): Path<String>, headers: He
 
 fn verify_webhook(header: &str, body: &[u8]) -> bool {
     use base64::Engine as _;
-    let part = |k: &str| header.split(',').find_map(|p| p.strip_prefix(&format!("{k}="))).unwrap_or_default().to_owned();
+    let part =
+        |k: &str| header.split(',').find_map(|p| p.strip_prefix(&format!("{k}="))).unwrap_or_default().to_owned();
     let mut mac = Hmac::<Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes()).unwrap();
     mac.update(format!("{}.{}.", part("t"), part("jti")).as_bytes());
     mac.update(body);
@@ -157,12 +163,40 @@ fn a_routed_ask_is_announced_answered_from_slack_once_as_the_linked_operator_and
     let agent_key = agent["api_key"].as_str().unwrap().to_owned();
     let shown = admin_json(
         path,
-        &["channels", "add-slack", "--account", "acme", "--id", "ops", "--team", "T0TEAM", "--channel", "C0OPS",
-            "--bot-token", "xoxb-test-token", "--signing-secret", SIGNING_SECRET],
+        &[
+            "channels",
+            "add-slack",
+            "--account",
+            "acme",
+            "--id",
+            "ops",
+            "--team",
+            "T0TEAM",
+            "--channel",
+            "C0OPS",
+            "--bot-token",
+            "xoxb-test-token",
+            "--signing-secret",
+            SIGNING_SECRET,
+        ],
     );
     assert!(!shown.to_string().contains("xoxb-test-token") && !shown.to_string().contains(SIGNING_SECRET), "{shown}");
     let webhook_url = format!("{base}/webhook");
-    admin_json(path, &["channels", "add-webhook", "--account", "acme", "--id", "pager", "--url", &webhook_url, "--secret", WEBHOOK_SECRET]);
+    admin_json(
+        path,
+        &[
+            "channels",
+            "add-webhook",
+            "--account",
+            "acme",
+            "--id",
+            "pager",
+            "--url",
+            &webhook_url,
+            "--secret",
+            WEBHOOK_SECRET,
+        ],
+    );
     admin_json(path, &["channels", "add-route", "--account", "acme", "--id", "all", "--to", "ops", "--to", "pager"]);
     let hub = Hub::start_with(
         path,
@@ -185,11 +219,15 @@ fn a_routed_ask_is_announced_answered_from_slack_once_as_the_linked_operator_and
     assert!(text.contains("&lt;!channel&gt;"), "mentions are defused: {text}");
     assert!(!text.contains("never-shown") && !text.contains("slack-1"), "no state, no idempotency key: {text}");
     let actions = post["blocks"].as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
-    let values: Vec<&str> = actions["elements"].as_array().unwrap().iter().filter_map(|e| e["value"].as_str()).collect();
+    let values: Vec<&str> =
+        actions["elements"].as_array().unwrap().iter().filter_map(|e| e["value"].as_str()).collect();
     assert_eq!(values, vec![format!("{id} ship"), format!("{id} hold")]);
     // and to the webhook, signed (checked with the test's own HMAC)
     let created = standins.wait_for("webhook", 1).remove(0).1;
-    assert_eq!((created["type"].as_str(), created["message"]["id"].as_str()), (Some("message.created"), Some(id.as_str())));
+    assert_eq!(
+        (created["type"].as_str(), created["message"]["id"].as_str()),
+        (Some("message.created"), Some(id.as_str()))
+    );
     assert!(!created.to_string().contains("never-shown"));
     assert_eq!(standins.on("webhook-verified")[0].1, json!(true));
 
@@ -215,7 +253,10 @@ fn a_routed_ask_is_announced_answered_from_slack_once_as_the_linked_operator_and
     assert_eq!(read["status"], "open", "an unlinked press resolves nothing");
 
     // linked: the press resolves as human:alice, once; the identical request replayed is refused
-    admin_json(path, &["channels", "link-slack", "--account", "acme", "--team", "T0TEAM", "--user", "U0ALICE", "--human", "alice"]);
+    admin_json(
+        path,
+        &["channels", "link-slack", "--account", "acme", "--team", "T0TEAM", "--user", "U0ALICE", "--human", "alice"],
+    );
     let ts2 = now() + 1;
     let sig2 = slack_signature(SIGNING_SECRET, ts2, &body);
     assert_eq!(interact(&hub, &body, Some(ts2), Some(&sig2)).0, 200);
@@ -227,7 +268,10 @@ fn a_routed_ask_is_announced_answered_from_slack_once_as_the_linked_operator_and
     let resolution = read["response"]["resolution_id"].clone();
 
     // a second press (another user, linked too) loses: first terminal wins (§7)
-    admin_json(path, &["channels", "link-slack", "--account", "acme", "--team", "T0TEAM", "--user", "U0BOB", "--human", "alice"]);
+    admin_json(
+        path,
+        &["channels", "link-slack", "--account", "acme", "--team", "T0TEAM", "--user", "U0BOB", "--human", "alice"],
+    );
     let other = press("U0BOB", &format!("{id} hold"), &sink);
     let ts3 = now() + 2;
     assert_eq!(interact(&hub, &other, Some(ts3), Some(&slack_signature(SIGNING_SECRET, ts3, &other))).0, 200);
@@ -261,8 +305,14 @@ fn an_unrouted_ask_and_a_notify_announce_nothing() {
     let agent = admin_json(path, &["create-agent", "--account", "acme", "--agent", "bot"]);
     let key = agent["api_key"].as_str().unwrap().to_owned();
     let url = format!("{base}/webhook");
-    admin_json(path, &["channels", "add-webhook", "--account", "acme", "--id", "pager", "--url", &url, "--secret", WEBHOOK_SECRET]);
-    admin_json(path, &["channels", "add-route", "--account", "acme", "--id", "urgent", "--min-priority", "urgent", "--to", "pager"]);
+    admin_json(
+        path,
+        &["channels", "add-webhook", "--account", "acme", "--id", "pager", "--url", &url, "--secret", WEBHOOK_SECRET],
+    );
+    admin_json(
+        path,
+        &["channels", "add-route", "--account", "acme", "--id", "urgent", "--min-priority", "urgent", "--to", "pager"],
+    );
     let hub = Hub::start_with(path, &[("MA2H_DEV_EGRESS_ALLOW", "127.0.0.0/8")]);
     assert_eq!(submit(&hub, &key, &ask_envelope("n-1")).0, 202);
     assert_eq!(submit(&hub, &key, &notify_envelope()).0, 202);

@@ -560,7 +560,11 @@ pub struct Mail {
 
 impl std::fmt::Debug for Mail {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mail").field("host", &self.host).field("port", &self.port).field("to", &self.to).finish_non_exhaustive()
+        f.debug_struct("Mail")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("to", &self.to)
+            .finish_non_exhaustive()
     }
 }
 

@@ -136,7 +136,11 @@ impl HttpPushSender {
         if !status.is_redirection() {
             let keep = if keep_body && status.is_success() { Some(&mut body) } else { None };
             // A Slack reply echoes the whole posted message: keep up to 64 KiB of one that is read.
-            let limit = if keep.is_some() { self.policy.max_response_bytes.max(64 * 1024) } else { self.policy.max_response_bytes };
+            let limit = if keep.is_some() {
+                self.policy.max_response_bytes.max(64 * 1024)
+            } else {
+                self.policy.max_response_bytes
+            };
             drain(&mut response, limit, keep).await;
         }
         (classify(status), body)

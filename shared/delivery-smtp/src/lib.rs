@@ -70,7 +70,6 @@ fn short(e: &lettre::transport::smtp::Error) -> String {
     s.chars().take(160).collect()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

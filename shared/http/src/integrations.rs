@@ -26,16 +26,12 @@ pub async fn slack_interactions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let account = AccountId::parse(target.account.as_deref().unwrap_or("default")).ok_or(ma2h_core::HubError::Unauthenticated)?;
+    let account =
+        AccountId::parse(target.account.as_deref().unwrap_or("default")).ok_or(ma2h_core::HubError::Unauthenticated)?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let (outcome, response_url) = slack::interaction(
-        &hub,
-        &account,
-        header("x-slack-request-timestamp"),
-        header("x-slack-signature"),
-        &body,
-    )
-    .await?;
+    let (outcome, response_url) =
+        slack::interaction(&hub, &account, header("x-slack-request-timestamp"), header("x-slack-signature"), &body)
+            .await?;
     if let (Some(text), Some(url)) = (outcome.reply(), response_url) {
         // Inline (a Lambda may freeze a task left running after its response), bounded so that
         // Slack still gets its 200 within its 3 seconds.

@@ -288,7 +288,11 @@ async fn an_email_link_shows_a_confirmation_on_get_and_answers_once_on_post_as_i
     for _ in 0..2 {
         let page = t.page(Method::GET, &ship, None, None).await;
         assert_eq!(page.status, StatusCode::OK);
-        assert!(page.html.contains("Ship") && page.html.contains("human:alice") && page.html.contains("<form"), "{}", page.html);
+        assert!(
+            page.html.contains("Ship") && page.html.contains("human:alice") && page.html.contains("<form"),
+            "{}",
+            page.html
+        );
     }
     assert_eq!(t.get(&t.agent, &id).await.body["status"], "open", "a GET never answers");
 
@@ -302,7 +306,10 @@ async fn an_email_link_shows_a_confirmation_on_get_and_answers_once_on_post_as_i
     let done = t.page(Method::POST, &ship, None, None).await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.html);
     let read = t.get(&t.agent, &id).await.body;
-    assert_eq!((read["status"].as_str(), read["response"]["response"]["actor"].as_str()), (Some("answered"), Some("human:alice")));
+    assert_eq!(
+        (read["status"].as_str(), read["response"]["response"]["actor"].as_str()),
+        (Some("answered"), Some("human:alice"))
+    );
     assert_eq!(read["response"]["response"]["value"], "ship");
     let again = t.page(Method::POST, &ship, None, None).await;
     assert_eq!(again.status, StatusCode::CONFLICT);

@@ -76,7 +76,10 @@ pub async fn the_notification_outbox_is_created_once_claimed_once_and_saved_by_c
     stale.version = 4;
     assert!(!store.save_notification(&stale, 3).await.unwrap());
     store.wake_notification(&account("acme"), &message_id(), at(5)).await.unwrap();
-    assert!(store.get_notification(&account("acme"), &message_id()).await.unwrap().is_none(), "no item: nothing written");
+    assert!(
+        store.get_notification(&account("acme"), &message_id()).await.unwrap().is_none(),
+        "no item: nothing written"
+    );
 
     // finished: out of the due index, purged after retention (or left to a native TTL)
     let mut finished = woken.clone();

@@ -145,7 +145,9 @@ impl NotificationStore for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(note_pk(account, id), SK)))
-            .update_expression("SET next_due = :at, due_pk = :p, due_sk = :at ADD version :one REMOVE retain_until, #ttl")
+            .update_expression(
+                "SET next_due = :at, due_pk = :p, due_sk = :at ADD version :one REMOVE retain_until, #ttl",
+            )
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#ttl", "ttl")
             .set_expression_attribute_values(Some(values(vec![(":at", n(ms(at))), (":p", s(DUE)), (":one", n(1))])))

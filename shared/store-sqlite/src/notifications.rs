@@ -87,10 +87,14 @@ impl NotificationStore for SqliteStore {
                 "SELECT account, message_id FROM notifications WHERE next_due IS NOT NULL AND next_due <= ?1 \
                  ORDER BY next_due LIMIT ?2",
             )?;
-            let rows = stmt.query_map(params![ms(now), limit(n)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let rows =
+                stmt.query_map(params![ms(now), limit(n)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
             rows.map(|row| {
                 let (a, i) = row?;
-                Ok((parsed(&a, "notifications.account", AccountId::parse)?, parsed(&i, "notifications.message_id", MessageId::parse)?))
+                Ok((
+                    parsed(&a, "notifications.account", AccountId::parse)?,
+                    parsed(&i, "notifications.message_id", MessageId::parse)?,
+                ))
             })
             .collect()
         })

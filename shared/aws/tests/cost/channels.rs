@@ -44,12 +44,7 @@ async fn requests_per_phase_of_a_routed_ask() {
         phase(
             "submit (routed ask, pull)",
             e.phase().await,
-            &[
-                ("dynamodb:GetItem", 1),
-                ("dynamodb:UpdateItem", 1),
-                ("dynamodb:PutItem", 3),
-                ("sqs:SendMessage", 1),
-            ],
+            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 1), ("dynamodb:PutItem", 3), ("sqs:SendMessage", 1)],
         );
 
         assert_eq!(deliver_via_esm(&e).await, (1, 0));
@@ -63,13 +58,20 @@ async fn requests_per_phase_of_a_routed_ask() {
         );
 
         let answer = json!({"resolution": "answered", "value": "ship"});
-        let (status, res) = call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
+        let (status, res) =
+            call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
         assert_eq!(status, StatusCode::OK, "{res}");
         // as any resolve (auth, lookup, tombstone + CAS), plus the item's wake-up and its job
         phase(
             "resolve (routed: wakes the item)",
             e.phase().await,
-            &[("dynamodb:GetItem", 1), ("dynamodb:Query", 1), ("dynamodb:PutItem", 2), ("dynamodb:UpdateItem", 1), ("sqs:SendMessage", 1)],
+            &[
+                ("dynamodb:GetItem", 1),
+                ("dynamodb:Query", 1),
+                ("dynamodb:PutItem", 2),
+                ("dynamodb:UpdateItem", 1),
+                ("sqs:SendMessage", 1),
+            ],
         );
 
         assert_eq!(deliver_via_esm(&e).await, (1, 0));

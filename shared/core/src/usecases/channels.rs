@@ -37,7 +37,9 @@ async fn edit(
         let mut policy = hub.credentials.get_account_policy(account).await?.unwrap_or_default();
         edit(&mut policy.channels)?;
         if policy.to_json().len() > MAX_POLICY_BYTES {
-            return Err(HubError::validation(format!("the account's configuration would exceed {MAX_POLICY_BYTES} bytes")));
+            return Err(HubError::validation(format!(
+                "the account's configuration would exceed {MAX_POLICY_BYTES} bytes"
+            )));
         }
         policy.version += 1;
         if hub.credentials.put_account_policy(account, &policy).await? {
@@ -138,9 +140,12 @@ fn plausible_address(a: &str) -> bool {
 pub async fn put_email(hub: &Hub, account: &str, spec: EmailSpec) -> Result<Value, HubError> {
     let account = account_id(account)?;
     check_id("channel", &spec.id)?;
-    let security = SmtpSecurity::parse(&spec.security)
-        .ok_or_else(|| HubError::validation("`security`: tls, starttls or none"))?;
-    if security == SmtpSecurity::None && hub.settings.mode != Mode::Dev && !matches!(spec.smtp_host.as_str(), "localhost" | "127.0.0.1" | "::1") {
+    let security =
+        SmtpSecurity::parse(&spec.security).ok_or_else(|| HubError::validation("`security`: tls, starttls or none"))?;
+    if security == SmtpSecurity::None
+        && hub.settings.mode != Mode::Dev
+        && !matches!(spec.smtp_host.as_str(), "localhost" | "127.0.0.1" | "::1")
+    {
         return Err(HubError::validation("`security`: none is only for a relay on this host (or dev mode)"));
     }
     if spec.smtp_host.is_empty() || spec.smtp_host.contains(['/', ' ', '@']) || spec.smtp_port == 0 {
@@ -210,11 +215,15 @@ pub async fn put_route(hub: &Hub, account: &str, spec: RouteSpec) -> Result<Valu
     let account = account_id(account)?;
     check_id("route", &spec.id)?;
     if spec.targets.is_empty() || spec.targets.len() > MAX_TARGETS || spec.escalate.len() > MAX_TARGETS {
-        return Err(HubError::validation(format!("a route needs 1–{MAX_TARGETS} targets and at most {MAX_TARGETS} escalation channels")));
+        return Err(HubError::validation(format!(
+            "a route needs 1–{MAX_TARGETS} targets and at most {MAX_TARGETS} escalation channels"
+        )));
     }
     let min_priority = match spec.min_priority.as_deref() {
         None => None,
-        Some(p) => Some(Priority::parse(p).ok_or_else(|| HubError::validation("`min_priority`: low, normal, high or urgent"))?),
+        Some(p) => Some(
+            Priority::parse(p).ok_or_else(|| HubError::validation("`min_priority`: low, normal, high or urgent"))?,
+        ),
     };
     let percent = spec.escalate_percent_left.unwrap_or(20);
     if !(1..=99).contains(&percent) {
@@ -260,7 +269,13 @@ pub async fn remove_route(hub: &Hub, account: &str, id: &str) -> Result<Value, H
 
 /// Link a Slack user (`team`, `user`) to the operator `human:<id>` — whose §9.1 rights the
 /// user's button presses then carry. `human = None` removes the link.
-pub async fn link_slack(hub: &Hub, account: &str, team: &str, user: &str, human: Option<&str>) -> Result<Value, HubError> {
+pub async fn link_slack(
+    hub: &Hub,
+    account: &str,
+    team: &str,
+    user: &str,
+    human: Option<&str>,
+) -> Result<Value, HubError> {
     let account = account_id(account)?;
     let ok = |v: &str| !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| b.is_ascii_alphanumeric());
     if !ok(team) || !ok(user) {

@@ -167,7 +167,9 @@ pub fn compose(
     for (label, url) in &links {
         text.push_str(&format!("Answer \"{label}\": {url}\n"));
     }
-    text.push_str(&format!("Open in the inbox: {review}\n\nEach answer link asks you to confirm before it answers, and works once.\n"));
+    text.push_str(&format!(
+        "Open in the inbox: {review}\n\nEach answer link asks you to confirm before it answers, and works once.\n"
+    ));
     let buttons: String = links
         .iter()
         .map(|(label, url)| {
@@ -191,7 +193,12 @@ pub fn compose(
         priority = esc(record.priority.as_str()),
         kind = esc(record.kind.as_str()),
         agent = esc(record.agent_id.as_str()),
-        project = envelope.agent.project.as_deref().map(|p| format!(" · project <code>{}</code>", esc(p))).unwrap_or_default(),
+        project = envelope
+            .agent
+            .project
+            .as_deref()
+            .map(|p| format!(" · project <code>{}</code>", esc(p)))
+            .unwrap_or_default(),
         title = esc(&record.title),
         body = esc(&body),
         expires = esc(&expires),

@@ -30,7 +30,9 @@ fn now() -> Timestamp {
 
 #[test]
 fn a_plan_announces_reminds_and_escalates_at_the_share_of_the_lifetime_left() {
-    let c = config(json!({"id":"r","targets":["a","gone"],"remind_after_minutes":10,"escalate":["b"],"escalate_percent_left":25}));
+    let c = config(
+        json!({"id":"r","targets":["a","gone"],"remind_after_minutes":10,"escalate":["b"],"escalate_percent_left":25}),
+    );
     let (route, steps) = plan(&c, &ask(Some("2026-06-04T13:00:00Z")), now()).unwrap();
     assert_eq!(route, "r");
     let kinds: Vec<(&str, StepKind, i64)> =

@@ -47,7 +47,10 @@ pub(crate) async fn send(
     let (method, body) = match step.kind {
         StepKind::Created | StepKind::Escalated => {
             let blocks = post_blocks(hub, record, envelope, step.kind == StepKind::Escalated);
-            ("chat.postMessage", json!({"channel": slack.channel, "text": fallback(record, step.kind), "blocks": blocks}))
+            (
+                "chat.postMessage",
+                json!({"channel": slack.channel, "text": fallback(record, step.kind), "blocks": blocks}),
+            )
         }
         StepKind::Reminder => {
             let text = format!(
@@ -67,7 +70,10 @@ pub(crate) async fn send(
                 return Err(Failure::Permanent("no post to update".into()));
             };
             let blocks = outcome_blocks(hub, record, envelope);
-            ("chat.update", json!({"channel": channel, "ts": ts, "text": fallback(record, step.kind), "blocks": blocks}))
+            (
+                "chat.update",
+                json!({"channel": channel, "ts": ts, "text": fallback(record, step.kind), "blocks": blocks}),
+            )
         }
     };
     let request = PushRequest {
@@ -128,9 +134,12 @@ fn slack_date(t: Timestamp) -> String {
 /// Whether anything of the message is marked sensitive (§9.6): then no body and no inline answer.
 pub fn is_sensitive(envelope: &Envelope) -> bool {
     envelope.sensitive
-        || envelope.request().and_then(|r| r.schema.as_ref()).and_then(|s| s.get("properties")).and_then(Value::as_object).is_some_and(
-            |props| props.values().any(|p| p.get("x-ma2h-sensitive") == Some(&Value::Bool(true))),
-        )
+        || envelope
+            .request()
+            .and_then(|r| r.schema.as_ref())
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .is_some_and(|props| props.values().any(|p| p.get("x-ma2h-sensitive") == Some(&Value::Bool(true))))
 }
 
 /// The text shown for the message: the `body`, or a task's instructions.
@@ -148,7 +157,12 @@ fn body_text(envelope: &Envelope) -> Option<String> {
 
 fn header(record: &MessageRecord, envelope: &Envelope, escalated: bool) -> Vec<Value> {
     let title = if escalated { format!("⏰ {}", record.title) } else { record.title.clone() };
-    let mut context = format!("*{}* · {} from `{}`", record.priority.as_str(), record.kind.as_str(), escape(record.agent_id.as_str()));
+    let mut context = format!(
+        "*{}* · {} from `{}`",
+        record.priority.as_str(),
+        record.kind.as_str(),
+        escape(record.agent_id.as_str())
+    );
     if let Some(project) = &envelope.agent.project {
         context.push_str(&format!(" · project `{}`", escape(project)));
     }
@@ -206,9 +220,11 @@ pub fn outcome_blocks(hub: &Hub, record: &MessageRecord, envelope: &Envelope) ->
     let mut blocks = header(record, envelope, false);
     let response = record.response.as_ref().and_then(|r| r.get("response"));
     let actor = response.and_then(|r| r.get("actor")).and_then(Value::as_str).unwrap_or("the Hub");
-    let value = response.and_then(|r| r.get("value")).filter(|_| !is_sensitive(envelope)).map(|v| match (v, envelope.request()) {
-        (Value::String(s), Some(req)) => format!(" `{}`", escape(req.label_of(s))),
-        (other, _) => format!(" `{}`", clip(&escape(&other.to_string()), 200)),
+    let value = response.and_then(|r| r.get("value")).filter(|_| !is_sensitive(envelope)).map(|v| {
+        match (v, envelope.request()) {
+            (Value::String(s), Some(req)) => format!(" `{}`", escape(req.label_of(s))),
+            (other, _) => format!(" `{}`", clip(&escape(&other.to_string()), 200)),
+        }
     });
     let mark = match record.status.as_str() {
         "answered" | "completed" => ":white_check_mark:",
@@ -293,7 +309,11 @@ pub async fn interaction(
     // Each signed request once: a captured request replayed within the window is refused.
     let seen = hub
         .messages
-        .incr_counter(&format!("slack-seen/{signature}"), ma2h_protocol::time::from_millis((ts + MAX_SKEW_SECS + 60) * 1000), now)
+        .incr_counter(
+            &format!("slack-seen/{signature}"),
+            ma2h_protocol::time::from_millis((ts + MAX_SKEW_SECS + 60) * 1000),
+            now,
+        )
         .await?;
     if seen > 1 {
         return Err(HubError::Unauthenticated);

@@ -15,11 +15,11 @@ use ma2h_protocol::time;
 use serde_json::{Value, json};
 
 use super::notify::{Failure, Notifier};
+use crate::Hub;
 use crate::channels::{WebhookChannel, seal_context};
 use crate::notifications::{Step, StepKind};
 use crate::ports::PushRequest;
 use crate::records::MessageRecord;
-use crate::Hub;
 
 pub(crate) async fn send(
     notifier: &Notifier,
@@ -30,10 +30,10 @@ pub(crate) async fn send(
     record: &MessageRecord,
     envelope: &Envelope,
 ) -> Result<(), Failure> {
-    let secret = hook
-        .secret
-        .open(&hub.master_key, &seal_context(record.account.as_str(), channel_id, "secret"))
-        .ok_or_else(|| Failure::Permanent("the webhook secret does not open (sealed for another slot or key)".into()))?;
+    let secret =
+        hook.secret.open(&hub.master_key, &seal_context(record.account.as_str(), channel_id, "secret")).ok_or_else(
+            || Failure::Permanent("the webhook secret does not open (sealed for another slot or key)".into()),
+        )?;
     let body = serde_json::to_vec(&event(hub, step, record, envelope)).unwrap_or_default();
     let t = hub.clock.now().timestamp().to_string();
     let jti = hub.new_jti();
