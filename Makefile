@@ -25,7 +25,7 @@ AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
 ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi --test channels
 
-## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, the browser/first-hour/MCP/email tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
+## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, the browser/first-hour/MCP/channels tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
 test:
 	bash scripts/moto.sh start
 	$(AWS_TEST_ENV) bash -c '$(CARGO) test --workspace --locked && \
@@ -37,7 +37,7 @@ test:
 	bash scripts/ui-test.sh
 	bash scripts/first-hour-test.sh
 	bash scripts/mcp-test.sh
-	bash scripts/email-test.sh
+	bash scripts/channels-test.sh
 	bash scripts/conformance.sh
 	MA2H_CONFORMANCE_STACK=aws-local bash scripts/conformance.sh
 	$(MAKE) lint-infra
