@@ -326,3 +326,88 @@ async fn an_email_link_shows_a_confirmation_on_get_and_answers_once_on_post_as_i
     t.advance(Duration::minutes(61));
     assert_eq!(t.page(Method::GET, &hold, None, None).await.status, StatusCode::GONE, "past the ask's expiry");
 }
+
+#[tokio::test]
+async fn the_channels_page_shows_no_credential_and_lets_an_operator_edit_routes_and_link_only_themself() {
+    use axum::http::{Method, StatusCode};
+    let (t, _, _) = setup(Some(10), true).await;
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, "/inbox/channels", Some(&cookie), None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    for shown in ["ops", "pager", "oncall", "T0TEAM", "C0OPS", "after 10 min", "20 % left"] {
+        assert!(page.html.contains(shown), "{shown}: {}", page.html);
+    }
+    for secret in ["xoxb-1", "signing", "whk2"] {
+        assert!(!page.html.contains(secret), "{secret} must never be shown");
+    }
+    let csrf = page.csrf();
+    let post = |form: Vec<(&'static str, String)>| {
+        let (t, cookie) = (&t, cookie.clone());
+        async move {
+            let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            t.page(Method::POST, "/inbox/channels", Some(&cookie), Some(&pairs)).await
+        }
+    };
+    // without the CSRF token: refused
+    let r = post(vec![("action", "link-slack".into()), ("team", "T0TEAM".into()), ("user", "U0ME".into())]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // link my own Slack user: it acts as me
+    let r = post(vec![
+        ("csrf", csrf.clone()),
+        ("action", "link-slack".into()),
+        ("team", "T0TEAM".into()),
+        ("user", "U0ME".into()),
+    ])
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    let shown = channels::show(&t.hub, "acme").await.unwrap();
+    assert_eq!(shown["slack_links"], json!([{"slack": "T0TEAM:U0ME", "human": "human:alice"}]));
+    // a route naming an unknown channel is refused; a good one is added
+    let r =
+        post(vec![("csrf", csrf.clone()), ("action", "route".into()), ("id", "x".into()), ("targets", "nope".into())])
+            .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let r = post(vec![
+        ("csrf", csrf.clone()),
+        ("action", "route".into()),
+        ("id", "urgent".into()),
+        ("targets", "pager".into()),
+        ("min_priority", "urgent".into()),
+        ("remind_after", "5".into()),
+    ])
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    let r = post(vec![("csrf", csrf.clone()), ("action", "remove-route".into()), ("id", "all".into())]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let shown = channels::show(&t.hub, "acme").await.unwrap();
+    let routes: Vec<&str> = shown["routes"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(routes, vec!["urgent"]);
+    assert_eq!(shown["routes"][0]["remind_after_minutes"], 5);
+    // another operator's link cannot be removed from here
+    channels::link_slack(&t.hub, "acme", "T0TEAM", "U0BOB", Some("bob")).await.unwrap();
+    let r = post(vec![
+        ("csrf", csrf.clone()),
+        ("action", "unlink-slack".into()),
+        ("team", "T0TEAM".into()),
+        ("user", "U0BOB".into()),
+    ])
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = post(vec![
+        ("csrf", csrf.clone()),
+        ("action", "link-slack".into()),
+        ("team", "T0TEAM".into()),
+        ("user", "U0BOB".into()),
+    ])
+    .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "nobody takes over another operator's Slack user");
+    let r = post(vec![
+        ("csrf", csrf),
+        ("action", "unlink-slack".into()),
+        ("team", "T0TEAM".into()),
+        ("user", "U0ME".into()),
+    ])
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(channels::show(&t.hub, "acme").await.unwrap()["slack_links"].as_array().unwrap().len(), 1);
+}

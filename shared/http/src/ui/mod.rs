@@ -13,6 +13,7 @@
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
+//! | `GET/POST /inbox/channels` | [`channels`]: channels, routes (reminders, escalation), your Slack link |
 //! | `GET/POST /a/{token}` | [`mail_answer`]: an email's answer link — GET confirms, POST answers once |
 //!
 //! Every UI response carries a Content-Security-Policy that admits only the Hub's own script
@@ -22,6 +23,7 @@
 mod agent_sessions;
 mod agents;
 mod answer;
+mod channels;
 mod inter_agent;
 mod list;
 mod login;
@@ -67,6 +69,7 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/sessions/{id}/close", post(agent_sessions::close))
         .route("/inbox/agent-stop", post(agent_sessions::stop))
         .route("/inbox/inter-agent", post(inter_agent::update))
+        .route("/inbox/channels", get(channels::page_get).post(channels::update))
         .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
         .route("/inbox/{id}/resolve", post(answer::resolve))
@@ -118,6 +121,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                             a href="/inbox/fyi" { "FYI" }
                             a href="/inbox/history" { "History" }
                             a href="/inbox/agents" { "Agents" }
+                            a href="/inbox/channels" { "Channels" }
                             span.who { (s.who()) }
                             form.inline method="post" action="/logout" {
                                 input type="hidden" name="csrf" value=(s.csrf);
