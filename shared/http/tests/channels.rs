@@ -400,7 +400,7 @@ async fn the_channels_page_shows_no_credential_and_lets_an_operator_edit_routes_
         ("user", "U0BOB".into()),
     ])
     .await;
-    assert_eq!(r.status, StatusCode::CONFLICT, "nobody takes over another operator's Slack user");
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "nobody takes over another operator's Slack user");
     let r = post(vec![
         ("csrf", csrf),
         ("action", "unlink-slack".into()),
@@ -410,4 +410,19 @@ async fn the_channels_page_shows_no_credential_and_lets_an_operator_edit_routes_
     .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert_eq!(channels::show(&t.hub, "acme").await.unwrap()["slack_links"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_replayed_submit_leaves_one_due_item_and_announces_once() {
+    let (t, sent, notifier) = setup(None, false).await;
+    let first = t.submit_ok(ask_expiring("r1", 60)).await;
+    let again = t.submit(&t.agent, ask_expiring("r1", 60)).await;
+    assert_eq!(again.body["id"], first.as_str(), "a replay returns the original");
+    let due = t.hub.notifications.due_notifications(t.clock_now(), 10).await.unwrap();
+    assert_eq!(due.len(), 1, "the replay's item was retired at once: {due:?}");
+    assert_eq!(due[0].1.as_str(), first);
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    t.advance(Duration::minutes(3));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.to("chat.postMessage").len(), 1, "announced once");
 }

@@ -305,6 +305,48 @@ pub async fn link_slack(
     Ok(show_config(&config))
 }
 
+/// An operator links (`link`) or unlinks a Slack member to themself only: never taking over a
+/// member another operator has linked, never removing another operator's link (checked inside
+/// the compare-and-set, so two racing operators cannot both win). `NotAuthorized` otherwise.
+pub async fn link_own_slack(
+    hub: &Hub,
+    account: &str,
+    team: &str,
+    user: &str,
+    me: &HumanId,
+    link: bool,
+) -> Result<Value, HubError> {
+    let account_id = account_id(account)?;
+    let key = format!("{team}:{user}");
+    let me = me.to_string();
+    // validate the ids first (the same rules as the admin command)
+    if link {
+        let ok = |v: &str| !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| b.is_ascii_alphanumeric());
+        if !ok(team) || !ok(user) {
+            return Err(HubError::validation("`team` and `user` are Slack ids (T…, U…)"));
+        }
+    }
+    let config = edit(hub, &account_id, |c| {
+        match (link, c.slack_links.get(&key)) {
+            (true, Some(other)) if other != &me => {
+                return Err(HubError::NotAuthorized(
+                    "that Slack member is linked to another operator; an administrator can change it".into(),
+                ));
+            }
+            (true, _) => {
+                c.slack_links.insert(key.clone(), me.clone());
+            }
+            (false, Some(owner)) if owner == &me => {
+                c.slack_links.remove(&key);
+            }
+            (false, _) => return Err(HubError::NotAuthorized("you can only unlink your own Slack member".into())),
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(show_config(&config))
+}
+
 /// The account's channels configuration as shown to administrators: never a credential.
 pub async fn show(hub: &Hub, account: &str) -> Result<Value, HubError> {
     let account = account_id(account)?;

@@ -90,16 +90,17 @@ pub fn plan(config: &ChannelsConfig, envelope: &Envelope, now: Timestamp) -> Opt
 
 /// Write the outbox item of a routed ask/task — before the message itself (see the module docs).
 /// A failure is logged and the submit goes on: a notification never decides a message's fate.
-pub async fn schedule(hub: &Hub, account: &AccountId, id: &MessageId, envelope: &Envelope) -> bool {
+/// Returns the item written, if any.
+pub async fn schedule(hub: &Hub, account: &AccountId, id: &MessageId, envelope: &Envelope) -> Option<Notification> {
     let now = hub.clock.now();
     let planned = match config(hub, account).await {
         Ok(policy) => plan(&policy.channels, envelope, now),
         Err(e) => {
             tracing::warn!(message_id = %id, error = %e, "channels configuration unreadable; not announced");
-            return false;
+            return None;
         }
     };
-    let Some((route, steps)) = planned else { return false };
+    let (route, steps) = planned?;
     let item = Notification {
         account: account.clone(),
         message_id: id.clone(),
@@ -111,11 +112,23 @@ pub async fn schedule(hub: &Hub, account: &AccountId, id: &MessageId, envelope: 
         steps,
     };
     match hub.notifications.create_notification(&item).await {
-        Ok(_) => true,
+        Ok(_) => Some(item),
         Err(e) => {
             tracing::warn!(message_id = %id, error = %e, "notification outbox write failed; not announced");
-            false
+            None
         }
+    }
+}
+
+/// The submit turned out to be a replay (its key was claimed): the item written for the id that
+/// was never used is retired at once instead of waiting out [`ORPHAN_GRACE`]. Best effort.
+pub async fn discard(hub: &Hub, mut item: Notification) {
+    let now = hub.clock.now();
+    retire(hub, &mut item, now, "a replay: the message was never created");
+    let expected = item.version;
+    item.version += 1;
+    if let Err(e) = hub.notifications.save_notification(&item, expected).await {
+        tracing::warn!(message_id = %item.message_id, error = %e, "orphan notification item left to the worker");
     }
 }
 

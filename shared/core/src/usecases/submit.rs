@@ -130,12 +130,19 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     let depth = hub.settings.mailbox.depth;
     // Issue 20: a routed ask/task's channel notifications, written before the message (module
     // docs of `crate::notifications`: an item whose message never commits is retired).
-    let announced = entry.is_none()
-        && record.kind != MessageType::Notify
-        && super::notify::schedule(hub, &principal.account, &id, &envelope).await;
-    match hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now).await? {
+    let announced = match entry.is_none() && record.kind != MessageType::Notify {
+        true => super::notify::schedule(hub, &principal.account, &id, &envelope).await,
+        false => None,
+    };
+    let inserted = hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now).await;
+    // A replay: this id was never used, so its item is retired now. (After a store error the
+    // message may still have committed: the worker decides once the orphan grace is over.)
+    if let (Some(item), Ok(Inserted::Existing(_))) = (&announced, &inserted) {
+        super::notify::discard(hub, item.clone()).await;
+    }
+    match inserted? {
         Inserted::New => {
-            if announced {
+            if announced.is_some() {
                 super::notify::announce(hub, &principal.account, &id).await;
             }
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");

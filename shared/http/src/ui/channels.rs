@@ -16,15 +16,16 @@ use ma2h_core::channels::{Channel, ChannelsConfig};
 use ma2h_core::records::PrincipalId;
 use ma2h_core::usecases_prelude::channels::{self, RouteSpec};
 use ma2h_core::{Hub, HubError};
+use ma2h_protocol::ids::HumanId;
 use maud::html;
 
 use super::session::Session;
 use super::{csrf_refused, form_get, form_pairs, notice, page, respond};
 use crate::extract::Body;
 
-fn human_of(session: &Session) -> Option<String> {
+fn human_of(session: &Session) -> Option<HumanId> {
     match &session.principal.id {
-        PrincipalId::Operator(h) => Some(h.to_string()),
+        PrincipalId::Operator(h) => Some(h.clone()),
         PrincipalId::Agent(_) => None,
     }
 }
@@ -43,7 +44,7 @@ pub async fn page_get(State(hub): State<Hub>, session: Session) -> Response {
             );
         }
     };
-    let me = human_of(&session).unwrap_or_default();
+    let me = human_of(&session).map(|h| h.to_string()).unwrap_or_default();
     let body = render(&config, &me, &session.csrf);
     respond(StatusCode::OK, page("Channels", Some(&session), body))
 }
@@ -215,46 +216,10 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
         }
         "remove-route" => channels::remove_route(&hub, account, field("id").unwrap_or_default()).await,
         // an operator links (or unlinks) a Slack user to themself only
-        "link-slack" => {
+        "link-slack" | "unlink-slack" => {
             let (team, user) = (field("team").unwrap_or_default().trim(), field("user").unwrap_or_default().trim());
-            // Never take over a Slack user someone else has linked (only an administrator can).
-            let config = hub
-                .credentials
-                .get_account_policy(&session.principal.account)
-                .await
-                .ok()
-                .flatten()
-                .unwrap_or_default()
-                .channels;
-            if config.slack_links.get(&format!("{team}:{user}")).is_some_and(|h| h != &me) {
-                return notice(
-                    StatusCode::CONFLICT,
-                    Some(&session),
-                    "Already linked",
-                    "That Slack user is linked to another operator; an administrator can change it.",
-                );
-            }
-            channels::link_slack(&hub, account, team, user, Some(&me)).await
-        }
-        "unlink-slack" => {
-            let (team, user) = (field("team").unwrap_or_default(), field("user").unwrap_or_default());
-            let config = hub
-                .credentials
-                .get_account_policy(&session.principal.account)
-                .await
-                .ok()
-                .flatten()
-                .unwrap_or_default()
-                .channels;
-            if config.slack_links.get(&format!("{team}:{user}")) != Some(&me) {
-                return notice(
-                    StatusCode::FORBIDDEN,
-                    Some(&session),
-                    "Not allowed",
-                    "You can only unlink your own Slack account.",
-                );
-            }
-            channels::link_slack(&hub, account, team, user, None).await
+            let link = field("action") == Some("link-slack");
+            channels::link_own_slack(&hub, account, team, user, &me, link).await
         }
         _ => Err(HubError::validation("unknown action")),
     };
@@ -270,6 +235,7 @@ fn refused(session: &Session, e: &HubError) -> Response {
         HubError::NotFound => {
             notice(StatusCode::NOT_FOUND, Some(session), "Not found", "There is no such route or link.")
         }
+        HubError::NotAuthorized(why) => notice(StatusCode::FORBIDDEN, Some(session), "Not allowed", why),
         other => {
             tracing::error!(error = %other, "channels update failed");
             notice(StatusCode::INTERNAL_SERVER_ERROR, Some(session), "Something went wrong", "Please try again.")
