@@ -38,6 +38,16 @@ fn failure(id: &str) -> BatchItemFailure {
 pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: SqsEvent) -> SqsBatchResponse {
     let attempts = event.records.into_iter().map(|record| async move {
         let message_id = record.message_id.clone().unwrap_or_default();
+        if let Some((account, payload)) = record.body.as_deref().and_then(ma2h_queue_sqs::SlackJob::parse) {
+            // Issue 20: a Slack press the HTTP function verified and acknowledged; apply it here.
+            return match deliverer.notifier().apply_slack(&dep.hub, &account, &payload).await {
+                Ok(()) => None,
+                Err(e) => {
+                    tracing::error!(error = %e, "slack interaction failed; SQS will redeliver");
+                    Some(failure(&message_id))
+                }
+            };
+        }
         let Some(job) = record.body.as_deref().and_then(PushJob::parse) else {
             tracing::warn!(sqs_message_id = %message_id, "dropping a malformed push job");
             return None;

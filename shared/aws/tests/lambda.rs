@@ -16,7 +16,7 @@ use ma2h_core::{admin, auth, resolve};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
-use support::{call_app, event, event_from, moto_config, sqs_event, test_settings, unique};
+use support::{call_app, event, event_from, moto_config, raw_event, sqs_event, test_settings, unique};
 use tower::ServiceExt;
 
 const SCHEDULE: &str = include_str!("fixtures/schedule-event.json");
@@ -400,4 +400,61 @@ async fn health_openapi_and_the_api_gateway_request_id_through_lambda_events() {
     let (status, doc) = call(&e, event("GET", "/openapi.json", "", None)).await;
     assert_eq!((status, doc["openapi"].as_str()), (StatusCode::OK, Some("3.1.0")));
     assert_eq!(doc["servers"][0]["url"], "https://api.test", "the deployment's public URL");
+}
+
+/// Issue 20 on Lambda: the `resolve` function verifies a Slack press and answers 200 at once
+/// without applying it; the `deliver` function applies it from the queue as the linked operator
+/// and replies to Slack's `response_url`. A replay of the same signed request is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slack_press_is_acknowledged_at_once_and_applied_from_the_queue() {
+    use ma2h_core::usecases_prelude::channels;
+    let Some(e) = env().await else { return };
+    channels::put_slack(&e.dep.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "slack-signing").await.unwrap();
+    channels::link_slack(&e.dep.hub, "acme", "T0TEAM", "U0ALICE", Some("alice")).await.unwrap();
+    let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("s1", None)))).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+    let id = ack["id"].as_str().unwrap().to_owned();
+    drain(&e).await; // no route: nothing else is queued; leaves the queue empty
+
+    let (reply_base, replies) = receiver(HashMap::new()).await;
+    let payload = json!({"type": "block_actions", "team": {"id": "T0TEAM"}, "user": {"id": "U0ALICE"},
+        "response_url": format!("{reply_base}/reply"),
+        "actions": [{"action_id": "ma2h_answer_0", "value": format!("{id} ship")}]});
+    let body = format!("payload={}", url_encode(&payload.to_string()));
+    let ts = ma2h_core::ports::Clock::now(e.clock.as_ref()).timestamp().to_string();
+    let mac = ma2h_protocol::signature::sign_canonical_raw(
+        format!("v0:{ts}:{body}").as_bytes(),
+        &ma2h_protocol::signature::SigningKey::Hmac(b"slack-signing".to_vec()),
+    );
+    let sig = format!("v0={}", hex::encode(mac));
+    let headers = [
+        ("content-type", "application/x-www-form-urlencoded"),
+        ("x-slack-request-timestamp", ts.as_str()),
+        ("x-slack-signature", sig.as_str()),
+    ];
+    let path = "/v1/integrations/slack/interactions?account=acme";
+    let (status, _) = call(&e, raw_event("POST", path, &headers, &body)).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+    assert_eq!(read["status"], "open", "acknowledged, not yet applied");
+    let (status, _) = call(&e, raw_event("POST", path, &headers, &body)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "the same signed request twice is a replay");
+
+    let batch = drain(&e).await;
+    assert_eq!(batch.records.len(), 1, "one queued press");
+    let sender = handlers::deliverer(&e.dep).unwrap();
+    assert!(handlers::deliver(&e.dep, &sender, batch).await.batch_item_failures.is_empty());
+    let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+    assert_eq!(read["status"], "answered", "{read}");
+    assert_eq!(read["response"]["response"]["actor"], "human:alice");
+    assert_eq!(replies.lock().unwrap().get("reply"), Some(&1), "the ephemeral reply went to response_url");
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -403,6 +403,14 @@ pub trait PushQueue: Send + Sync + 'static {
     async fn enqueue_notification(&self, _account: &AccountId, _id: &MessageId) -> Result<(), QueueError> {
         Ok(())
     }
+
+    /// Take a *verified* Slack interaction (its JSON payload) to apply later, so the HTTP
+    /// function can answer Slack within its 3 seconds whatever the store's latency (SQS on AWS).
+    /// `Ok(false)` (the default): the caller applies it inline — the local Hub answers in
+    /// milliseconds.
+    async fn defer_interaction(&self, _account: &AccountId, _payload: &str) -> Result<bool, QueueError> {
+        Ok(false)
+    }
 }
 
 /// An announcement the queue did not take (the obligation stays in the store).

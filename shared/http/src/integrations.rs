@@ -1,7 +1,11 @@
 //! `POST /v1/integrations/slack/interactions` (issue 20): Slack's interactivity requests — a
 //! button pressed on a Hub post. Authenticated by Slack's request signature (not a Hub
 //! credential), answered 200 at once as Slack expects; the pressing user learns the outcome from
-//! an ephemeral reply.
+//! an ephemeral reply. Locally the press is applied before the answer (milliseconds); on AWS the
+//! verified press is queued and the `deliver` function applies it, so Slack's 3 seconds never
+//! depend on the store. Locally the press is applied before the answer (milliseconds); on AWS the
+//! verified press is queued and the `deliver` function applies it, so Slack's 3 seconds never
+//! depend on the store.
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
@@ -29,10 +33,13 @@ pub async fn slack_interactions(
     let account =
         AccountId::parse(target.account.as_deref().unwrap_or("default")).ok_or(ma2h_core::HubError::Unauthenticated)?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let (outcome, response_url) =
+    let applied =
         slack::interaction(&hub, &account, header("x-slack-request-timestamp"), header("x-slack-signature"), &body)
             .await?;
-    if let (Some(text), Some(url)) = (outcome.reply(), response_url) {
+    // `None`: queued (AWS) — the `deliver` function applies it and replies.
+    if let Some((outcome, response_url)) = applied
+        && let (Some(text), Some(url)) = (outcome.reply(), response_url)
+    {
         // Inline (a Lambda may freeze a task left running after its response), bounded so that
         // Slack still gets its 200 within its 3 seconds.
         slack::reply(&hub, &url, &text).await;

@@ -33,6 +33,21 @@ pub struct PushJob {
     pub notify: bool,
 }
 
+/// A verified Slack interaction to apply (issue 20): `{"account", "slack": <payload JSON text>}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlackJob {
+    pub account: String,
+    pub slack: String,
+}
+
+impl SlackJob {
+    /// `Some((account, payload))` for a Slack job's body; `None` for any other job.
+    pub fn parse(body: &str) -> Option<(AccountId, String)> {
+        let job: SlackJob = serde_json::from_str(body).ok()?;
+        Some((AccountId::parse(&job.account)?, job.slack))
+    }
+}
+
 /// A parsed job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
@@ -153,6 +168,19 @@ impl PushQueue for SqsPushQueue {
             notify: false,
         };
         self.send_job(&job).await.map(|()| true)
+    }
+
+    async fn defer_interaction(&self, account: &AccountId, payload: &str) -> Result<bool, QueueError> {
+        let job = SlackJob { account: account.to_string(), slack: payload.to_owned() };
+        let body = serde_json::to_string(&job).map_err(|e| QueueError(e.to_string()))?;
+        self.client
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(body)
+            .send()
+            .await
+            .map(|_| true)
+            .map_err(|e| QueueError(format!("{e:?}")))
     }
 
     async fn enqueue_notification(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {

@@ -54,6 +54,23 @@ pub fn event_from(
     lambda_http::request::from_str(&ev.to_string()).expect("a valid API Gateway v2 event")
 }
 
+/// An API Gateway v2 event with a raw body and the given headers (no credential): what Slack's
+/// interactivity requests look like.
+pub fn raw_event(method: &str, path_and_query: &str, headers: &[(&str, &str)], body: &str) -> lambda_http::Request {
+    let mut ev: Value = serde_json::from_str(APIGW).unwrap();
+    let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+    ev["rawPath"] = json!(path);
+    ev["rawQueryString"] = json!(query);
+    ev["requestContext"]["http"]["method"] = json!(method);
+    ev["requestContext"]["http"]["path"] = json!(path);
+    ev["headers"].as_object_mut().unwrap().remove("authorization");
+    for (k, v) in headers {
+        ev["headers"][*k] = json!(v);
+    }
+    ev["body"] = json!(body);
+    lambda_http::request::from_str(&ev.to_string()).expect("a valid API Gateway v2 event")
+}
+
 /// Serve `req` with the deployment's Router; the body parsed as JSON (`null` if it is not).
 pub async fn call_app(dep: &Deployment, req: lambda_http::Request) -> (StatusCode, Value) {
     let resp = ma2h_aws::http_app(dep).oneshot(req).await.unwrap();

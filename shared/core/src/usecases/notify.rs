@@ -180,6 +180,20 @@ impl Notifier {
         self
     }
 
+    /// Apply a Slack interaction the HTTP function verified and queued (AWS), and tell the
+    /// pressing user the outcome. `Err` only for a store failure (the queue retries it).
+    pub async fn apply_slack(&self, hub: &Hub, account: &AccountId, payload: &str) -> Result<(), HubError> {
+        let Ok(payload) = serde_json::from_str::<serde_json::Value>(payload) else {
+            tracing::warn!("dropping a malformed slack job");
+            return Ok(());
+        };
+        let (outcome, response_url) = super::slack::apply_payload(hub, account, &payload).await?;
+        if let (Some(text), Some(url)) = (outcome.reply(), response_url) {
+            super::slack::reply_via(self.sender.as_ref(), &url, &text).await;
+        }
+        Ok(())
+    }
+
     /// Work one item if it is due: claim it, send its due steps, record what happened.
     pub async fn process(&self, hub: &Hub, account: &AccountId, id: &MessageId) -> Result<(), HubError> {
         let now = hub.clock.now();

@@ -274,19 +274,19 @@ impl Interaction {
     }
 }
 
-/// A Slack interaction request: verify it, then apply the button it reports.
+/// A Slack interaction request, verified: the interaction's JSON payload.
 ///
 /// Verification (Slack's request signing): `X-Slack-Signature` = `v0=` hex HMAC-SHA256 over
 /// `v0:{X-Slack-Request-Timestamp}:{raw body}` with the signing secret of one of the account's
 /// Slack channels, compared in constant time; the timestamp within [`MAX_SKEW_SECS`] of the Hub
 /// clock; and each signature accepted once (a replay is refused).
-pub async fn interaction(
+pub async fn verify(
     hub: &Hub,
     account: &AccountId,
     timestamp: Option<&str>,
     signature: Option<&str>,
     body: &[u8],
-) -> Result<(Interaction, Option<String>), HubError> {
+) -> Result<Value, HubError> {
     let (Some(timestamp), Some(signature)) = (timestamp, signature) else { return Err(HubError::Unauthenticated) };
     let now = hub.clock.now();
     let ts: i64 = timestamp.parse().map_err(|_| HubError::Unauthenticated)?;
@@ -307,24 +307,45 @@ pub async fn interaction(
         return Err(HubError::Unauthenticated);
     }
     // Each signed request once: a captured request replayed within the window is refused.
-    let seen = hub
-        .messages
-        .incr_counter(
-            &format!("slack-seen/{signature}"),
-            ma2h_protocol::time::from_millis((ts + MAX_SKEW_SECS + 60) * 1000),
-            now,
-        )
-        .await?;
-    if seen > 1 {
+    let expiry = ma2h_protocol::time::from_millis((ts + MAX_SKEW_SECS + 60) * 1000);
+    if hub.messages.incr_counter(&format!("slack-seen/{signature}"), expiry, now).await? > 1 {
         return Err(HubError::Unauthenticated);
     }
     let payload = url::form_urlencoded::parse(body).find(|(k, _)| k == "payload").map(|(_, v)| v.into_owned());
-    let payload: Value = payload
+    payload
         .and_then(|p| serde_json::from_str(&p).ok())
-        .ok_or_else(|| HubError::validation("`payload`: missing or not JSON"))?;
+        .filter(Value::is_object)
+        .ok_or_else(|| HubError::validation("`payload`: missing or not a JSON object"))
+}
+
+/// Apply a verified interaction's payload: what it came to, and where to reply (`response_url`).
+pub async fn apply_payload(
+    hub: &Hub,
+    account: &AccountId,
+    payload: &Value,
+) -> Result<(Interaction, Option<String>), HubError> {
+    let policy = super::notify::config(hub, account).await?;
     let response_url = payload.get("response_url").and_then(Value::as_str).map(str::to_owned);
-    let outcome = apply(hub, account, &policy.channels, &payload).await?;
+    let outcome = apply(hub, account, &policy.channels, payload).await?;
     Ok((outcome, response_url))
+}
+
+/// A Slack interaction request: verify it, then apply it here or hand it to the queue.
+/// `Ok(None)`: the queue took it (its consumer applies it and replies).
+pub async fn interaction(
+    hub: &Hub,
+    account: &AccountId,
+    timestamp: Option<&str>,
+    signature: Option<&str>,
+    body: &[u8],
+) -> Result<Option<(Interaction, Option<String>)>, HubError> {
+    let payload = verify(hub, account, timestamp, signature, body).await?;
+    match hub.push_queue.defer_interaction(account, &payload.to_string()).await {
+        Ok(true) => return Ok(None),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(error = %e, "slack interaction not queued; applied inline"),
+    }
+    apply_payload(hub, account, &payload).await.map(Some)
 }
 
 fn signature_matches(secret: &str, signed: &[u8], presented: &str) -> bool {
@@ -379,10 +400,14 @@ async fn apply(
 
 /// Tell the pressing user what happened (Slack's `response_url`, ephemeral). Best effort.
 pub async fn reply(hub: &Hub, response_url: &str, text: &str) {
-    let Some(sender) = hub.outbound.clone() else {
-        tracing::info!("no outbound sender in this process; the Slack reply is not sent");
-        return;
-    };
+    match hub.outbound.clone() {
+        Some(sender) => reply_via(sender.as_ref(), response_url, text).await,
+        None => tracing::info!("no outbound sender in this process; the Slack reply is not sent"),
+    }
+}
+
+/// [`reply`] through `sender` (the `deliver` function's, for a queued interaction).
+pub async fn reply_via(sender: &dyn crate::ports::PushSender, response_url: &str, text: &str) {
     let body = json!({"response_type": "ephemeral", "replace_original": false, "text": text});
     let request = PushRequest {
         url: response_url.to_owned(),
