@@ -261,6 +261,8 @@ fn a_routed_ask_is_announced_answered_from_slack_once_as_the_linked_operator_and
     let sig2 = slack_signature(SIGNING_SECRET, ts2, &body);
     assert_eq!(interact(&hub, &body, Some(ts2), Some(&sig2)).0, 200);
     assert_eq!(interact(&hub, &body, Some(ts2), Some(&sig2)).0, 401, "a replayed request is refused");
+    let upper = format!("v0={}", sig2.trim_start_matches("v0=").to_uppercase());
+    assert_eq!(interact(&hub, &body, Some(ts2), Some(&upper)).0, 401, "so is one with the MAC in upper case");
     let (_, read) = get(&hub, &format!("/v1/messages/{id}"), &agent_key);
     assert_eq!(read["status"], "answered", "{read}");
     assert_eq!(read["response"]["response"]["actor"], "human:alice");

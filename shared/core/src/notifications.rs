@@ -170,9 +170,10 @@ pub trait NotificationStore: Send + Sync + 'static {
     /// `next_due` (never a scan). Nothing is changed: [`Self::claim_notification`] decides.
     async fn due_notifications(&self, now: Timestamp, limit: usize) -> Result<Vec<(AccountId, MessageId)>, StoreError>;
 
-    /// Iff the item's `next_due` is at or before `now`: move it to `lease_until` and bump the
-    /// version in one conditional write, and return the item as written — so two workers never
-    /// work one item at once, and a worker that dies leaves it due again at the lease's end.
+    /// Iff the item's `next_due` is at or before `now` and no lease is running: lease it until
+    /// `lease_until` (also its `next_due`) and bump the version in one conditional write, and
+    /// return the item as written — so two workers never work one item at once (a wake-up does
+    /// not end a lease), and a worker that dies leaves it due again at the lease's end.
     async fn claim_notification(
         &self,
         account: &AccountId,
@@ -181,11 +182,12 @@ pub trait NotificationStore: Send + Sync + 'static {
         lease_until: Timestamp,
     ) -> Result<Option<Notification>, StoreError>;
 
-    /// Replace the item iff its stored version is `expected` (`item.version` is the new one).
+    /// Replace the item iff its stored version is `expected` (`item.version` is the new one); the
+    /// lease ends.
     async fn save_notification(&self, item: &Notification, expected: u64) -> Result<bool, StoreError>;
 
-    /// A terminal was committed: make an existing item due at `at` (bumping its version).
-    /// Nothing happens when the message has no item.
+    /// A terminal was committed: make an existing item due at `at` (bumping its version), leaving
+    /// a running lease alone. Nothing happens when the message has no item.
     async fn wake_notification(&self, account: &AccountId, id: &MessageId, at: Timestamp) -> Result<(), StoreError>;
 
     /// Delete up to `limit` items whose `retain_until` is at or before `now` (a store with a

@@ -426,3 +426,68 @@ async fn a_replayed_submit_leaves_one_due_item_and_announces_once() {
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     assert_eq!(sent.to("chat.postMessage").len(), 1, "announced once");
 }
+
+#[tokio::test]
+async fn an_announcement_still_retrying_when_the_ask_is_answered_is_never_sent() {
+    let (t, sent, notifier) = setup(None, false).await;
+    *sent.webhook_status.lock().unwrap() = 503;
+    let id = t.submit_ok(ask_expiring("p1", 60)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    assert_eq!(sent.to("pager.test/hook").len(), 1, "first attempt failed");
+    t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    *sent.webhook_status.lock().unwrap() = 200;
+    t.advance(Duration::minutes(5));
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let events: Vec<String> =
+        sent.to("pager.test/hook").iter().map(|e| e["type"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(events, vec!["message.created"], "no late announcement of a decided ask, and nothing to resolve");
+    let steps = item(&t, &id).await.steps;
+    let pager = steps.iter().find(|s| s.channel == "pager" && s.kind == StepKind::Created).unwrap();
+    assert_eq!(pager.status, StepStatus::Cancelled);
+    assert_eq!(sent.to("chat.update").len(), 1, "the Slack post that did go out is updated");
+}
+
+#[tokio::test]
+async fn a_revoked_operator_can_no_longer_answer_from_an_email_link() {
+    use axum::http::{Method, StatusCode};
+    let (t, _, _) = setup(None, false).await;
+    let spec = channels::EmailSpec {
+        id: "mail".into(),
+        smtp_host: "127.0.0.1".into(),
+        smtp_port: 2525,
+        security: "none".into(),
+        from: "Hub <hub@example.com>".into(),
+        recipients: vec![("alice".into(), "alice@example.com".into())],
+        ..Default::default()
+    };
+    channels::put_email(&t.hub, "acme", spec).await.unwrap();
+    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
+    let route = RouteSpec { id: "mail".into(), targets: vec!["mail".into()], ..RouteSpec::default() };
+    channels::put_route(&t.hub, "acme", route).await.unwrap();
+    let bag = Arc::new(Mailbag::default());
+    let notifier = Notifier::new(Arc::new(Recording::default())).with_mailer(bag.clone());
+    let id = t.submit_ok(ask_expiring("rv1", 60)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let link = links(&bag.0.lock().unwrap()[0])[0].1.clone();
+    // alice's only credential is revoked: her links stop working with it
+    for c in ma2h_core::admin::list(&t.hub).await.unwrap() {
+        if c.principal == "human:alice" {
+            ma2h_core::admin::revoke(&t.hub, &c.credential_id).await.unwrap();
+        }
+    }
+    let r = t.page(Method::POST, &link, None, None).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert!(r.html.contains("can no longer answer"), "{}", r.html);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open");
+}
+
+#[tokio::test]
+async fn webhook_urls_are_shown_without_their_path_or_query() {
+    let (t, _, _) = setup(None, false).await;
+    channels::put_webhook(&t.hub, "acme", "hook2", "https://hooks.example.com/services/T1/B2/s3cr3tpath?token=q", "k")
+        .await
+        .unwrap();
+    let shown = channels::show(&t.hub, "acme").await.unwrap();
+    assert_eq!(shown["channels"]["hook2"]["url"], "https://hooks.example.com/…");
+    assert!(!shown.to_string().contains("s3cr3tpath") && !shown.to_string().contains("token=q"));
+}

@@ -96,6 +96,7 @@ pub const CHECKS: &[&str] = &[
     "the_account_policy_is_written_by_compare_and_set",
     "the_notification_outbox_is_created_once_claimed_once_and_saved_by_compare_and_set",
     "concurrent_claims_of_one_notification_have_one_winner",
+    "a_wake_up_never_breaks_a_running_lease",
 ];
 
 /// Run every check against a fresh store from `make`. Panics on the first failure, naming the
@@ -156,5 +157,6 @@ pub async fn run_all<S: Store>(make: impl Fn() -> S) {
         the_account_policy_is_written_by_compare_and_set,
         the_notification_outbox_is_created_once_claimed_once_and_saved_by_compare_and_set,
         concurrent_claims_of_one_notification_have_one_winner,
+        a_wake_up_never_breaks_a_running_lease,
     );
 }

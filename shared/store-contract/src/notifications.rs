@@ -115,3 +115,29 @@ pub async fn concurrent_claims_of_one_notification_have_one_winner<S: Store>(sto
     }
     assert_eq!(won, 1, "exactly one of eight concurrent claims wins");
 }
+
+pub async fn a_wake_up_never_breaks_a_running_lease<S: Store>(store: S) {
+    let x = item("acme", Some(0));
+    store.create_notification(&x).await.unwrap();
+    let claimed = store.claim_notification(&x.account, &x.message_id, at(0), at(120)).await.unwrap().expect("claimed");
+    // a terminal wakes the item while its worker is sending
+    store.wake_notification(&x.account, &x.message_id, at(1)).await.unwrap();
+    assert_eq!(store.due_notifications(at(1), 10).await.unwrap().len(), 1, "woken: due again");
+    assert!(
+        store.claim_notification(&x.account, &x.message_id, at(1), at(121)).await.unwrap().is_none(),
+        "but nobody else may claim it while the lease runs"
+    );
+    // the lease holder's save (after re-reading the woken version) ends the lease
+    let woken = store.get_notification(&x.account, &x.message_id).await.unwrap().unwrap();
+    let mut saved = claimed.clone();
+    saved.next_due = Some(at(1));
+    saved.version = woken.version + 1;
+    assert!(store.save_notification(&saved, woken.version).await.unwrap());
+    assert!(
+        store.claim_notification(&x.account, &x.message_id, at(2), at(122)).await.unwrap().is_some(),
+        "after the save, the due item is claimed again"
+    );
+    // and a lease that ran out (its worker died) is claimable once more
+    assert!(store.claim_notification(&x.account, &x.message_id, at(121), at(240)).await.unwrap().is_none());
+    assert!(store.claim_notification(&x.account, &x.message_id, at(122), at(240)).await.unwrap().is_some());
+}

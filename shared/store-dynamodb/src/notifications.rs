@@ -4,7 +4,9 @@
 //! something is due it carries the `due` index keys `due_pk = NOTEDUE`, `due_sk = next_due`
 //! (sparse: a finished item leaves the index, so the due read is O(due)); a finished item keeps
 //! only its `ttl`, and DynamoDB's TTL deletes it. Every write is one conditional write: the
-//! create on `attribute_not_exists`, the claim on `next_due <= :now`, the save on `version`.
+//! create on `attribute_not_exists`, the claim on `next_due <= :now` with no running
+//! `lease_until`, the save on `version` (a whole-item put: it ends the lease). A wake-up moves
+//! `next_due`, never the lease.
 
 use std::collections::HashMap;
 
@@ -116,8 +118,10 @@ impl NotificationStore for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(note_pk(account, id), SK)))
-            .update_expression("SET next_due = :lease, due_pk = :p, due_sk = :lease ADD version :one")
-            .condition_expression("attribute_exists(pk) AND next_due <= :now")
+            .update_expression("SET next_due = :lease, lease_until = :lease, due_pk = :p, due_sk = :lease ADD version :one")
+            .condition_expression(
+                "attribute_exists(pk) AND next_due <= :now AND (attribute_not_exists(lease_until) OR lease_until <= :now)",
+            )
             .set_expression_attribute_values(Some(values(vec![
                 (":lease", n(ms(lease_until))),
                 (":p", s(DUE)),

@@ -1,8 +1,8 @@
 //! [`NotificationStore`] over SQLite: one `notifications` row per announced message.
 //!
 //! Every write is one writer job (the writer runs jobs one at a time), so the guarded `UPDATE`s
-//! are the compare-and-sets: a claim only if `next_due <= now`, a save only at the expected
-//! version. The due and retention reads walk partial indexes (rows that have a `next_due` /
+//! are the compare-and-sets: a claim only if `next_due <= now` and no lease is running, a save
+//! only at the expected version (it ends the lease). A wake-up moves `next_due`, never the lease. The due and retention reads walk partial indexes (rows that have a `next_due` /
 //! `retain_until`), never the table.
 
 use async_trait::async_trait;
@@ -112,8 +112,9 @@ impl NotificationStore for SqliteStore {
         self.write(move |conn| {
             let claimed = conn
                 .prepare_cached(
-                    "UPDATE notifications SET next_due = ?3, version = version + 1 \
-                     WHERE account = ?1 AND message_id = ?2 AND next_due IS NOT NULL AND next_due <= ?4",
+                    "UPDATE notifications SET next_due = ?3, lease_until = ?3, version = version + 1 \
+                     WHERE account = ?1 AND message_id = ?2 AND next_due IS NOT NULL AND next_due <= ?4 \
+                     AND (lease_until IS NULL OR lease_until <= ?4)",
                 )?
                 .execute(params![account, id, ms(lease_until), ms(now)])?;
             if claimed == 0 {
@@ -129,8 +130,8 @@ impl NotificationStore for SqliteStore {
         self.write(move |conn| {
             let saved = conn
                 .prepare_cached(
-                    "UPDATE notifications SET version = ?3, next_due = ?4, retain_until = ?5, steps = ?6 \
-                     WHERE account = ?1 AND message_id = ?2 AND version = ?7",
+                    "UPDATE notifications SET version = ?3, next_due = ?4, retain_until = ?5, steps = ?6, \
+                     lease_until = NULL WHERE account = ?1 AND message_id = ?2 AND version = ?7",
                 )?
                 .execute(params![
                     n.account.as_str(),

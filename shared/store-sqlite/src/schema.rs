@@ -276,7 +276,8 @@ const V9: &str = "DROP INDEX messages_by_agent;";
 
 /// Version 10: the channel notification outbox (issue 20) — one row per announced message, its
 /// steps as JSON text; the worker finds due rows by `next_due`, the sweeper expired ones by
-/// `retain_until` (both partial indexes: only rows that have one).
+/// `retain_until` (both partial indexes: only rows that have one). `lease_until` is the claim's
+/// lease, apart from `next_due` so a terminal's wake-up never breaks it.
 const V10: &str = r#"
 CREATE TABLE notifications (
     account      TEXT    NOT NULL,
@@ -284,6 +285,7 @@ CREATE TABLE notifications (
     version      INTEGER NOT NULL,
     created_at   INTEGER NOT NULL,
     next_due     INTEGER,
+    lease_until  INTEGER,
     retain_until INTEGER,
     route        TEXT    NOT NULL,
     steps        TEXT    NOT NULL,

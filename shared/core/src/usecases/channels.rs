@@ -378,14 +378,14 @@ pub fn show_config(c: &ChannelsConfig) -> Value {
     })
 }
 
-/// A webhook URL without its query (it may carry a token).
-fn redact_url(url: &str) -> String {
+/// A webhook URL as shown: scheme, host and port only — paths and queries often carry the
+/// receiver's secret (Slack incoming webhooks, Discord, ntfy topics).
+pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(mut u) => {
-            if u.query().is_some() {
-                u.set_query(Some("…"));
-            }
-            u.to_string()
+        Ok(u) => {
+            let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+            let path = if u.path().len() > 1 || u.query().is_some() { "/…" } else { "" };
+            format!("{}://{}{port}{path}", u.scheme(), u.host_str().unwrap_or(""))
         }
         Err(_) => "(invalid)".into(),
     }

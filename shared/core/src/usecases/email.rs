@@ -231,6 +231,8 @@ pub enum LinkError {
     Expired,
     /// The message was purged.
     Gone,
+    /// The store could not be read or written: try again.
+    Unavailable,
 }
 
 async fn read_link(hub: &Hub, token: &str) -> Result<(Token, MessageRecord, LinkView), LinkError> {
@@ -246,7 +248,7 @@ async fn read_link(hub: &Hub, token: &str) -> Result<(Token, MessageRecord, Link
         Ok(_) => return Err(LinkError::Gone),
         Err(e) => {
             tracing::error!(error = %e, "answer link: the message could not be read");
-            return Err(LinkError::Gone);
+            return Err(LinkError::Unavailable);
         }
     };
     let label = record
@@ -293,12 +295,35 @@ pub async fn apply_link(hub: &Hub, token: &str) -> Result<Applied, LinkError> {
     let expiry = time::from_millis(t.e) + chrono::Duration::days(1);
     let uses = hub.messages.incr_counter(&nonce_key(&t), expiry, now).await.map_err(|e| {
         tracing::error!(error = %e, "answer link: the nonce could not be burnt");
-        LinkError::Gone
+        LinkError::Unavailable
     })?;
     if uses > 1 {
         return Ok(Applied::AlreadyUsed(LinkView { used: true, ..view }));
     }
     let Some(human) = HumanId::parse(&t.h) else { return Err(LinkError::Invalid) };
+    // A link acts as its recipient only while they are still a recipient of one of the account's
+    // email channels and still hold an active operator credential: removing either revokes it.
+    let still = async {
+        let policy = hub.credentials.get_account_policy(&record.account).await?.unwrap_or_default();
+        let recipient = policy.channels.channels.values().any(|c| match c {
+            crate::channels::Channel::Email(m) => m.recipients.contains_key(human.as_str()),
+            _ => false,
+        });
+        Ok::<bool, HubError>(recipient && super::slack::operator_active(hub, &record.account, &human).await?)
+    };
+    match still.await {
+        Ok(true) => {}
+        Ok(false) => {
+            return Ok(Applied::Refused(
+                LinkView { used: true, ..view },
+                format!("human:{human} can no longer answer from email"),
+            ));
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "answer link: the recipient could not be checked");
+            return Err(LinkError::Unavailable);
+        }
+    }
     let principal = Principal {
         account: record.account.clone(),
         id: PrincipalId::Operator(human.clone()),

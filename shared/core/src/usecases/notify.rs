@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt as _;
 use ma2h_protocol::envelope::Envelope;
 use ma2h_protocol::ids::{AccountId, MessageId};
 use ma2h_protocol::time::Timestamp;
@@ -19,6 +20,11 @@ use crate::{Hub, HubError};
 
 /// How long a claimed item is leased to its worker (every step's send is bounded far below).
 pub const LEASE: chrono::Duration = chrono::Duration::minutes(2);
+/// No step of an item starts later than this into its round (each send is itself bounded: HTTP
+/// 10 s, SMTP 15 s), so a round ends well inside the lease and the `deliver` function's 30 s.
+const SEND_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+/// Steps of one item sent at once (an email channel has a step per recipient).
+const SEND_CONCURRENCY: usize = 8;
 /// How long an item waits before it is looked at again while its message has not committed.
 const ORPHAN_RECHECK: chrono::Duration = chrono::Duration::seconds(5);
 
@@ -45,7 +51,10 @@ pub async fn config(hub: &Hub, account: &AccountId) -> Result<Arc<AccountPolicy>
     if !ttl.is_zero() {
         let mut cache = hub.policy_cache.0.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.len() > 4096 {
-            cache.clear();
+            cache.retain(|_, (_, at)| at.elapsed() < ttl);
+            if cache.len() > 4096 {
+                cache.clear();
+            }
         }
         cache.insert(account.clone(), (policy.clone(), Instant::now()));
     }
@@ -140,14 +149,17 @@ pub async fn announce(hub: &Hub, account: &AccountId, id: &MessageId) {
     }
 }
 
-/// Whether the account's routes announce `envelope` (so it may have an outbox item). Reads the
-/// cached configuration; an unreadable one answers `true` (a wake-up of nothing costs little).
+/// Whether a terminal of `envelope` should wake an outbox item: an ask/task for the human in an
+/// account that has routes (any route — one narrowed or changed since the submit must not leave
+/// a post unupdated). Reads the cached configuration; an unreadable one answers `true` (a wake-up
+/// of nothing costs one conditional write). An account without routes pays nothing; a route
+/// removed altogether is caught by the item's watch time.
 pub async fn routed(hub: &Hub, account: &AccountId, envelope: &Envelope) -> bool {
-    if envelope.to.is_some() {
+    if envelope.to.is_some() || envelope.kind() == ma2h_protocol::envelope::MessageType::Notify {
         return false;
     }
     match config(hub, account).await {
-        Ok(policy) => policy.channels.route_for(envelope).is_some(),
+        Ok(policy) => !policy.channels.routes.is_empty(),
         Err(_) => true,
     }
 }
@@ -194,32 +206,66 @@ impl Notifier {
         Ok(())
     }
 
-    /// Work one item if it is due: claim it, send its due steps, record what happened.
+    /// Work one item if it is due: claim it, send its due steps, record what happened. While
+    /// the item is still due afterwards (a terminal woke it during the sends, or sends were left
+    /// for the next round), work it again — a few rounds, then hand it to the queue.
     pub async fn process(&self, hub: &Hub, account: &AccountId, id: &MessageId) -> Result<(), HubError> {
-        let now = hub.clock.now();
-        let Some(mut item) = hub.notifications.claim_notification(account, id, now, now + LEASE).await? else {
-            return Ok(());
-        };
-        let expected = item.version;
-        self.work(hub, &mut item, now).await?;
-        item.version = expected + 1;
-        if hub.notifications.save_notification(&item, expected).await? {
-            return Ok(());
-        }
-        // A terminal's wake-up bumped the version while we held the lease: keep our steps (only
-        // the lease holder changes them) and the earlier of the two due times.
-        if let Some(stored) = hub.notifications.get_notification(account, id).await? {
-            item.next_due = match (item.next_due, stored.next_due) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
+        for _ in 0..3 {
+            let now = hub.clock.now();
+            let Some(item) = hub.notifications.claim_notification(account, id, now, now + LEASE).await? else {
+                return Ok(());
             };
-            item.retain_until = item.retain_until.filter(|_| item.next_due.is_none());
-            item.version = stored.version + 1;
-            if !hub.notifications.save_notification(&item, stored.version).await? {
-                tracing::warn!(message_id = %id, "notification item changed twice under its lease; left as stored");
+            let next_due = self.work_claimed(hub, item, now).await?;
+            if next_due.is_none_or(|d| d > hub.clock.now()) {
+                return Ok(());
             }
         }
+        announce(hub, account, id).await;
         Ok(())
+    }
+
+    /// Work a claimed item and save it; the item's next due time as saved.
+    async fn work_claimed(
+        &self,
+        hub: &Hub,
+        mut item: Notification,
+        now: Timestamp,
+    ) -> Result<Option<Timestamp>, HubError> {
+        let (account, id) = (item.account.clone(), item.message_id.clone());
+        let expected = item.version;
+        if let Err(e) = self.work(hub, &mut item, now).await {
+            // Counted like a failed send, so an item that cannot be worked (an unreadable
+            // configuration or record) ends `failed` instead of being leased again forever.
+            tracing::error!(message_id = %id, error = %e, "notification item could not be worked");
+            for step in item.steps.iter_mut().filter(|s| s.status == StepStatus::Pending && s.due_at <= now) {
+                step.attempts += 1;
+                if step.attempts >= MAX_ATTEMPTS {
+                    fail(step, now, "the Hub could not work this step".into());
+                } else {
+                    step.due_at = now + backoff(step.attempts);
+                    step.last_error = Some("the Hub could not work this step; retrying".into());
+                }
+            }
+            item.next_due = item.earliest_pending();
+            item.retain_until = item.next_due.is_none().then(|| now + hub.retention());
+        }
+        item.version = expected + 1;
+        if hub.notifications.save_notification(&item, expected).await? {
+            return Ok(item.next_due);
+        }
+        // A terminal's wake-up bumped the version while we held the lease (a wake-up never ends
+        // a lease, so no other worker touched the steps): keep ours and the earlier due time.
+        let Some(stored) = hub.notifications.get_notification(&account, &id).await? else { return Ok(None) };
+        item.next_due = match (item.next_due, stored.next_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        item.retain_until = item.retain_until.filter(|_| item.next_due.is_none());
+        item.version = stored.version + 1;
+        if !hub.notifications.save_notification(&item, stored.version).await? {
+            tracing::warn!(message_id = %id, "notification item changed twice under its lease; left as stored");
+        }
+        Ok(item.next_due)
     }
 
     async fn work(&self, hub: &Hub, item: &mut Notification, now: Timestamp) -> Result<(), HubError> {
@@ -238,26 +284,39 @@ impl Notifier {
         let policy = config(hub, &item.account).await?;
         let channels = &policy.channels;
         if !record.status.is_open() {
-            owe_outcomes(item, channels, now);
+            close_out(item, channels, now);
         }
         let envelope = record.envelope()?;
-        for i in 0..item.steps.len() {
-            let step = &item.steps[i];
-            if step.status != StepStatus::Pending || step.due_at > now {
-                continue;
-            }
-            let Some(channel) = channels.channels.get(&step.channel) else {
-                let step = &mut item.steps[i];
-                fail(step, now, "the channel is no longer configured".into());
-                continue;
-            };
+        let due: Vec<usize> = (0..item.steps.len())
+            .filter(|&i| item.steps[i].status == StepStatus::Pending && item.steps[i].due_at <= now)
+            .collect();
+        // The due steps go out concurrently (a few at a time), and none starts after the budget,
+        // so one item never holds its lease — or a `deliver` invocation — for long; what is left
+        // stays due for the next round.
+        let started = std::time::Instant::now();
+        let steps = &item.steps;
+        let sends = due.into_iter().map(|i| {
+            let step = &steps[i];
             // A reminder is a reply in the thread of the channel's announcement.
-            let parent = item
-                .steps
+            let parent = steps
                 .iter()
                 .find(|s| s.channel == step.channel && s.kind == StepKind::Created && s.status == StepStatus::Sent)
                 .and_then(|s| s.external_ref.clone());
-            let sent = self.send(hub, channel, &step.channel, step, parent.as_deref(), &record, &envelope).await;
+            let (record, envelope) = (&record, &envelope);
+            async move {
+                let Some(channel) = channels.channels.get(&step.channel) else {
+                    return (i, None, Some(Err(Failure::Permanent("the channel is no longer configured".into()))));
+                };
+                if started.elapsed() > SEND_BUDGET {
+                    return (i, Some(channel.kind()), None);
+                }
+                let sent = self.send(hub, channel, &step.channel, step, parent.as_deref(), record, envelope).await;
+                (i, Some(channel.kind()), Some(sent))
+            }
+        });
+        let results: Vec<_> = futures_util::stream::iter(sends).buffer_unordered(SEND_CONCURRENCY).collect().await;
+        for (i, kind, sent) in results {
+            let Some(sent) = sent else { continue };
             let step = &mut item.steps[i];
             step.attempts += 1;
             match sent {
@@ -275,7 +334,7 @@ impl Notifier {
                 }
                 Err(Failure::Retry(reason) | Failure::Permanent(reason)) => fail(step, now, reason),
             }
-            crate::metrics::notification(channel.kind(), step.kind.as_str(), step_label(step.status));
+            crate::metrics::notification(kind.unwrap_or("unknown"), step.kind.as_str(), step_label(step.status));
             tracing::info!(
                 message_id = %record.id,
                 channel = %step.channel,
@@ -285,16 +344,16 @@ impl Notifier {
                 "notification step"
             );
         }
-        // The message may have become terminal meanwhile (the sends take time): look again later.
         item.next_due = item.earliest_pending();
         if record.status.is_open() {
+            // While a post may need its outcome, look again no later than the expiry: a lost
+            // wake-up delays an update, never loses it.
             let watching = item.steps.iter().any(|s| s.status == StepStatus::Sent && s.kind != StepKind::Outcome);
             if watching {
                 let watch = record.expires_at.unwrap_or(now + WATCH_RECHECK).max(now + chrono::Duration::seconds(1));
                 item.next_due = Some(item.next_due.map_or(watch, |d| d.min(watch)));
             }
-        }
-        if !record.status.is_open() {
+        } else {
             hub.changes.publish(&record.id);
         }
         item.retain_until = item.next_due.is_none().then(|| now + hub.retention());
@@ -348,12 +407,12 @@ impl Failure {
     }
 }
 
-/// A terminal message owes each post an update: Slack edits each post (announcement or
-/// escalation) in place; a webhook gets one `message.resolved` event. Reminders and escalations
-/// not yet sent are no longer owed.
-fn owe_outcomes(item: &mut Notification, channels: &ChannelsConfig, now: Timestamp) {
+/// A terminal message: nothing not yet sent is announced any more (an announcement, reminder or
+/// escalation still pending is cancelled), and each post that went out owes its update — Slack
+/// edits each announcement or escalation post in place; a webhook gets one `message.resolved`.
+fn close_out(item: &mut Notification, channels: &ChannelsConfig, now: Timestamp) {
     for step in &mut item.steps {
-        if step.status == StepStatus::Pending && matches!(step.kind, StepKind::Reminder | StepKind::Escalated) {
+        if step.status == StepStatus::Pending && step.kind != StepKind::Outcome {
             step.status = StepStatus::Cancelled;
             step.done_at = Some(now);
         }
@@ -365,7 +424,7 @@ fn owe_outcomes(item: &mut Notification, channels: &ChannelsConfig, now: Timesta
                 || owed.iter().any(|o: &Step| o.channel == step.channel && &o.external_ref == r)
         };
         let outcome_ref = match channels.channels.get(&step.channel) {
-            // one update per post
+            // one update per post (a reminder is a thread reply without buttons)
             Some(Channel::Slack(_)) if step.external_ref.is_some() && step.kind != StepKind::Reminder => {
                 step.external_ref.clone()
             }

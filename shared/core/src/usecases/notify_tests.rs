@@ -67,8 +67,8 @@ fn outcomes_are_owed_once_per_slack_post_and_once_per_webhook() {
     };
     item.steps[0].status = StepStatus::Sent;
     item.steps[1].status = StepStatus::Sent;
-    owe_outcomes(&mut item, &c, now());
-    owe_outcomes(&mut item, &c, now());
+    close_out(&mut item, &c, now());
+    close_out(&mut item, &c, now());
     let outcomes = item.steps.iter().filter(|s| s.kind == StepKind::Outcome).count();
     assert_eq!(outcomes, 1, "one event for the webhook, however often it is judged");
 }

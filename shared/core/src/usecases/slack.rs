@@ -46,7 +46,7 @@ pub(crate) async fn send(
         .ok_or_else(|| Failure::Permanent("the bot token does not open (sealed for another slot or key)".into()))?;
     let (method, body) = match step.kind {
         StepKind::Created | StepKind::Escalated => {
-            let blocks = post_blocks(hub, record, envelope, step.kind == StepKind::Escalated);
+            let blocks = post_blocks(hub, record, envelope, step.kind == StepKind::Escalated, true);
             (
                 "chat.postMessage",
                 json!({"channel": slack.channel, "text": fallback(record, step.kind), "blocks": blocks}),
@@ -61,7 +61,9 @@ pub(crate) async fn send(
             let mut body = json!({"channel": slack.channel, "text": text});
             match parent.and_then(split_ref) {
                 Some((_, ts)) => body["thread_ts"] = json!(ts),
-                None => body["blocks"] = json!(post_blocks(hub, record, envelope, false)),
+                // no announcement to reply to: a post of its own, without answer buttons (it is
+                // not updated with the outcome, so it must not keep buttons that go stale)
+                None => body["blocks"] = json!(post_blocks(hub, record, envelope, false, false)),
             }
             ("chat.postMessage", body)
         }
@@ -104,11 +106,13 @@ fn split_ref(r: &str) -> Option<(&str, &str)> {
     r.split_once(' ')
 }
 
+/// The notification text (also what Slack shows in alerts): escaped like every other text.
 fn fallback(record: &MessageRecord, kind: StepKind) -> String {
+    let title = escape(&record.title);
     match kind {
-        StepKind::Outcome => format!("{} — {}", record.title, record.status.as_str()),
-        StepKind::Escalated => format!("Escalated: {}", record.title),
-        _ => format!("{} is waiting: {}", record.agent_id, record.title),
+        StepKind::Outcome => format!("{title} — {}", record.status.as_str()),
+        StepKind::Escalated => format!("Escalated: {title}"),
+        _ => format!("{} is waiting: {title}", escape(record.agent_id.as_str())),
     }
 }
 
@@ -184,10 +188,16 @@ fn header(record: &MessageRecord, envelope: &Envelope, escalated: bool) -> Vec<V
 
 /// The announcement: header, context, body, and the answer buttons (confirm/select asks that
 /// allow an answer and carry nothing sensitive) beside an "Open in inbox" link.
-pub fn post_blocks(hub: &Hub, record: &MessageRecord, envelope: &Envelope, escalated: bool) -> Vec<Value> {
+pub fn post_blocks(
+    hub: &Hub,
+    record: &MessageRecord,
+    envelope: &Envelope,
+    escalated: bool,
+    answers: bool,
+) -> Vec<Value> {
     let mut blocks = header(record, envelope, escalated);
     let mut buttons = Vec::new();
-    if let Some(request) = envelope.request()
+    if let Some(request) = envelope.request().filter(|_| answers)
         && matches!(request.mode, Mode::Confirm | Mode::Select)
         && request.permissions.allow_respond
         && !is_sensitive(envelope)
@@ -290,10 +300,12 @@ pub async fn verify(
     let (Some(timestamp), Some(signature)) = (timestamp, signature) else { return Err(HubError::Unauthenticated) };
     let now = hub.clock.now();
     let ts: i64 = timestamp.parse().map_err(|_| HubError::Unauthenticated)?;
-    if (now.timestamp() - ts).abs() > MAX_SKEW_SECS {
+    if now.timestamp().abs_diff(ts) > MAX_SKEW_SECS.unsigned_abs() {
         return Err(HubError::Unauthenticated);
     }
-    let policy = super::notify::config(hub, account).await?;
+    // Read, not cached: an unauthenticated caller chooses `account`, and must not fill (or
+    // flush) the cache the submit path relies on.
+    let policy = hub.credentials.get_account_policy(account).await?.unwrap_or_default();
     let mut signed = format!("v0:{timestamp}:").into_bytes();
     signed.extend_from_slice(body);
     let verified = policy.channels.channels.iter().any(|(id, channel)| match channel {
@@ -306,9 +318,11 @@ pub async fn verify(
     if !verified {
         return Err(HubError::Unauthenticated);
     }
-    // Each signed request once: a captured request replayed within the window is refused.
-    let expiry = ma2h_protocol::time::from_millis((ts + MAX_SKEW_SECS + 60) * 1000);
-    if hub.messages.incr_counter(&format!("slack-seen/{signature}"), expiry, now).await? > 1 {
+    // Each signed request once: a captured request replayed within the window is refused. The
+    // key is the MAC itself (hex case or spelling cannot make a replay look new).
+    let mac = signature.strip_prefix("v0=").and_then(|h| hex::decode(h).ok()).unwrap_or_default();
+    let expiry = ma2h_protocol::time::from_millis((ts.saturating_add(MAX_SKEW_SECS + 60)).saturating_mul(1000));
+    if hub.messages.incr_counter(&format!("slack-seen/{}", hex::encode(mac)), expiry, now).await? > 1 {
         return Err(HubError::Unauthenticated);
     }
     let payload = url::form_urlencoded::parse(body).find(|(k, _)| k == "payload").map(|(_, v)| v.into_owned());
@@ -377,6 +391,13 @@ async fn apply(
     let Some(human) = config.slack_links.get(&format!("{team}:{user}")).and_then(|h| HumanId::parse(h)) else {
         return Ok(Interaction::Unlinked);
     };
+    // The link carries the operator's rights only while they still hold them.
+    if !operator_active(hub, account, &human).await? {
+        return Ok(Interaction::Refused {
+            id: id.to_owned(),
+            reason: format!("human:{human} has no active Hub credential"),
+        });
+    }
     let principal = Principal {
         account: account.clone(),
         id: PrincipalId::Operator(human.clone()),
@@ -396,6 +417,19 @@ async fn apply(
         Err(HubError::Protocol(e)) => Interaction::Refused { id: id.to_owned(), reason: e.to_string() },
         Err(e) => return Err(e),
     })
+}
+
+/// Whether `human` still holds an active operator credential in `account`: an answer that
+/// arrives outside the API (a Slack press, an email link) acts as them only while it does, so
+/// revoking their key also revokes their links. A scan of the credentials, once per press.
+pub(crate) async fn operator_active(hub: &Hub, account: &AccountId, human: &HumanId) -> Result<bool, HubError> {
+    let now = hub.clock.now();
+    Ok(hub
+        .credentials
+        .list_credentials()
+        .await?
+        .iter()
+        .any(|c| &c.account == account && c.principal == PrincipalId::Operator(human.clone()) && c.is_active(now)))
 }
 
 /// Tell the pressing user what happened (Slack's `response_url`, ephemeral). Best effort.

@@ -69,7 +69,7 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                                 @match c {
                                     Channel::Slack(s) => { "workspace " code { (s.team_id) } ", conversation " code { (s.channel) } }
                                     Channel::Email(m) => { (m.recipients.keys().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", ")) " via " code { (m.smtp_host) } }
-                                    Channel::Webhook(w) => { (w.url.split('?').next().unwrap_or_default()) }
+                                    Channel::Webhook(w) => { (channels::redact_url(&w.url)) }
                                 }
                             }
                         }

@@ -22,6 +22,12 @@ fn refused(e: &LinkError) -> Response {
             "The question it answered has expired; open the inbox to see what happened.",
         ),
         LinkError::Gone => notice(StatusCode::GONE, None, "Removed", "This message no longer exists."),
+        LinkError::Unavailable => notice(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            "Try again",
+            "The Hub could not record this right now; nothing was answered. Try the link again in a moment.",
+        ),
     }
 }
 
