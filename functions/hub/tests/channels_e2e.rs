@@ -112,17 +112,8 @@ fn press(user: &str, value: &str, response_url: &str) -> String {
         "actions": [{"action_id": "ma2h_answer_0", "block_id": "ma2h_actions", "type": "button", "value": value,
             "action_ts": "1700000001.000100"}],
     });
-    let encoded: String = url_encode(&payload.to_string());
+    let encoded: String = ma2h_test_support::form_encode(&payload.to_string());
     format!("payload={encoded}")
-}
-
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// POST an interaction with the given Slack headers; the status.

@@ -420,7 +420,7 @@ async fn a_slack_press_is_acknowledged_at_once_and_applied_from_the_queue() {
     let payload = json!({"type": "block_actions", "team": {"id": "T0TEAM"}, "user": {"id": "U0ALICE"},
         "response_url": format!("{reply_base}/reply"),
         "actions": [{"action_id": "ma2h_answer_0", "value": format!("{id} ship")}]});
-    let body = format!("payload={}", url_encode(&payload.to_string()));
+    let body = format!("payload={}", ma2h_test_support::form_encode(&payload.to_string()));
     let ts = ma2h_core::ports::Clock::now(e.clock.as_ref()).timestamp().to_string();
     let mac = ma2h_protocol::signature::sign_canonical_raw(
         format!("v0:{ts}:{body}").as_bytes(),
@@ -448,13 +448,4 @@ async fn a_slack_press_is_acknowledged_at_once_and_applied_from_the_queue() {
     assert_eq!(read["status"], "answered", "{read}");
     assert_eq!(read["response"]["response"]["actor"], "human:alice");
     assert_eq!(replies.lock().unwrap().get("reply"), Some(&1), "the ephemeral reply went to response_url");
-}
-
-fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -241,6 +241,25 @@ impl ma2h_core::ports::MailSender for Mailbag {
     }
 }
 
+/// An email channel `mail` to `recipients`, the only route; and a notifier recording mail.
+async fn email_only(t: &TestHub, recipients: &[(&str, &str)]) -> (Notifier, Arc<Mailbag>) {
+    let spec = channels::EmailSpec {
+        id: "mail".into(),
+        smtp_host: "127.0.0.1".into(),
+        smtp_port: 2525,
+        security: "none".into(),
+        from: "Hub <hub@example.com>".into(),
+        recipients: recipients.iter().map(|(h, a)| ((*h).to_owned(), (*a).to_owned())).collect(),
+        ..Default::default()
+    };
+    channels::put_email(&t.hub, "acme", spec).await.unwrap();
+    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
+    let route = RouteSpec { id: "mail".into(), targets: vec!["mail".into()], ..RouteSpec::default() };
+    channels::put_route(&t.hub, "acme", route).await.unwrap();
+    let bag = Arc::new(Mailbag::default());
+    (Notifier::new(Arc::new(Recording::default())).with_mailer(bag.clone()), bag)
+}
+
 /// The answer links in a mail's text part, by option label.
 fn links(mail: &ma2h_core::ports::Mail) -> Vec<(String, String)> {
     mail.text
@@ -257,21 +276,7 @@ fn links(mail: &ma2h_core::ports::Mail) -> Vec<(String, String)> {
 async fn an_email_link_shows_a_confirmation_on_get_and_answers_once_on_post_as_its_recipient() {
     use axum::http::{Method, StatusCode};
     let (t, _, _) = setup(None, false).await;
-    let spec = channels::EmailSpec {
-        id: "mail".into(),
-        smtp_host: "127.0.0.1".into(),
-        smtp_port: 2525,
-        security: "none".into(),
-        from: "Hub <hub@example.com>".into(),
-        recipients: vec![("alice".into(), "alice@example.com".into()), ("bob".into(), "bob@example.com".into())],
-        ..Default::default()
-    };
-    channels::put_email(&t.hub, "acme", spec).await.unwrap();
-    let route = RouteSpec { id: "mail".into(), targets: vec!["mail".into()], ..RouteSpec::default() };
-    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
-    channels::put_route(&t.hub, "acme", route).await.unwrap();
-    let bag = Arc::new(Mailbag::default());
-    let notifier = Notifier::new(Arc::new(Recording::default())).with_mailer(bag.clone());
+    let (notifier, bag) = email_only(&t, &[("alice", "alice@example.com"), ("bob", "bob@example.com")]).await;
     let id = t.submit_ok(ask_expiring("m1", 60)).await;
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     let mails = bag.0.lock().unwrap().clone();
@@ -451,21 +456,7 @@ async fn an_announcement_still_retrying_when_the_ask_is_answered_is_never_sent()
 async fn a_revoked_operator_can_no_longer_answer_from_an_email_link() {
     use axum::http::{Method, StatusCode};
     let (t, _, _) = setup(None, false).await;
-    let spec = channels::EmailSpec {
-        id: "mail".into(),
-        smtp_host: "127.0.0.1".into(),
-        smtp_port: 2525,
-        security: "none".into(),
-        from: "Hub <hub@example.com>".into(),
-        recipients: vec![("alice".into(), "alice@example.com".into())],
-        ..Default::default()
-    };
-    channels::put_email(&t.hub, "acme", spec).await.unwrap();
-    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
-    let route = RouteSpec { id: "mail".into(), targets: vec!["mail".into()], ..RouteSpec::default() };
-    channels::put_route(&t.hub, "acme", route).await.unwrap();
-    let bag = Arc::new(Mailbag::default());
-    let notifier = Notifier::new(Arc::new(Recording::default())).with_mailer(bag.clone());
+    let (notifier, bag) = email_only(&t, &[("alice", "alice@example.com")]).await;
     let id = t.submit_ok(ask_expiring("rv1", 60)).await;
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     let link = links(&bag.0.lock().unwrap()[0])[0].1.clone();

@@ -128,7 +128,7 @@ impl SqsPushQueue {
         .await
     }
 
-    async fn send_job(&self, job: &PushJob) -> Result<(), QueueError> {
+    async fn send_job(&self, job: &impl Serialize) -> Result<(), QueueError> {
         let body = serde_json::to_string(job).map_err(|e| QueueError(e.to_string()))?;
         self.client
             .send_message()
@@ -171,16 +171,7 @@ impl PushQueue for SqsPushQueue {
     }
 
     async fn defer_interaction(&self, account: &AccountId, payload: &str) -> Result<bool, QueueError> {
-        let job = SlackJob { account: account.to_string(), slack: payload.to_owned() };
-        let body = serde_json::to_string(&job).map_err(|e| QueueError(e.to_string()))?;
-        self.client
-            .send_message()
-            .queue_url(&self.queue_url)
-            .message_body(body)
-            .send()
-            .await
-            .map(|_| true)
-            .map_err(|e| QueueError(format!("{e:?}")))
+        self.send_job(&SlackJob { account: account.to_string(), slack: payload.to_owned() }).await.map(|()| true)
     }
 
     async fn enqueue_notification(&self, account: &AccountId, id: &MessageId) -> Result<(), QueueError> {

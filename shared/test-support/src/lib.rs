@@ -49,3 +49,13 @@ pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     format!("{prefix}-{nanos}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
+
+/// `application/x-www-form-urlencoded` encoding of one value (what Slack sends as `payload=`).
+pub fn form_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
