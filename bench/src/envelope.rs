@@ -90,16 +90,39 @@ impl Template {
     }
 
     /// The body for request number `n`.
+    #[cfg(test)]
     pub fn body(&self, n: u64) -> bytes::Bytes {
         let mut b = self.bytes.clone();
         if let Some(at) = self.counter_at {
-            let mut n = n;
-            for slot in b[at..at + COUNTER_DIGITS].iter_mut().rev() {
-                *slot = b'0' + u8::try_from(n % 10).unwrap_or(0);
-                n /= 10;
-            }
+            patch(&mut b[at..at + COUNTER_DIGITS], n);
         }
         bytes::Bytes::from(b)
+    }
+
+    /// The whole HTTP/1.1 request — `head_lines` (request line and headers, each ending in
+    /// CRLF), `content-length`, the blank line, the body — as a template of its own, patched in
+    /// place per request by [`Self::patch`].
+    pub fn with_head(&self, head_lines: &str) -> Self {
+        let head = format!("{head_lines}content-length: {}\r\n\r\n", self.bytes.len());
+        let mut bytes = head.clone().into_bytes();
+        bytes.extend_from_slice(&self.bytes);
+        Self { bytes, counter_at: self.counter_at.map(|at| at + head.len()) }
+    }
+
+    /// Write request number `n`'s counter into the template and answer its bytes.
+    pub fn patch(&mut self, n: u64) -> &[u8] {
+        if let Some(at) = self.counter_at {
+            patch(&mut self.bytes[at..at + COUNTER_DIGITS], n);
+        }
+        &self.bytes
+    }
+}
+
+/// `n` as zero-padded decimal digits filling `slots`.
+fn patch(slots: &mut [u8], mut n: u64) {
+    for slot in slots.iter_mut().rev() {
+        *slot = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        n /= 10;
     }
 }
 
@@ -125,6 +148,18 @@ mod tests {
         assert_eq!(t.body(1).len(), t.body(999_999).len());
         let n = Template::new(&notify("bot", "2026-01-01T00:00:00Z"), None);
         assert_eq!(n.body(1), n.body(2));
+    }
+
+    #[test]
+    fn a_whole_request_carries_the_body_and_its_length_and_patches_the_same_counter() {
+        let marker = counter_marker("bench-r1-c4w2");
+        let t = Template::new(&ask("bot", "2026-01-01T00:00:00Z", &marker, None, None), Some(&marker));
+        let mut req = t.with_head("POST /v1/messages HTTP/1.1\r\nhost: h\r\n");
+        let bytes = req.patch(4711).to_vec();
+        let text = String::from_utf8(bytes).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert_eq!(head, format!("POST /v1/messages HTTP/1.1\r\nhost: h\r\ncontent-length: {}", body.len()));
+        assert_eq!(body.as_bytes(), &t.body(4711)[..]);
     }
 
     #[test]

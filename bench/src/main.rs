@@ -5,6 +5,7 @@
 mod envelope;
 mod http;
 mod latency;
+mod raw;
 mod stats;
 mod submit;
 

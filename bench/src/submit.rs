@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::envelope::{self, Template};
 use crate::http::{Conn, Target};
+use crate::raw::RawConn;
 use crate::stats::{self, CpuSnap, CpuUse, Summary};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -108,8 +109,12 @@ pub async fn run(opts: &Options) -> Result<Vec<Level>> {
                     Template::new(&envelope::ask(&opts.agent_id, &created_at, &marker, None, None), Some(&marker))
                 }
             };
-            let (target, auth) = (opts.target.clone(), opts.auth.clone());
-            set.spawn(worker(target, auth, template, measure_from, measure_to));
+            let head = format!(
+                "POST /v1/messages HTTP/1.1\r\nhost: {}\r\nauthorization: {}\r\ncontent-type: application/json\r\n",
+                opts.target.host.to_str()?,
+                opts.auth.to_str()?
+            );
+            set.spawn(worker(opts.target.clone(), template.with_head(&head), measure_from, measure_to));
         }
         // CPU snapshots at the window's edges (this task sleeps; the workers do the work).
         tokio::time::sleep_until(measure_from.into()).await;
@@ -161,15 +166,10 @@ fn print_level(opts: &Options, l: &Level) {
     println!("  {}", l.cpu.line());
 }
 
-async fn worker(
-    target: Target,
-    auth: HeaderValue,
-    template: Template,
-    measure_from: Instant,
-    measure_to: Instant,
-) -> WorkerResult {
+/// One closed loop: `request` is the whole HTTP request, its counter patched per send.
+async fn worker(target: Target, mut request: Template, measure_from: Instant, measure_to: Instant) -> WorkerResult {
     let mut r = WorkerResult { hist: stats::histogram(), ok: 0, errors: BTreeMap::new(), first_error: None };
-    let mut conn: Option<Conn> = None;
+    let mut conn: Option<RawConn> = None;
     let mut n: u64 = 0;
     loop {
         let now = Instant::now();
@@ -178,7 +178,7 @@ async fn worker(
         }
         let c = match conn.as_mut() {
             Some(c) => c,
-            None => match Conn::connect(&target).await {
+            None => match RawConn::connect(&target).await {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
                     if now >= measure_from {
@@ -191,9 +191,9 @@ async fn worker(
             },
         };
         n += 1;
-        let body = template.body(n);
+        let bytes = request.patch(n);
         let t0 = Instant::now();
-        let result = c.post("/v1/messages", &auth, body).await;
+        let result = c.round_trip(bytes).await;
         let t1 = Instant::now();
         let counted = t0 >= measure_from && t1 <= measure_to;
         match result {

@@ -26,16 +26,22 @@ enum Command {
     Admin(Box<admin::AdminCommand>),
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
     let cli = Cli::parse();
     let mut settings = Settings::from_env()?;
     settings.local_dev_egress(std::env::var_os("MA2H_DEV_EGRESS_ALLOW").is_some());
     // §8.7.2: this process holds connections open, so it serves (and advertises) the stream.
     settings.inter_agent.stream_served = true;
-    app::init_tracing(&settings);
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => app::run(settings).await,
-        Command::Admin(cmd) => admin::run(settings, *cmd).await,
-    }
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(settings.server.request_threads(cores))
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        app::init_tracing(&settings);
+        match cli.command.unwrap_or(Command::Serve) {
+            Command::Serve => app::run(settings).await,
+            Command::Admin(cmd) => admin::run(settings, *cmd).await,
+        }
+    })
 }
