@@ -61,7 +61,13 @@ impl Priority {
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        serde_json::from_value(Value::String(s.to_owned())).ok()
+        match s {
+            "low" => Some(Self::Low),
+            "normal" => Some(Self::Normal),
+            "high" => Some(Self::High),
+            "urgent" => Some(Self::Urgent),
+            _ => None,
+        }
     }
     /// 0 = most urgent; used as a sort key.
     pub fn rank(self) -> u8 {
@@ -273,8 +279,9 @@ impl Envelope {
     fn typed(raw: Map<String, Value>, version: Version) -> Result<Self, ProtocolError> {
         let field = |name: &str| raw.get(name);
         let str_field = |name: &str| field(name).and_then(Value::as_str).map(str::to_owned);
-        let kind = str_field("type")
-            .and_then(|t| MessageType::parse(&t))
+        let kind = field("type")
+            .and_then(Value::as_str)
+            .and_then(MessageType::parse)
             .ok_or_else(|| ProtocolError::validation("`/type`: must be one of notify, ask, task"))?;
         let agent_obj = field("agent")
             .and_then(Value::as_object)
@@ -332,7 +339,7 @@ impl Envelope {
             verb,
             agent,
             title: str_field("title").unwrap_or_default(),
-            priority: str_field("priority").and_then(|p| Priority::parse(&p)).unwrap_or_default(),
+            priority: field("priority").and_then(Value::as_str).and_then(Priority::parse).unwrap_or_default(),
             tags,
             to: str_field("to"),
             expires_at,
@@ -422,5 +429,24 @@ impl Envelope {
         crate::jcs::write_object(&self.raw, |k| if k == "agent" { agent.as_ref() } else { None }, &mut h)
             .expect("hashing cannot fail");
         h.hex()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_and_type_names_parse_to_what_they_print() {
+        for p in [Priority::Low, Priority::Normal, Priority::High, Priority::Urgent] {
+            assert_eq!(Priority::parse(p.as_str()), Some(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str(), "serde agrees");
+        }
+        for t in [MessageType::Notify, MessageType::Ask, MessageType::Task] {
+            assert_eq!(MessageType::parse(t.as_str()), Some(t));
+        }
+        for bad in ["", "Normal", "URGENT", "critical", " low"] {
+            assert_eq!(Priority::parse(bad), None, "{bad:?}");
+        }
     }
 }

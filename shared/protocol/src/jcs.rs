@@ -93,8 +93,16 @@ pub fn write_object<'a, W: std::io::Write>(
     out: &mut W,
 ) -> std::io::Result<()> {
     let mut members: Vec<(&String, &Value)> = map.iter().collect();
-    // RFC 8785 §3.2.3: by UTF-16 code units (UTF-8 byte order differs above the surrogates)
-    members.sort_unstable_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    // RFC 8785 §3.2.3: by UTF-16 code units. UTF-8 byte order is code point order, which
+    // differs from it only between a character at U+E000..U+FFFF and one above U+FFFF: never
+    // for two ASCII names (the envelope's own), which are compared as bytes.
+    members.sort_unstable_by(|a, b| {
+        if a.0.is_ascii() && b.0.is_ascii() {
+            a.0.as_bytes().cmp(b.0.as_bytes())
+        } else {
+            a.0.encode_utf16().cmp(b.0.encode_utf16())
+        }
+    });
     out.write_all(b"{")?;
     for (i, (k, v)) in members.into_iter().enumerate() {
         if i > 0 {

@@ -24,6 +24,11 @@ pub struct SubmitAck {
     pub destination: Option<serde_json::Value>,
 }
 
+/// §8.1 submit: admit, parse, validate, claim the key and store the message in one write.
+///
+/// The paths most submits never take (sessions, addressed messages, replays, channel routes)
+/// are awaited boxed: inline, each would add its whole state to this future, which every layer
+/// above moves by copying.
 pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<SubmitAck, HubError> {
     let PrincipalId::Agent(agent_id) = &principal.id else {
         return Err(HubError::NotAuthorized("only agent credentials submit messages".into()));
@@ -47,18 +52,18 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     let sender = crate::mailbox::Mailbox { account: principal.account.clone(), agent: agent_id.clone() };
     let sender_session = match &envelope.agent.session {
         // §4.1: own live session → renewed (§16.2); otherwise 422 / 410.
-        Some(session) => Some(super::sessions::named_in_submit(hub, &sender, session).await?),
+        Some(session) => Some(Box::pin(super::sessions::named_in_submit(hub, &sender, session)).await?),
         None => None,
     };
     // §4: an addressed message goes to the destination's mailbox, validated now.
     let route = match &envelope.to {
-        Some(to) => match super::addressed::route(hub, &sender, sender_session.as_ref(), to).await {
+        Some(to) => match Box::pin(super::addressed::route(hub, &sender, sender_session.as_ref(), to)).await {
             Ok(route) => Some(route),
             // §8.1: a replay recovers the original outcome even when its destination has gone
             // since (a crashed sender retrying after the addressee's session ended).
             Err(e) => match &envelope.idempotency_key {
                 Some(key) => match hub.messages.get_claim(&principal.account, agent_id, key, now).await? {
-                    Some(claim) => return replay(hub, &claim, &envelope.idempotency_fingerprint()).await,
+                    Some(claim) => return Box::pin(replay(hub, &claim, &envelope.idempotency_fingerprint())).await,
                     None => return Err(e),
                 },
                 None => return Err(e),
@@ -81,7 +86,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             if let Some(key) = &envelope.idempotency_key
                 && let Some(claim) = hub.messages.get_claim(&principal.account, agent_id, key, now).await?
             {
-                return replay(hub, &claim, &fingerprint).await;
+                return Box::pin(replay(hub, &claim, &fingerprint)).await;
             }
             return Err(HubError::RateLimited {
                 message: format!("inbox depth limit reached: {open} open asks/tasks for this agent"),
@@ -138,12 +143,12 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     // A replay: this id was never used, so its item is retired now. (After a store error the
     // message may still have committed: the worker decides once the orphan grace is over.)
     if let (Some(item), Ok(Inserted::Existing(_))) = (&announced, &inserted) {
-        super::notify::discard(hub, item.clone()).await;
+        Box::pin(super::notify::discard(hub, item.clone())).await;
     }
     match inserted? {
         Inserted::New => {
             if announced.is_some() {
-                super::notify::announce(hub, &principal.account, &id).await;
+                Box::pin(super::notify::announce(hub, &principal.account, &id)).await;
             }
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");
             crate::metrics::submitted(envelope.kind().as_str());
@@ -155,7 +160,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             Ok(out)
         }
         // The key is claimed: an earlier submit (or a concurrent one that won the race).
-        Inserted::Existing(claim) => replay(hub, &claim, &fingerprint).await,
+        Inserted::Existing(claim) => Box::pin(replay(hub, &claim, &fingerprint)).await,
         // §8.6: the addressee's mailbox is full of other agents' mail (its directives unaffected).
         Inserted::MailboxFull => Err(HubError::RateLimited {
             message: "the destination's mailbox is full: it holds its limit of undelivered agent messages".into(),
