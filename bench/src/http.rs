@@ -69,16 +69,22 @@ impl Resp {
 
 static JSON: HeaderValue = HeaderValue::from_static("application/json");
 
+/// A TCP connection to `target` within 5 s, with `TCP_NODELAY` (a small request must not wait
+/// for Nagle).
+pub async fn tcp(target: &Target) -> Result<TcpStream> {
+    let stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(&target.addr))
+        .await
+        .with_context(|| format!("connecting to {}: timed out", target.addr))?
+        .with_context(|| format!("connecting to {}", target.addr))?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
 impl Conn {
     /// Connect with `TCP_NODELAY` (small requests must not wait for Nagle) and spawn the
     /// connection driver on the current runtime.
     pub async fn connect(target: &Target) -> Result<Self> {
-        let stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(&target.addr))
-            .await
-            .with_context(|| format!("connecting to {}: timed out", target.addr))?
-            .with_context(|| format!("connecting to {}", target.addr))?;
-        stream.set_nodelay(true)?;
-        let (send, conn) = http1::handshake(TokioIo::new(stream)).await?;
+        let (send, conn) = http1::handshake(TokioIo::new(tcp(target).await?)).await?;
         tokio::spawn(async move {
             let _ = conn.await;
         });

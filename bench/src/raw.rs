@@ -7,7 +7,6 @@
 //! server measured.
 
 use std::io::ErrorKind;
-use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use tokio::net::TcpStream;
@@ -34,14 +33,9 @@ impl RawResp {
 }
 
 impl RawConn {
-    /// Connect with `TCP_NODELAY` (a small request must not wait for Nagle).
+    /// Connect (see [`crate::http::tcp`]).
     pub async fn connect(target: &Target) -> Result<Self> {
-        let stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(&target.addr))
-            .await
-            .with_context(|| format!("connecting to {}: timed out", target.addr))?
-            .with_context(|| format!("connecting to {}", target.addr))?;
-        stream.set_nodelay(true)?;
-        Ok(Self { stream, buf: Vec::with_capacity(4096) })
+        Ok(Self { stream: crate::http::tcp(target).await?, buf: Vec::with_capacity(4096) })
     }
 
     /// Write `request` (a whole HTTP/1.1 request) and read one response. `Err`: the transport
