@@ -16,7 +16,9 @@ use crate::http::Target;
 /// One keep-alive connection.
 pub struct RawConn {
     stream: TcpStream,
+    /// Read buffer, zeroed once and grown only for a larger response; `filled` bytes are valid.
     buf: Vec<u8>,
+    filled: usize,
 }
 
 /// A response's status, and its body when the status is not 2xx (for the error report).
@@ -35,7 +37,7 @@ impl RawResp {
 impl RawConn {
     /// Connect (see [`crate::http::tcp`]).
     pub async fn connect(target: &Target) -> Result<Self> {
-        Ok(Self { stream: crate::http::tcp(target).await?, buf: Vec::with_capacity(4096) })
+        Ok(Self { stream: crate::http::tcp(target).await?, buf: vec![0; 16 * 1024], filled: 0 })
     }
 
     /// Write `request` (a whole HTTP/1.1 request) and read one response. `Err`: the transport
@@ -49,70 +51,103 @@ impl RawConn {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.buf.clear();
+        self.filled = 0;
         loop {
-            if let Some(resp) = parse(&self.buf)? {
+            if let Some((resp, used)) = parse(&self.buf[..self.filled])? {
+                // one request in flight: bytes past its response are a protocol error
+                if used != self.filled {
+                    bail!("{} bytes after the response", self.filled - used);
+                }
                 return Ok(resp);
             }
+            if self.filled == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
             self.stream.readable().await?;
-            let len = self.buf.len();
-            self.buf.resize(len + 8192, 0);
-            match self.stream.try_read(&mut self.buf[len..]) {
+            match self.stream.try_read(&mut self.buf[self.filled..]) {
                 Ok(0) => bail!("the server closed the connection"),
-                Ok(n) => self.buf.truncate(len + n),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => self.buf.truncate(len),
+                Ok(n) => self.filled += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e.into()),
             }
         }
     }
 }
 
-/// One whole response at the start of `buf`, or `None` if more bytes are needed.
-fn parse(buf: &[u8]) -> Result<Option<RawResp>> {
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut head = httparse::Response::new(&mut headers);
-    let head_len = match head.parse(buf).context("not an HTTP/1.1 response")? {
-        httparse::Status::Complete(n) => n,
-        httparse::Status::Partial => return Ok(None),
-    };
-    let status = head.code.context("no status")?;
-    let header = |name: &str| head.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
-    let rest = &buf[head_len..];
-    let body = if let Some(len) = header("content-length") {
-        let len: usize = std::str::from_utf8(len)?.trim().parse().context("a bad content-length")?;
-        if rest.len() < len {
-            return Ok(None);
-        }
-        &rest[..len]
-    } else if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case(b"chunked")) {
-        match chunked_end(rest)? {
-            Some(_) => rest, // still chunk-framed: only shown in error reports
-            None => return Ok(None),
-        }
-    } else {
-        bail!("a response without content-length or chunked framing")
-    };
-    let body = if (200..300).contains(&status) { Vec::new() } else { body.to_vec() };
-    Ok(Some(RawResp { status, body }))
-}
-
-/// Where a chunked body ends (after the last chunk's blank line), if it is all in `buf`.
-fn chunked_end(buf: &[u8]) -> Result<Option<usize>> {
+/// One whole response at the start of `buf` and the bytes it took, or `None` if more are needed.
+/// Interim (1xx) responses are skipped; 204 and 304 have no body (RFC 9112 §6.3).
+fn parse(buf: &[u8]) -> Result<Option<(RawResp, usize)>> {
     let mut at = 0;
     loop {
-        let Some(eol) = buf[at..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
-        let line = std::str::from_utf8(&buf[at..at + eol])?;
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut head = httparse::Response::new(&mut headers);
+        let head_len = match head.parse(&buf[at..]).context("not an HTTP/1.1 response")? {
+            httparse::Status::Complete(n) => n,
+            httparse::Status::Partial => return Ok(None),
+        };
+        let status = head.code.context("no status")?;
+        let start = at + head_len;
+        if (100..200).contains(&status) {
+            at = start;
+            continue;
+        }
+        let header = |name: &str| head.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
+        let rest = &buf[start..];
+        // Transfer-Encoding wins over Content-Length (RFC 9112 §6.3)
+        let body_len = if status == 204 || status == 304 {
+            0
+        } else if let Some(te) = header("transfer-encoding") {
+            if !te.eq_ignore_ascii_case(b"chunked") {
+                bail!("a transfer-encoding this loop cannot read");
+            }
+            match chunked_end(rest)? {
+                Some(n) => n,
+                None => return Ok(None),
+            }
+        } else if let Some(len) = header("content-length") {
+            let len: usize = std::str::from_utf8(len)?.trim().parse().context("a bad content-length")?;
+            if rest.len() < len {
+                return Ok(None);
+            }
+            len
+        } else {
+            bail!("a response without content-length or chunked framing")
+        };
+        // a chunk-framed body stays framed: it is only shown in error reports
+        let body = if (200..300).contains(&status) { Vec::new() } else { rest[..body_len].to_vec() };
+        return Ok(Some((RawResp { status, body }, start + body_len)));
+    }
+}
+
+/// Where a chunked body ends (after the last chunk and any trailers), if it is all in `buf`.
+fn chunked_end(buf: &[u8]) -> Result<Option<usize>> {
+    let crlf = |at: usize| buf[at..].windows(2).position(|w| w == b"\r\n").map(|p| at + p);
+    let mut at = 0;
+    loop {
+        let Some(eol) = crlf(at) else { return Ok(None) };
+        let line = std::str::from_utf8(&buf[at..eol])?;
         let size =
             usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16).context("a bad chunk size")?;
-        at += eol + 2;
+        at = eol + 2;
         if size == 0 {
-            // no trailers expected: the blank line ends the body
-            return Ok((buf.len() >= at + 2).then_some(at + 2));
+            // trailer lines, if any, then the blank line
+            loop {
+                let Some(eol) = crlf(at) else { return Ok(None) };
+                let blank = eol == at;
+                at = eol + 2;
+                if blank {
+                    return Ok(Some(at));
+                }
+            }
         }
-        if buf.len() < at + size + 2 {
+        let end = at.checked_add(size).and_then(|e| e.checked_add(2)).context("a chunk size past any buffer")?;
+        if buf.len() < end {
             return Ok(None);
         }
-        at += size + 2;
+        if &buf[end - 2..end] != b"\r\n" {
+            bail!("a chunk not followed by CRLF");
+        }
+        at = end;
     }
 }
 
@@ -120,28 +155,58 @@ fn chunked_end(buf: &[u8]) -> Result<Option<usize>> {
 mod tests {
     use super::*;
 
+    fn whole(r: &[u8]) -> (RawResp, usize) {
+        parse(r).unwrap().unwrap()
+    }
+
     #[test]
     fn reads_a_response_only_once_it_is_whole() {
         let r = b"HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{\"ok\":true}";
         for cut in 0..r.len() {
             assert!(parse(&r[..cut]).unwrap().is_none(), "cut at {cut}");
         }
-        let whole = parse(r).unwrap().unwrap();
-        assert_eq!((whole.status, whole.body.len()), (202, 0), "a 2xx body is not kept");
-        let err = b"HTTP/1.1 409 Conflict\r\nContent-Length: 5\r\n\r\nnope!";
-        let e = parse(err).unwrap().unwrap();
+        let (resp, used) = whole(r);
+        assert_eq!((resp.status, resp.body.len(), used), (202, 0, r.len()), "a 2xx body is not kept");
+        let (e, _) = whole(b"HTTP/1.1 409 Conflict\r\nContent-Length: 5\r\n\r\nnope!");
         assert_eq!(e.show(), "409 nope!");
     }
 
     #[test]
-    fn reads_a_chunked_response() {
-        let r = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n";
-        let head = r.len() - b"4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n".len();
+    fn says_how_much_it_used_so_extra_bytes_are_seen() {
+        let r = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1";
+        assert_eq!(whole(r).1, r.len() - b"HTTP/1.1".len());
+    }
+
+    #[test]
+    fn reads_a_chunked_response_with_or_without_trailers() {
+        let r = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 1\r\n\r\n4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n";
         for cut in 0..r.len() {
             assert!(parse(&r[..cut]).unwrap().is_none(), "cut at {cut}");
         }
-        assert_eq!(parse(r).unwrap().unwrap().status, 200);
-        assert_eq!(chunked_end(&r[head..]).unwrap(), Some(r.len() - head));
+        let (resp, used) = whole(r);
+        assert_eq!((resp.status, resp.body.len(), used), (200, 0, r.len()), "chunked wins over length");
+        let t = b"HTTP/1.1 500 Oops\r\ntransfer-encoding: chunked\r\n\r\n2\r\nno\r\n0\r\nx-trailer: v\r\n\r\n";
+        for cut in 0..t.len() {
+            assert!(parse(&t[..cut]).unwrap().is_none(), "cut at {cut}");
+        }
+        assert_eq!(whole(t).1, t.len());
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_frame() {
         assert!(parse(b"HTTP/1.1 200 OK\r\n\r\n").is_err(), "no framing");
+        let bad_crlf = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nabXY0\r\n\r\n";
+        assert!(parse(bad_crlf).is_err());
+        let huge = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nffffffffffffffff\r\nab";
+        assert!(parse(huge).is_err(), "a size that would overflow is refused, not wrapped");
+        assert!(parse(b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn skips_interim_responses_and_reads_bodiless_statuses() {
+        let r = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        let (resp, used) = whole(r);
+        assert_eq!((resp.status, used), (204, r.len()));
+        assert_eq!(whole(b"HTTP/1.1 304 Not Modified\r\n\r\n").0.status, 304);
     }
 }

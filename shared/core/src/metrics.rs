@@ -88,6 +88,9 @@ fn http_handles(route: &str, method: &str, status: u16) -> (metrics::Counter, me
     if let Some(h) = hit(&CACHE.read().unwrap_or_else(std::sync::PoisonError::into_inner)) {
         return h;
     }
+    if CACHED.load(std::sync::atomic::Ordering::Relaxed) >= HTTP_CACHE_MAX {
+        return register(); // full (the client names the method): no write lock per request
+    }
     let (count, latency) = register();
     let mut cache = CACHE.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     if hit(&cache).is_none() && CACHED.load(std::sync::atomic::Ordering::Relaxed) < HTTP_CACHE_MAX {
