@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::agents::ago;
 use super::session::Session;
-use super::{csrf_refused, form_get, form_pairs, notice};
+use super::{csrf_refused, form_get, form_pairs, notice, went_wrong};
 use crate::extract::Body;
 
 /// The sessions section of the agent page.
@@ -141,9 +141,6 @@ fn failed(session: &Session, e: HubError) -> Response {
             "There is no such session or agent in your account.",
         ),
         HubError::Protocol(_) => notice(StatusCode::BAD_REQUEST, Some(session), "Not done", &e.to_string()),
-        e => {
-            tracing::error!(error = %e, "session control failed");
-            notice(StatusCode::INTERNAL_SERVER_ERROR, Some(session), "Something went wrong", "Please try again.")
-        }
+        e => went_wrong(Some(session), "session control", &e),
     }
 }

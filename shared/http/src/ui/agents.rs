@@ -23,7 +23,7 @@ use maud::{Markup, PreEscaped, html};
 use serde_json::{Value, json};
 
 use super::session::Session;
-use super::{csrf_refused, form_get, form_pairs, notice, page, render_markdown, respond};
+use super::{csrf_refused, form_get, form_pairs, notice, page, render_markdown, respond, went_wrong};
 use crate::extract::{Body, Params};
 
 /// Recent directives shown on an agent page.
@@ -49,15 +49,7 @@ pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> 
         ListParams { resolved: false, filter: ListFilter::default(), cursor: None, limit: Some(500), counts: false };
     let mut agents: Vec<String> = match list::list(&hub, &session.principal, query).await {
         Ok(l) => l.page.items.iter().map(|m| m.agent_id.to_string()).collect(),
-        Err(e) => {
-            tracing::error!(error = %e, "agents page failed");
-            return notice(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&session),
-                "Something went wrong",
-                "Please try again.",
-            );
-        }
+        Err(e) => return went_wrong(Some(&session), "agents page", &e),
     };
     agents.sort();
     agents.dedup();
@@ -101,13 +93,7 @@ async fn render_agent(
     ) {
         (Ok(p), Ok(r), Ok(s)) => (p, r, s),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            tracing::error!(error = %e, "agent page failed");
-            return notice(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(session),
-                "Something went wrong",
-                "Please try again.",
-            );
+            return went_wrong(Some(session), "agent page", &e);
         }
     };
     let now = hub.clock.now();
@@ -230,10 +216,7 @@ pub async fn send(State(hub): State<Hub>, session: Session, Body(body): Body) ->
             };
             render_agent(&hub, &session, &agent, None, Some((e.to_string(), pairs)), status).await
         }
-        Err(e) => {
-            tracing::error!(error = %e, "sending a directive failed");
-            notice(StatusCode::INTERNAL_SERVER_ERROR, Some(&session), "Something went wrong", "Please try again.")
-        }
+        Err(e) => went_wrong(Some(&session), "sending a directive", &e),
     }
 }
 
@@ -249,15 +232,7 @@ pub async fn directive(State(hub): State<Hub>, session: Session, Path(id): Path<
                 "There is no such directive in your account.",
             );
         }
-        Err(e) => {
-            tracing::error!(error = %e, "directive page failed");
-            return notice(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&session),
-                "Something went wrong",
-                "Please try again.",
-            );
-        }
+        Err(e) => return went_wrong(Some(&session), "directive page", &e),
     };
     let now = hub.clock.now();
     let agent = entry.mailbox.agent.to_string();

@@ -20,7 +20,7 @@ use ma2h_protocol::ids::HumanId;
 use maud::html;
 
 use super::session::Session;
-use super::{csrf_refused, form_get, form_pairs, notice, page, respond};
+use super::{csrf_refused, form_get, form_pairs, notice, page, respond, went_wrong};
 use crate::extract::Body;
 
 fn human_of(session: &Session) -> Option<HumanId> {
@@ -34,15 +34,7 @@ fn human_of(session: &Session) -> Option<HumanId> {
 pub async fn page_get(State(hub): State<Hub>, session: Session) -> Response {
     let config = match hub.credentials.get_account_policy(&session.principal.account).await {
         Ok(p) => p.unwrap_or_default().channels,
-        Err(e) => {
-            tracing::error!(error = %e, "channels page failed");
-            return notice(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Some(&session),
-                "Something went wrong",
-                "Please try again.",
-            );
-        }
+        Err(e) => return went_wrong(Some(&session), "channels page", &e),
     };
     let me = human_of(&session).map(|h| h.to_string()).unwrap_or_default();
     let body = render(&config, &me, &session.csrf);
@@ -236,9 +228,6 @@ fn refused(session: &Session, e: &HubError) -> Response {
             notice(StatusCode::NOT_FOUND, Some(session), "Not found", "There is no such route or link.")
         }
         HubError::NotAuthorized(why) => notice(StatusCode::FORBIDDEN, Some(session), "Not allowed", why),
-        other => {
-            tracing::error!(error = %other, "channels update failed");
-            notice(StatusCode::INTERNAL_SERVER_ERROR, Some(session), "Something went wrong", "Please try again.")
-        }
+        other => went_wrong(Some(session), "channels update", &other),
     }
 }

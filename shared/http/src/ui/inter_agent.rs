@@ -15,7 +15,7 @@ use maud::{Markup, html};
 use serde_json::json;
 
 use super::session::Session;
-use super::{csrf_refused, form_get, form_pairs, notice};
+use super::{csrf_refused, form_get, form_pairs, notice, went_wrong};
 use crate::extract::Body;
 
 /// The section shown on `/inbox/agents`.
@@ -88,9 +88,6 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
             notice(StatusCode::UNPROCESSABLE_ENTITY, Some(&session), "Not saved", &e.to_string())
         }
         Err(HubError::NotAuthorized(m)) => notice(StatusCode::FORBIDDEN, Some(&session), "Not allowed", &m),
-        Err(e) => {
-            tracing::error!(error = %e, "inter-agent policy update failed");
-            notice(StatusCode::INTERNAL_SERVER_ERROR, Some(&session), "Something went wrong", "Please try again.")
-        }
+        Err(e) => went_wrong(Some(&session), "inter-agent policy update", &e),
     }
 }

@@ -20,7 +20,7 @@ use super::answer;
 use super::list::delivery;
 use super::rows::{expiry, stamp};
 use super::session::Session;
-use super::{notice, render_markdown, respond};
+use super::{notice, render_markdown, respond, went_wrong};
 use crate::extract::Params;
 
 /// What the answer form shows besides the message: earlier input and validation messages.
@@ -58,10 +58,7 @@ pub fn error_page(session: &Session, e: &HubError) -> Response {
         HubError::Gone => {
             notice(StatusCode::GONE, Some(session), "Removed", "This message was removed after the retention period.")
         }
-        other => {
-            tracing::error!(error = %other, "inbox message page failed");
-            notice(StatusCode::INTERNAL_SERVER_ERROR, Some(session), "Something went wrong", "Please try again.")
-        }
+        other => went_wrong(Some(session), "inbox message page", &other),
     }
 }
 

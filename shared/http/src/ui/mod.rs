@@ -141,6 +141,12 @@ fn respond(status: StatusCode, markup: Markup) -> Response {
     (status, Html(markup.into_string())).into_response()
 }
 
+/// A 500 page that says nothing of the cause; the cause goes to the log with `what` failed.
+fn went_wrong(session: Option<&Session>, what: &str, e: &dyn std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "{what} failed");
+    notice(StatusCode::INTERNAL_SERVER_ERROR, session, "Something went wrong", "Please try again.")
+}
+
 /// A page with just a heading and a message (errors, refusals).
 fn notice(status: StatusCode, session: Option<&Session>, heading: &str, text: &str) -> Response {
     let body = html! {
