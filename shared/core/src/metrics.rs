@@ -100,8 +100,29 @@ fn http_handles(route: &str, method: &str, status: u16) -> (metrics::Counter, me
     (count, latency)
 }
 
+/// An accepted submit; the handle per type is kept once the recorder is installed (as [`http`]'s).
 pub fn submitted(kind: &'static str) {
-    metrics::counter!(SUBMITTED, "type" => kind).increment(1);
+    static CACHE: std::sync::RwLock<Vec<(&'static str, metrics::Counter)>> = std::sync::RwLock::new(Vec::new());
+    let register = || metrics::counter!(SUBMITTED, "type" => kind);
+    if !HTTP_CACHE_ON.load(std::sync::atomic::Ordering::Acquire) {
+        return register().increment(1);
+    }
+    let cached = CACHE
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, c)| c.clone());
+    let counter = cached.unwrap_or_else(|| {
+        let counter = register();
+        let mut cache = CACHE.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // a few static type names: the cache stays that small
+        if !cache.iter().any(|(k, _)| *k == kind) {
+            cache.push((kind, counter.clone()));
+        }
+        counter
+    });
+    counter.increment(1);
 }
 
 /// A terminal outcome; `answer_seconds` for a decision by a person or an agent.

@@ -86,24 +86,27 @@ const REQUEST_ID: &str = "x-request-id";
 /// One line per request: method, path, status, latency, request id. Never headers or bodies (§9.6).
 async fn access_log(req: Request, next: Next) -> impl IntoResponse {
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    // (clones of shared buffers, not copies: this runs on every request)
+    let uri = req.uri().clone();
     // the route template (never the path: ids stay out of metric labels, §9.6)
-    let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("unmatched", |m| m.as_str()).to_owned();
+    let route = req.extensions().get::<axum::extract::MatchedPath>().cloned();
     let id = request_id(&req);
     let start = Instant::now();
     let span = tracing::info_span!("request", request_id = %id);
     let mut resp = tracing::Instrument::instrument(next.run(req), span.clone()).await;
-    ma2h_core::metrics::http(&route, method.as_str(), resp.status().as_u16(), start.elapsed().as_secs_f64());
+    let route = route.as_ref().map_or("unmatched", axum::extract::MatchedPath::as_str);
+    ma2h_core::metrics::http(route, method.as_str(), resp.status().as_u16(), start.elapsed().as_secs_f64());
     span.in_scope(|| {
         tracing::info!(
             %method,
-            path,
+            path = uri.path(),
             status = resp.status().as_u16(),
             latency_ms = start.elapsed().as_secs_f64() * 1000.0,
             "request"
         )
     });
-    if let Ok(v) = axum::http::HeaderValue::from_str(&id) {
+    // the id is a sane token (see `request_id`): its bytes become the header without a copy
+    if let Ok(v) = axum::http::HeaderValue::from_maybe_shared(axum::body::Bytes::from(id)) {
         resp.headers_mut().insert(REQUEST_ID, v);
     }
     resp

@@ -415,18 +415,9 @@ impl Envelope {
     /// Streamed into the digest (no copy of the envelope, no canonical string): it runs on every
     /// submit. The value is the SHA-256 of the JCS bytes, as stored claims already hold it.
     pub fn idempotency_fingerprint(&self) -> String {
-        // only `agent` differs from the envelope as sent: a copy of that small object
-        let agent = match self.raw.get("agent") {
-            Some(Value::Object(a)) if a.contains_key("run_id") || a.contains_key("session") => {
-                let mut a = a.clone();
-                a.remove("run_id");
-                a.remove("session");
-                Some(Value::Object(a))
-            }
-            _ => None,
-        };
+        // only `agent` differs from the envelope as sent: written without the excluded members
         let mut h = crate::jcs::HashWriter::default();
-        crate::jcs::write_object(&self.raw, |k| if k == "agent" { agent.as_ref() } else { None }, &mut h)
+        crate::jcs::write_object_omitting(&self.raw, "agent", &["run_id", "session"], &mut h)
             .expect("hashing cannot fail");
         h.hex()
     }

@@ -66,7 +66,7 @@ pub fn payload_sha256(response: Option<&Value>, state: Option<&Value>) -> String
 /// UTF-16 code units. The tests check it against [`canonicalize`] value by value.
 pub fn write<W: std::io::Write>(value: &Value, out: &mut W) -> std::io::Result<()> {
     match value {
-        Value::Object(map) => write_object(map, |_| None, out),
+        Value::Object(map) => write_object(map, out),
         Value::Array(items) => {
             out.write_all(b"[")?;
             for (i, item) in items.iter().enumerate() {
@@ -85,14 +85,56 @@ pub fn write<W: std::io::Write>(value: &Value, out: &mut W) -> std::io::Result<(
     }
 }
 
-/// [`write`] for an object whose member `k` is written as `replace(k)` where that is `Some`
-/// (e.g. the §8.1 fingerprint's `agent` without its excluded members).
-pub fn write_object<'a, W: std::io::Write>(
-    map: &'a serde_json::Map<String, Value>,
-    replace: impl Fn(&str) -> Option<&'a Value>,
+/// [`write`] for an object with the members named in `omit` left out of the object held by its
+/// member `parent` (the §8.1 fingerprint: `agent` without `run_id` and `session`) — written as
+/// if they were absent, without copying anything.
+pub fn write_object_omitting<W: std::io::Write>(
+    map: &serde_json::Map<String, Value>,
+    parent: &str,
+    omit: &[&str],
     out: &mut W,
 ) -> std::io::Result<()> {
-    let mut members: Vec<(&String, &Value)> = map.iter().collect();
+    write_members(
+        map,
+        |_| false,
+        |k, v, out| match v {
+            Value::Object(inner) if k == parent => {
+                write_members(inner, |m| omit.contains(&m), |_, v, out| write(v, out), out)
+            }
+            _ => write(v, out),
+        },
+        out,
+    )
+}
+
+fn write_object<W: std::io::Write>(map: &serde_json::Map<String, Value>, out: &mut W) -> std::io::Result<()> {
+    write_members(map, |_| false, |_, v, out| write(v, out), out)
+}
+
+/// Members of an object held in a stack buffer while sorted: an envelope's objects are small,
+/// and a `Vec` per object was most of the canonical writer's allocations.
+const INLINE_MEMBERS: usize = 16;
+
+/// The object's members but those `skip` names, sorted, each value written by `value`.
+fn write_members<W: std::io::Write>(
+    map: &serde_json::Map<String, Value>,
+    skip: impl Fn(&str) -> bool,
+    value: impl Fn(&str, &Value, &mut W) -> std::io::Result<()>,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let mut inline: [(&str, Option<&Value>); INLINE_MEMBERS] = [("", None); INLINE_MEMBERS];
+    let mut spilled: Vec<(&str, Option<&Value>)> = Vec::new();
+    let members: &mut [(&str, Option<&Value>)] = if map.len() <= INLINE_MEMBERS {
+        let mut n = 0;
+        for (k, v) in map.iter().filter(|(k, _)| !skip(k)) {
+            inline[n] = (k.as_str(), Some(v));
+            n += 1;
+        }
+        &mut inline[..n]
+    } else {
+        spilled.extend(map.iter().filter(|(k, _)| !skip(k)).map(|(k, v)| (k.as_str(), Some(v))));
+        &mut spilled
+    };
     // RFC 8785 §3.2.3: by UTF-16 code units. UTF-8 byte order is code point order, which
     // differs from it only between a character at U+E000..U+FFFF and one above U+FFFF: never
     // for two ASCII names (the envelope's own), which are compared as bytes.
@@ -104,13 +146,13 @@ pub fn write_object<'a, W: std::io::Write>(
         }
     });
     out.write_all(b"{")?;
-    for (i, (k, v)) in members.into_iter().enumerate() {
+    for (i, &(k, v)) in members.iter().enumerate() {
         if i > 0 {
             out.write_all(b",")?;
         }
         serde_json::to_writer(&mut *out, k).map_err(std::io::Error::other)?;
         out.write_all(b":")?;
-        write(replace(k).unwrap_or(v), out)?;
+        value(k, v.expect("every member slot in use holds its value"), out)?;
     }
     out.write_all(b"}")
 }
@@ -231,12 +273,21 @@ mod tests {
     }
 
     #[test]
-    fn write_object_replaces_the_members_it_is_asked_to() {
-        let v = json!({"b": {"keep": 1, "drop": 2}, "a": 0});
-        let stand_in = json!({"keep": 1});
+    fn write_object_omitting_leaves_out_the_named_members_of_the_parent_only() {
+        let v = json!({"b": {"keep": 1, "drop": 2, "also": 3}, "a": {"drop": 0}, "drop": 4});
         let mut out = Vec::new();
-        write_object(v.as_object().unwrap(), |k| (k == "b").then_some(&stand_in), &mut out).unwrap();
-        assert_eq!(out, br#"{"a":0,"b":{"keep":1}}"#);
+        write_object_omitting(v.as_object().unwrap(), "b", &["drop", "also"], &mut out).unwrap();
+        assert_eq!(out, br#"{"a":{"drop":0},"b":{"keep":1},"drop":4}"#);
+    }
+
+    #[test]
+    fn objects_past_the_inline_buffer_sort_alike() {
+        // 40 members: more than the stack buffer holds, so the spilled path is taken.
+        let map: serde_json::Map<String, Value> = (0..40).rev().map(|i| (format!("k{i:02}"), json!(i))).collect();
+        let v = Value::Object(map);
+        let mut streamed = Vec::new();
+        write(&v, &mut streamed).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), canonicalize_to_string(&v));
     }
 
     #[test]

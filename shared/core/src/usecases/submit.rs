@@ -49,15 +49,15 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     }
     let now = hub.clock.now();
     rules::check_submit(&envelope, now, &hub.settings.limits)?;
-    let sender = crate::mailbox::Mailbox { account: principal.account.clone(), agent: agent_id.clone() };
+    let sender = || crate::mailbox::Mailbox { account: principal.account.clone(), agent: agent_id.clone() };
     let sender_session = match &envelope.agent.session {
         // §4.1: own live session → renewed (§16.2); otherwise 422 / 410.
-        Some(session) => Some(Box::pin(super::sessions::named_in_submit(hub, &sender, session)).await?),
+        Some(session) => Some(Box::pin(super::sessions::named_in_submit(hub, &sender(), session)).await?),
         None => None,
     };
     // §4: an addressed message goes to the destination's mailbox, validated now.
     let route = match &envelope.to {
-        Some(to) => match Box::pin(super::addressed::route(hub, &sender, sender_session.as_ref(), to)).await {
+        Some(to) => match Box::pin(super::addressed::route(hub, &sender(), sender_session.as_ref(), to)).await {
             Ok(route) => Some(route),
             // §8.1: a replay recovers the original outcome even when its destination has gone
             // since (a crashed sender retrying after the addressee's session ended).
@@ -73,7 +73,8 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     };
     super::push::validate_callback(hub, &principal.account, &envelope).await?;
 
-    let fingerprint = envelope.idempotency_fingerprint();
+    // §8.1: only a keyed submit has an identity to compare (taken before any normalization).
+    let mut fingerprint = envelope.idempotency_key.is_some().then(|| envelope.idempotency_fingerprint());
     // §8.1 replays need no separate read: the insert below claims the key atomically and hands
     // back the existing claim. Only a submit that would be refused for inbox depth first checks
     // for a claim, because a replay is answered even when the inbox is full.
@@ -86,7 +87,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             if let Some(key) = &envelope.idempotency_key
                 && let Some(claim) = hub.messages.get_claim(&principal.account, agent_id, key, now).await?
             {
-                return Box::pin(replay(hub, &claim, &fingerprint)).await;
+                return Box::pin(replay(hub, &claim, fingerprint.as_deref().unwrap_or_default())).await;
             }
             return Err(HubError::RateLimited {
                 message: format!("inbox depth limit reached: {open} open asks/tasks for this agent"),
@@ -123,12 +124,12 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         delivered_at: None,
         ack: None,
     };
-    let claim = envelope.idempotency_key.as_ref().map(|key| IdempotencyRecord {
+    let claim = envelope.idempotency_key.as_ref().zip(fingerprint.take()).map(|(key, fingerprint)| IdempotencyRecord {
         account: principal.account.clone(),
         agent_id: agent_id.clone(),
         key: key.clone(),
         message_id: id.clone(),
-        fingerprint: fingerprint.clone(),
+        fingerprint,
         expires_at: now + Duration::hours(i64::from(hub.settings.idempotency_ttl_hours)),
     });
     let entry = route.as_ref().map(|r| super::addressed::entry(hub, r, &record, &envelope));
@@ -160,7 +161,10 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             Ok(out)
         }
         // The key is claimed: an earlier submit (or a concurrent one that won the race).
-        Inserted::Existing(claim) => Box::pin(replay(hub, &claim, &fingerprint)).await,
+        // (only a keyed submit, whose claim holds its fingerprint, can meet an existing claim)
+        Inserted::Existing(existing) => {
+            Box::pin(replay(hub, &existing, claim.as_ref().map_or("", |c| c.fingerprint.as_str()))).await
+        }
         // §8.6: the addressee's mailbox is full of other agents' mail (its directives unaffected).
         Inserted::MailboxFull => Err(HubError::RateLimited {
             message: "the destination's mailbox is full: it holds its limit of undelivered agent messages".into(),
