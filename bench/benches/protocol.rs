@@ -126,6 +126,14 @@ fn envelope_benches(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(body.len() as u64));
         g.bench_function(format!("parse/{name}"), |b| b.iter(|| Envelope::parse(black_box(&body)).expect("valid")));
         let env = Envelope::parse(&body).expect("valid");
+        g.bench_function(format!("value/{name}"), |b| {
+            b.iter(|| serde_json::from_slice::<Value>(black_box(&body)).expect("json"))
+        });
+        let value: Value = serde_json::from_slice(&body).expect("json");
+        g.bench_function(format!("schema/{name}"), |b| {
+            b.iter(|| ma2h_protocol::schema::validate(ma2h_protocol::schema::SchemaKind::Message, black_box(&value)))
+        });
+        g.bench_function(format!("fingerprint/{name}"), |b| b.iter(|| black_box(&env).idempotency_fingerprint()));
         g.bench_function(format!("check_submit/{name}"), |b| {
             b.iter(|| rules::check_submit(black_box(&env), now, &limits).expect("passes"));
         });
