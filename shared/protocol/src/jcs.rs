@@ -122,17 +122,18 @@ fn write_members<W: std::io::Write>(
     value: impl Fn(&str, &Value, &mut W) -> std::io::Result<()>,
     out: &mut W,
 ) -> std::io::Result<()> {
-    let mut inline: [(&str, Option<&Value>); INLINE_MEMBERS] = [("", None); INLINE_MEMBERS];
-    let mut spilled: Vec<(&str, Option<&Value>)> = Vec::new();
-    let members: &mut [(&str, Option<&Value>)] = if map.len() <= INLINE_MEMBERS {
+    static UNUSED: Value = Value::Null;
+    let mut inline: [(&str, &Value); INLINE_MEMBERS] = [("", &UNUSED); INLINE_MEMBERS];
+    let mut spilled: Vec<(&str, &Value)> = Vec::new();
+    let members: &mut [(&str, &Value)] = if map.len() <= INLINE_MEMBERS {
         let mut n = 0;
         for (k, v) in map.iter().filter(|(k, _)| !skip(k)) {
-            inline[n] = (k.as_str(), Some(v));
+            inline[n] = (k.as_str(), v);
             n += 1;
         }
         &mut inline[..n]
     } else {
-        spilled.extend(map.iter().filter(|(k, _)| !skip(k)).map(|(k, v)| (k.as_str(), Some(v))));
+        spilled.extend(map.iter().filter(|(k, _)| !skip(k)).map(|(k, v)| (k.as_str(), v)));
         &mut spilled
     };
     // RFC 8785 §3.2.3: by UTF-16 code units. UTF-8 byte order is code point order, which
@@ -152,7 +153,7 @@ fn write_members<W: std::io::Write>(
         }
         serde_json::to_writer(&mut *out, k).map_err(std::io::Error::other)?;
         out.write_all(b":")?;
-        value(k, v.expect("every member slot in use holds its value"), out)?;
+        value(k, v, out)?;
     }
     out.write_all(b"}")
 }
@@ -281,13 +282,24 @@ mod tests {
     }
 
     #[test]
-    fn objects_past_the_inline_buffer_sort_alike() {
-        // 40 members: more than the stack buffer holds, so the spilled path is taken.
-        let map: serde_json::Map<String, Value> = (0..40).rev().map(|i| (format!("k{i:02}"), json!(i))).collect();
-        let v = Value::Object(map);
-        let mut streamed = Vec::new();
-        write(&v, &mut streamed).unwrap();
-        assert_eq!(String::from_utf8(streamed).unwrap(), canonicalize_to_string(&v));
+    fn a_parent_that_is_not_an_object_is_written_whole() {
+        let v = json!({"agent": ["run_id", "session"], "run_id": 1});
+        let mut out = Vec::new();
+        write_object_omitting(v.as_object().unwrap(), "agent", &["run_id", "session"], &mut out).unwrap();
+        assert_eq!(out, br#"{"agent":["run_id","session"],"run_id":1}"#);
+    }
+
+    #[test]
+    fn objects_at_and_past_the_inline_buffer_sort_alike() {
+        // the buffer's size, one more (the spilled path), and many more; names out of order
+        for size in [INLINE_MEMBERS - 1, INLINE_MEMBERS, INLINE_MEMBERS + 1, 40] {
+            let map: serde_json::Map<String, Value> =
+                (0..size).rev().map(|i| (format!("k{i:02}"), json!({"n": i, "€": [i]}))).collect();
+            let v = Value::Object(map);
+            let mut streamed = Vec::new();
+            write(&v, &mut streamed).unwrap();
+            assert_eq!(String::from_utf8(streamed).unwrap(), canonicalize_to_string(&v), "{size} members");
+        }
     }
 
     #[test]

@@ -84,10 +84,10 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         // The store's count may be an upper bound (docs/dynamodb.md): at the limit, count exactly.
         let open = hub.messages.recount_open(&principal.account, agent_id, bound + 1).await?;
         if open >= depth {
-            if let Some(key) = &envelope.idempotency_key
+            if let (Some(key), Some(fingerprint)) = (&envelope.idempotency_key, &fingerprint)
                 && let Some(claim) = hub.messages.get_claim(&principal.account, agent_id, key, now).await?
             {
-                return Box::pin(replay(hub, &claim, fingerprint.as_deref().unwrap_or_default())).await;
+                return Box::pin(replay(hub, &claim, fingerprint)).await;
             }
             return Err(HubError::RateLimited {
                 message: format!("inbox depth limit reached: {open} open asks/tasks for this agent"),
@@ -161,10 +161,11 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             Ok(out)
         }
         // The key is claimed: an earlier submit (or a concurrent one that won the race).
-        // (only a keyed submit, whose claim holds its fingerprint, can meet an existing claim)
-        Inserted::Existing(existing) => {
-            Box::pin(replay(hub, &existing, claim.as_ref().map_or("", |c| c.fingerprint.as_str()))).await
-        }
+        Inserted::Existing(existing) => match &claim {
+            Some(ours) => Box::pin(replay(hub, &existing, &ours.fingerprint)).await,
+            // a store reports an existing claim only for a submit that made one
+            None => Err(HubError::Internal(format!("store reported claim {} for an unkeyed submit", existing.key))),
+        },
         // §8.6: the addressee's mailbox is full of other agents' mail (its directives unaffected).
         Inserted::MailboxFull => Err(HubError::RateLimited {
             message: "the destination's mailbox is full: it holds its limit of undelivered agent messages".into(),
