@@ -34,9 +34,9 @@ pub const ANSWER_BUCKETS: [f64; 10] =
     [10.0, 60.0, 300.0, 900.0, 3600.0, 4.0 * 3600.0, 12.0 * 3600.0, 86400.0, 3.0 * 86400.0, 7.0 * 86400.0];
 
 /// Every metric with its help text, for exporters that describe them. Called once the
-/// process's recorder is installed: from then on [`http`] keeps its handles (see there).
+/// process's recorder is installed: from then on [`http`] and [`submitted`] keep their handles.
 pub fn describe() {
-    HTTP_CACHE_ON.store(true, std::sync::atomic::Ordering::Release);
+    HANDLES_ON.store(true, std::sync::atomic::Ordering::Release);
     use metrics::{describe_counter, describe_gauge, describe_histogram};
     describe_counter!(HTTP_REQUESTS, "HTTP requests by route template, method and status");
     describe_histogram!(HTTP_DURATION, metrics::Unit::Seconds, "HTTP request latency by route template");
@@ -59,7 +59,7 @@ pub fn http(route: &str, method: &str, status: u16, seconds: f64) {
 
 /// Whether a recorder is installed ([`describe`] ran), so handles taken now are its own: one
 /// taken before would stay a no-op for good.
-static HTTP_CACHE_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static HANDLES_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The most (route, method, status) handles kept: routes are the Router's templates, but the
 /// method is the client's word.
 const HTTP_CACHE_MAX: usize = 512;
@@ -77,7 +77,7 @@ fn http_handles(route: &str, method: &str, status: u16) -> (metrics::Counter, me
         let labels = [("route", route.to_owned()), ("method", method.to_owned()), ("status", status.to_string())];
         (metrics::counter!(HTTP_REQUESTS, &labels), metrics::histogram!(HTTP_DURATION, "route" => route.to_owned()))
     };
-    if !HTTP_CACHE_ON.load(std::sync::atomic::Ordering::Acquire) {
+    if !HANDLES_ON.load(std::sync::atomic::Ordering::Acquire) {
         return register();
     }
     let hit = |cache: &std::collections::HashMap<String, Vec<_>>| {
@@ -104,7 +104,7 @@ fn http_handles(route: &str, method: &str, status: u16) -> (metrics::Counter, me
 pub fn submitted(kind: &'static str) {
     static CACHE: std::sync::RwLock<Vec<(&'static str, metrics::Counter)>> = std::sync::RwLock::new(Vec::new());
     let register = || metrics::counter!(SUBMITTED, "type" => kind);
-    if !HTTP_CACHE_ON.load(std::sync::atomic::Ordering::Acquire) {
+    if !HANDLES_ON.load(std::sync::atomic::Ordering::Acquire) {
         return register().increment(1);
     }
     let cached = CACHE
