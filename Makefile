@@ -38,6 +38,7 @@ test:
 	bash scripts/first-hour-test.sh
 	bash scripts/mcp-test.sh
 	bash scripts/channels-test.sh
+	python3 scripts/bench_compare.py --self-test
 	bash scripts/conformance.sh
 	MA2H_CONFORMANCE_STACK=aws-local bash scripts/conformance.sh
 	$(MAKE) lint-infra
@@ -89,6 +90,11 @@ bench:
 .PHONY: bench-reference
 bench-reference:
 	CARGO=$(CARGO) bash scripts/bench-reference.sh
+
+## bench-compare: both, in interleaved rounds (BENCH_ROUNDS=10) — each round's ratio, then the median with a 95 % interval (scripts/bench-compare.sh)
+.PHONY: bench-compare
+bench-compare:
+	CARGO=$(CARGO) bash scripts/bench-compare.sh
 
 ## lint: clippy on every target, warnings as errors
 lint:
