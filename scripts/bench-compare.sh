@@ -39,8 +39,26 @@ fi
 export REFERENCE_DIR
 export BENCH_CONCURRENCY=$CONCURRENCY BENCH_ONLY=submit
 
-hub() { BENCH_OUT="$OUT/round-$1/hub" bash scripts/bench.sh >"$OUT/round-$1/hub.log" 2>&1; }
-ref() { BENCH_OUT="$OUT/round-$1/ref" bash scripts/bench-reference.sh >"$OUT/round-$1/ref.log" 2>&1; }
+# Before each run, wait (up to a minute) until the machine is idle: a run that shares the cores
+# with another process measures that process (bench_compare.py also leaves such rounds out).
+quiet() {
+    local busy
+    for _ in $(seq 1 30); do
+        busy=$(python3 -c '
+import time
+def idle_total():
+    v = list(map(int, open("/proc/stat").readline().split()[1:]))
+    return v[3] + v[4], sum(v)
+i0, t0 = idle_total(); time.sleep(1); i1, t1 = idle_total()
+print(round(100 * (1 - (i1 - i0) / max(1, t1 - t0))))')
+        [ "$busy" -le 10 ] && return 0
+        sleep 1
+    done
+    echo "   (machine still ${busy}% busy; measuring anyway)" >&2
+}
+
+hub() { quiet; BENCH_OUT="$OUT/round-$1/hub" bash scripts/bench.sh >"$OUT/round-$1/hub.log" 2>&1; }
+ref() { quiet; BENCH_OUT="$OUT/round-$1/ref" bash scripts/bench-reference.sh >"$OUT/round-$1/ref.log" 2>&1; }
 
 echo "== $ROUNDS interleaved rounds, $CONCURRENCY concurrent, hub $HUB_BIN, load generator $BENCH_BIN, results in $OUT"
 echo "| round | this Hub (durable) | reference (in memory) | ratio |"
