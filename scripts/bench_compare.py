@@ -12,7 +12,7 @@ A round in which some other process took more than `--max-other` per cent of a c
 either server was measured (the machine's busy time less the server's and the load
 generator's, as `ma2h-bench` reports it) measured that process, not the servers: it is listed
 but left out of the statistics. On an otherwise idle machine the Hub's runs show ~5-6 % there
-(kernel writeback of its data directory), the reference's 0-4 %.
+(kernel threads, most likely the disk's writeback and I/O completions), the reference's 0-4 %.
 
     python3 scripts/bench_compare.py summarize OUT_DIR [--goal 1.5] [--max-other 15] [--round N]
     python3 scripts/bench_compare.py --self-test
