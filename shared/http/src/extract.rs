@@ -1,5 +1,5 @@
-//! Extractors: the authenticated caller, and request bodies/queries whose rejections become
-//! §8.5 envelopes instead of axum's plain-text defaults.
+//! Extractors: the authenticated caller, and request bodies, paths and queries whose rejections
+//! become §8.5 envelopes instead of axum's plain-text defaults.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
@@ -48,7 +48,7 @@ impl FromRequest<Hub> for Body {
         let body = req.into_body();
         let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
             let cause = e.into_inner();
-            body_error(&*cause, hub, limit)
+            body_error(&*cause, hub)
         })?;
         Ok(Self(bytes))
     }
@@ -60,17 +60,44 @@ impl FromRequest<Hub> for Body {
 #[error("request body deadline elapsed")]
 pub struct BodyTimeout;
 
-/// Why reading a body failed: its deadline passed (408), or — for every other cause, the cap
-/// first among them — a 422 (§8.6: over-size is never a bare 413).
-fn body_error(e: &(dyn std::error::Error + 'static), hub: &Hub, limit: usize) -> HubError {
+/// Why reading a body failed: its deadline passed (408), it ran past the cap (422, §8.6:
+/// over-size is never a bare 413), or it could not be read at all — malformed chunked framing,
+/// say (400).
+fn body_error(e: &(dyn std::error::Error + 'static), hub: &Hub) -> HubError {
     let mut cause = Some(e);
     while let Some(c) = cause {
         if c.is::<BodyTimeout>() {
             return HubError::RequestTimeout { seconds: hub.settings.server.body_timeout.as_secs() };
         }
+        if c.is::<http_body_util::LengthLimitError>() {
+            // The read stops one byte past the largest envelope (`max_request_bytes`), so that an
+            // envelope of exactly the maximum is still read and judged by the use case.
+            let max = hub.settings.limits.max_envelope_bytes;
+            return HubError::invalid_field(format!("request body exceeds max_envelope_bytes ({max})"));
+        }
         cause = c.source();
     }
-    HubError::invalid_field(format!("request body exceeds {limit} bytes"))
+    HubError::validation(format!("the request body could not be read: {e}"))
+}
+
+/// A path parameter; a segment that does not decode (invalid UTF-8 after percent-decoding) is a
+/// 400 envelope, not axum's plain-text rejection.
+#[derive(Debug)]
+pub struct Path<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for Path<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(value) = axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| HubError::validation(format!("bad path: {}", e.body_text())))?;
+        Ok(Self(value))
+    }
 }
 
 /// The client's address if the transport supplied one (never a rejection).

@@ -3,35 +3,28 @@
 //! credential), answered 200 at once as Slack expects; the pressing user learns the outcome from
 //! an ephemeral reply. Locally the press is applied before the answer (milliseconds); on AWS the
 //! verified press is queued and the `deliver` function applies it, so Slack's 3 seconds never
-//! depend on the store. Locally the press is applied before the answer (milliseconds); on AWS the
-//! verified press is queued and the `deliver` function applies it, so Slack's 3 seconds never
 //! depend on the store.
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::Hub;
 use ma2h_core::slack;
 use ma2h_protocol::ids::AccountId;
-use serde::Deserialize;
 
 use crate::error::ApiError;
-
-#[derive(Deserialize)]
-pub struct Target {
-    /// The account whose Slack app this is (set in the app's Request URL; default `default`).
-    account: Option<String>,
-}
+use crate::extract::Params;
 
 pub async fn slack_interactions(
     State(hub): State<Hub>,
-    Query(target): Query<Target>,
+    params: Params,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    // `?account=`: the account whose Slack app this is (set in the app's Request URL).
     let account =
-        AccountId::parse(target.account.as_deref().unwrap_or("default")).ok_or(ma2h_core::HubError::Unauthenticated)?;
+        AccountId::parse(params.get("account").unwrap_or("default")).ok_or(ma2h_core::HubError::Unauthenticated)?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let applied =
         slack::interaction(&hub, &account, header("x-slack-request-timestamp"), header("x-slack-signature"), &body)

@@ -42,9 +42,11 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/operator/messages", get(operator::list))
         .route("/v1/operator/directives", post(mailbox::send))
         .route("/v1/operator/directives/{id}", get(mailbox::track))
-        .route("/v1/inbox", get(mailbox::drain))
+        // A drain consumes (§8.7): a HEAD, which axum would answer with the GET handler and no
+        // body, would consume entries nobody reads.
+        .route("/v1/inbox", get(mailbox::drain).head(method_not_allowed))
         .route("/v1/inbox/ack", post(mailbox::ack))
-        .route("/v1/inbox/stream", get(stream::open))
+        .route("/v1/inbox/stream", get(stream::open).head(method_not_allowed))
         .route("/v1/operator/inter-agent", get(inter_agent::read).patch(inter_agent::update))
         .route("/v1/agents/{*rest}", get(sessions::agent_get).post(sessions::agent_post).delete(sessions::agent_delete))
         .route("/v1/sessions", post(sessions::register).get(sessions::list))

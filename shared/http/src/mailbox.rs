@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::mailbox::{MailboxEntry, Track};
@@ -15,7 +15,7 @@ use ma2h_protocol::time;
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
-use crate::extract::{Body, Caller, Params};
+use crate::extract::{Body, Caller, Params, Path};
 
 /// Longest entry id an ack may name (ours are 30 bytes).
 const MAX_ACK_ID_BYTES: usize = 128;

@@ -2,15 +2,15 @@
 //! use-case calls; every rule lives in `ma2h-core`.
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::State;
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::usecases_prelude::*;
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::time;
 
 use crate::error::ApiError;
-use crate::extract::{Body, Caller, Params};
+use crate::extract::{Body, Caller, Params, Path};
 
 pub async fn submit(State(hub): State<Hub>, Caller(who): Caller, Body(body): Body) -> Result<Response, ApiError> {
     // Boxed: the use case's future is ~9 KB, and every layer that moved it copied it all (4 % of
@@ -25,6 +25,7 @@ pub async fn submit(State(hub): State<Hub>, Caller(who): Caller, Body(body): Bod
 
 pub async fn read(
     State(hub): State<Hub>,
+    method: Method,
     Caller(who): Caller,
     Path(id): Path<String>,
     params: Params,
@@ -33,7 +34,8 @@ pub async fn read(
         .get("since")
         .map(|s| time::parse(s).ok_or_else(|| HubError::validation("query `since` must be an RFC 3339 date-time")))
         .transpose()?;
-    let opts = get::ReadOptions { wait_seconds: params.u32("wait")?, since };
+    // axum answers HEAD with the GET handler (the body dropped).
+    let opts = get::ReadOptions { wait_seconds: params.u32("wait")?, since, head: method == Method::HEAD };
     Ok(match get::get(&hub, &who, &id, opts).await? {
         get::Read::Body(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         get::Read::NotModified => StatusCode::NOT_MODIFIED.into_response(),

@@ -2,7 +2,7 @@
 //! the rules live in `ma2h-core`.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::session::StopRecord;
@@ -10,7 +10,7 @@ use ma2h_core::{Hub, HubError, sessions};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::extract::{Body, Caller};
+use crate::extract::{Body, Caller, Path};
 
 /// `POST /v1/sessions` (agent credential) → 201 `{session}` with `Location`.
 pub async fn register(State(hub): State<Hub>, Caller(who): Caller, Body(body): Body) -> Result<Response, ApiError> {

@@ -482,3 +482,12 @@ async fn webhook_urls_are_shown_without_their_path_or_query() {
     assert_eq!(shown["channels"]["hook2"]["url"], "https://hooks.example.com/…");
     assert!(!shown.to_string().contains("s3cr3tpath") && !shown.to_string().contains("token=q"));
 }
+
+#[tokio::test]
+async fn a_repeated_account_parameter_on_slack_interactions_is_judged_like_any_unsigned_press() {
+    use axum::http::{Method, StatusCode};
+    let t = hub().await;
+    let uri = "/v1/integrations/slack/interactions?account=acme&account=globex";
+    let r = t.call_raw(Method::POST, uri, None, Some(b"payload=%7B%7D".to_vec())).await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNAUTHORIZED, "unauthenticated"), "{}", r.body);
+}

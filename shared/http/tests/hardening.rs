@@ -251,3 +251,43 @@ async fn every_answer_carries_a_request_id_and_a_sane_caller_id_is_kept() {
         assert_eq!(answered == given, kept, "{given:?} → {answered:?}");
     }
 }
+
+/// Found by a black-box pass (session 18): axum's own rejections answered in plain text.
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_gets_the_error_envelope() {
+    let t = hub().await;
+    for (method, uri, key) in [
+        (Method::GET, "/v1/messages/%FF", &t.agent),
+        (Method::POST, "/v1/messages/%FF/cancel", &t.agent),
+        (Method::POST, "/v1/messages/%FF/resolve", &t.operator),
+        (Method::GET, "/v1/sessions/%FF", &t.agent),
+        (Method::GET, "/v1/agents/%FF/presence", &t.operator),
+        (Method::GET, "/v1/operator/directives/%FF", &t.operator),
+    ] {
+        let r = t.call(method.clone(), uri, Some(key), Some(json!({}))).await;
+        assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "validation_error"), "{method} {uri}: {}", r.body);
+        assert!(r.message().contains("UTF-8"), "{uri}: {}", r.message());
+    }
+}
+
+#[tokio::test]
+async fn a_body_that_cannot_be_read_is_a_400_not_an_over_size_422() {
+    use axum::body::{Body, Bytes};
+    use http_body_util::BodyExt as _;
+    use tower::ServiceExt as _;
+    let t = hub().await;
+    // What hyper hands on for malformed chunked framing: a body stream that fails part-way.
+    let chunks = vec![Ok(Bytes::from_static(b"{")), Err(std::io::Error::other("invalid chunk size line"))];
+    let req = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri("/v1/messages")
+        .header("authorization", format!("Bearer {}", t.agent))
+        .body(Body::from_stream(futures_util::stream::iter(chunks)))
+        .unwrap();
+    let resp = t.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    let body: serde_json::Value =
+        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(body["error"]["code"], "validation_error", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("could not be read"), "{body}");
+}

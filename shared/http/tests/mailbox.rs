@@ -376,3 +376,30 @@ async fn a_read_response_is_delivered_to_the_agent_and_its_ack_is_first_wins() {
     let r = h.call(Method::POST, &format!("/v1/messages/{note}/ack"), Some(&h.agent), None).await;
     assert_eq!(r.code(), "not_acknowledgeable", "a notify has no Response");
 }
+
+/// A HEAD is answered by the GET handler without a body: it must neither count as the agent's
+/// read of the Response (§14.2) nor consume mailbox entries (§8.7).
+#[tokio::test]
+async fn a_head_request_is_no_delivery_evidence_and_never_drains() {
+    let h = hub().await;
+    let id = h.submit_ok(common::ask("k-head")).await;
+    let resolved = h.resolve(&h.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    assert_eq!(resolved.status, StatusCode::OK);
+    let head = h.call(Method::HEAD, &format!("/v1/messages/{id}"), Some(&h.agent), None).await;
+    assert_eq!(head.status, StatusCode::OK);
+    let ack = h.call(Method::POST, &format!("/v1/messages/{id}/ack"), Some(&h.agent), Some(json!({}))).await;
+    assert_eq!(ack.code(), "not_acknowledgeable", "a HEAD delivered nothing: {}", ack.body);
+    assert_eq!(h.get(&h.agent, &id).await.body["delivery"]["state"], "delivered-to-agent", "a GET does");
+
+    let directive = h.send_ok("Freeze").await;
+    for uri in ["/v1/inbox", "/v1/inbox/stream"] {
+        let r = h.call(Method::HEAD, uri, Some(&h.agent), None).await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "HEAD {uri}");
+    }
+    let drained = h.drain(&h.agent, "").await;
+    assert_eq!(drained.status, StatusCode::OK);
+    let titles: Vec<&str> =
+        drained.body["messages"].as_array().unwrap().iter().filter_map(|e| e["directive"]["title"].as_str()).collect();
+    assert_eq!(titles, ["Freeze"], "the directive is still there for the GET: {}", drained.body);
+    assert_eq!(h.track(&directive).await.body["delivery"]["deliveries"], 1, "delivered once, by the GET");
+}

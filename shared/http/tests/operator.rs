@@ -170,3 +170,14 @@ async fn listing_queries_are_checked_at_the_edge() {
     assert_eq!(r.body["count"], 1, "the cursor continues the listing");
     assert!(r.body.get("counts").is_none(), "counts only when asked");
 }
+
+#[tokio::test]
+async fn a_page_of_zero_is_refused_and_a_page_over_the_maximum_is_the_maximum() {
+    let t = hub().await;
+    t.submit_ok(ask("z1")).await;
+    let zero = t.call(Method::GET, "/v1/operator/messages?limit=0", Some(&t.operator), None).await;
+    assert_eq!((zero.status, zero.code()), (StatusCode::BAD_REQUEST, "validation_error"), "{}", zero.body);
+    let big = t.call(Method::GET, "/v1/operator/messages?limit=100000", Some(&t.operator), None).await;
+    assert_eq!(big.status, StatusCode::OK);
+    assert_eq!(big.body["count"], 1);
+}

@@ -360,3 +360,19 @@ async fn the_admin_console_stops_and_lifts_an_agent_like_an_operator() {
     assert_eq!(h.register(&h.agent, json!({})).await.status, StatusCode::CREATED);
     assert!(ma2h_core::admin::stop_agent(&h.hub, "acme", "bot#sess_x").await.is_err(), "not an agent id");
 }
+
+#[tokio::test]
+async fn an_unknown_or_foreign_session_is_a_404_that_says_session() {
+    let h = hub().await;
+    let mine = h.session().await;
+    for (key, id) in [(&h.agent, "sess_nope"), (&h.agent, "garbage"), (&h.other_agent, mine.as_str())] {
+        let r = h.call(Method::GET, &format!("/v1/sessions/{id}"), Some(key), None).await;
+        assert_eq!(
+            (r.status, r.code(), r.message()),
+            (StatusCode::NOT_FOUND, "not_found", "unknown session id"),
+            "{id}"
+        );
+    }
+    let r = h.call(Method::GET, "/v1/inbox?session=sess_nope", Some(&h.agent), None).await;
+    assert_eq!((r.status, r.message()), (StatusCode::NOT_FOUND, "unknown session id"), "{}", r.body);
+}

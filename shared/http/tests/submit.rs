@@ -334,6 +334,12 @@ async fn size_caps_are_422() {
     let huge = vec![b' '; t.hub.settings.max_request_bytes() + 1];
     let r = t.call_raw(Method::POST, "/v1/messages", Some(&t.agent), Some(huge)).await;
     assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"));
+    let max = t.hub.settings.limits.max_envelope_bytes;
+    assert_eq!(
+        r.message(),
+        format!("request body exceeds max_envelope_bytes ({max})"),
+        "the configured limit, not the read's"
+    );
 }
 
 #[tokio::test]

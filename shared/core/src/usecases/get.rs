@@ -27,6 +27,9 @@ pub struct ReadOptions {
     pub wait_seconds: Option<u32>,
     /// Only report a change after this instant (§8.2 cursor).
     pub since: Option<Timestamp>,
+    /// A `HEAD` request: the same status and headers, but no body reaches the agent, so the read
+    /// is no §14.2 delivery evidence.
+    pub head: bool,
 }
 
 pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) -> Result<Read, HubError> {
@@ -62,8 +65,9 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
             }
             _ if !changed => return Ok(Read::NotModified),
             _ => {
-                // §14.2: the submitter's read of a terminal Response is delivery evidence.
-                let record = super::receipt::stamp_read(hub, record).await?;
+                // §14.2: the submitter's read of a terminal Response is delivery evidence — when
+                // the Response is actually sent (a HEAD answers headers only).
+                let record = if opts.head { record } else { super::receipt::stamp_read(hub, record).await? };
                 let outbound = super::addressed::outbound(hub, &record).await?;
                 let text = record.state_text.as_deref();
                 let body = body(&record, outbound.as_ref(), hub.clock.now());

@@ -49,6 +49,11 @@ fn query(params: &ListParams) -> Result<ListQuery, HubError> {
                 .ok_or_else(|| HubError::validation("query `cursor` is not a cursor this listing returned"))
         })
         .transpose()?;
+    // A page of nothing is no page: `limit=0` is refused, not read as 1; above the maximum the
+    // page is the maximum (documented).
+    if params.limit == Some(0) {
+        return Err(HubError::validation(format!("query `limit` must be 1 to {MAX_LIST}")));
+    }
     Ok(ListQuery {
         open: !params.resolved,
         filter: params.filter.clone(),

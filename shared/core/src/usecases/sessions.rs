@@ -89,10 +89,10 @@ pub async fn of_agent(hub: &Hub, principal: &Principal, agent: &AgentId) -> Resu
 
 /// `GET /v1/sessions/{id}`: the owner's or the account human's; anything else is 404.
 pub async fn read(hub: &Hub, principal: &Principal, id: &str) -> Result<SessionRecord, HubError> {
-    let id = SessionId::parse(id).ok_or(HubError::NotFound)?;
+    let id = SessionId::parse(id).ok_or(HubError::UnknownSession)?;
     match hub.sessions.get_session(&principal.account, &id).await? {
         Some(s) if visible(&s, principal) => Ok(s),
-        _ => Err(HubError::NotFound),
+        _ => Err(HubError::UnknownSession),
     }
 }
 
@@ -125,7 +125,7 @@ pub async fn close(hub: &Hub, principal: &Principal, id: &str) -> Result<Session
     }
     match ended {
         Ended::Applied(s) | Ended::AlreadyTerminal(s) => Ok(s),
-        Ended::Missing => Err(HubError::NotFound),
+        Ended::Missing => Err(HubError::UnknownSession),
     }
 }
 
@@ -211,10 +211,10 @@ pub async fn stop_status(hub: &Hub, principal: &Principal, agent: &str) -> Resul
 /// returned if it is the caller's own and live; otherwise 404 (foreign or unknown) or 410
 /// (`gone`, or `session_closed_by_operator`).
 pub async fn present(hub: &Hub, principal: &Principal, raw: &str) -> Result<SessionRecord, HubError> {
-    let mailbox = agent_mailbox(principal).map_err(|_| HubError::NotFound)?;
+    let mailbox = agent_mailbox(principal).map_err(|_| HubError::UnknownSession)?;
     match touch(hub, &mailbox, raw).await? {
         Touch::Live(s) => Ok(*s),
-        Touch::Unknown => Err(HubError::NotFound),
+        Touch::Unknown => Err(HubError::UnknownSession),
         Touch::Ended(kind) => Err(HubError::SessionEnded { by_operator: kind == EndKind::ClosedByOperator }),
     }
 }

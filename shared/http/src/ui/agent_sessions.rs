@@ -8,7 +8,7 @@
 //! | `POST /inbox/sessions/{id}/close` | close a session as the operator (also stops the agent) |
 //! | `POST /inbox/agent-stop` | `action=stop` (close every live session) or `action=lift` |
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use ma2h_core::session::{EndKind, SessionRecord, SessionState, StopRecord};
@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::agents::ago;
 use super::session::Session;
 use super::{csrf_refused, form_get, form_pairs, notice, went_wrong};
-use crate::extract::Body;
+use crate::extract::{Body, Path};
 
 /// The sessions section of the agent page.
 pub fn section(
@@ -134,7 +134,7 @@ fn back_to(agent: &str, done: &str) -> Response {
 
 fn failed(session: &Session, e: HubError) -> Response {
     match e {
-        HubError::NotFound => notice(
+        HubError::NotFound | HubError::UnknownSession => notice(
             StatusCode::NOT_FOUND,
             Some(session),
             "Not found",

@@ -10,7 +10,7 @@
 //! | `POST /inbox/directives` | send (CSRF-checked), through the same use case as the API |
 //! | `GET /inbox/directives/{id}` | one directive and its track |
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use ma2h_core::list::{self, ListParams};
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use super::session::Session;
 use super::{csrf_refused, form_get, form_pairs, notice, page, render_markdown, respond, went_wrong};
-use crate::extract::{Body, Params};
+use crate::extract::{Body, Params, Path};
 
 /// Recent directives shown on an agent page.
 const RECENT: usize = 20;

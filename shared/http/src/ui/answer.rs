@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use ma2h_core::inbox::{self, Affordances, InboxMessage};
@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use super::message::{self, FormState, sensitive_fields};
 use super::session::Session;
 use super::{csrf_refused, form_get, form_pairs, notice};
-use crate::extract::Body;
+use crate::extract::{Body, Path};
 
 const FIELD_PREFIX: &str = "field.";
 

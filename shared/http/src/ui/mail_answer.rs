@@ -3,7 +3,7 @@
 //! answer); the POST applies it once, as the operator the mail was for (`ma2h_core::email`).
 //! No session cookie: the single-use, operator-bound, expiring token is the credential.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use ma2h_core::Hub;
@@ -11,6 +11,7 @@ use ma2h_core::email::{self, Applied, LinkError, LinkView};
 use maud::html;
 
 use super::{notice, page, respond};
+use crate::extract::Path;
 
 fn refused(e: &LinkError) -> Response {
     match e {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use ma2h_core::inbox::{self, Allowed, InboxMessage};
@@ -21,7 +21,7 @@ use super::list::delivery;
 use super::rows::{expiry, stamp};
 use super::session::Session;
 use super::{notice, render_markdown, respond, went_wrong};
-use crate::extract::Params;
+use crate::extract::{Params, Path};
 
 /// What the answer form shows besides the message: earlier input and validation messages.
 #[derive(Debug, Default)]
