@@ -22,6 +22,9 @@ pub enum HubError {
     /// 404 `not_found` — also what another principal sees for a message it does not own (§9.1).
     #[error("unknown message id")]
     NotFound,
+    /// 404 `not_found` for a path that names no endpoint (the Router's fallback says the same).
+    #[error("no such endpoint")]
+    NoSuchEndpoint,
     /// 404 `not_found` for a session: unknown, or another principal's (§16.1).
     #[error("unknown session id")]
     UnknownSession,

@@ -37,7 +37,9 @@ impl IntoResponse for ApiError {
             HubError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             HubError::AgentIdMismatch { .. } => (StatusCode::FORBIDDEN, "agent_id_mismatch"),
             HubError::NotAuthorized(_) => (StatusCode::FORBIDDEN, "not_authorized"),
-            HubError::NotFound | HubError::UnknownSession => (StatusCode::NOT_FOUND, "not_found"),
+            HubError::NotFound | HubError::UnknownSession | HubError::NoSuchEndpoint => {
+                (StatusCode::NOT_FOUND, "not_found")
+            }
             HubError::Gone | HubError::SessionEnded { by_operator: false } => (StatusCode::GONE, "gone"),
             HubError::SessionEnded { by_operator: true } => (StatusCode::GONE, "session_closed_by_operator"),
             HubError::DestinationGone(_) => (StatusCode::GONE, "destination_gone"),

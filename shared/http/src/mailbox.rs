@@ -193,7 +193,7 @@ pub async fn presence(
     Path(rest): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let Some(agent_id) = rest.strip_suffix("/presence").filter(|a| !a.is_empty()) else {
-        return Err(HubError::NotFound.into());
+        return Err(HubError::NoSuchEndpoint.into());
     };
     let p = presence::read(&hub, &who, agent_id).await?;
     let mut body = json!({

@@ -82,7 +82,7 @@ pub async fn agent_post(
     Caller(who): Caller,
     Path(rest): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let agent = split_agent(&rest, "stop").ok_or(HubError::NotFound)?;
+    let agent = split_agent(&rest, "stop").ok_or(HubError::NoSuchEndpoint)?;
     let stop = sessions::stop_agent(&hub, &who, &agent).await?;
     Ok(Json(stop_body(&agent, Some(&stop))))
 }
@@ -93,7 +93,7 @@ pub async fn agent_delete(
     Caller(who): Caller,
     Path(rest): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let agent = split_agent(&rest, "stop").ok_or(HubError::NotFound)?;
+    let agent = split_agent(&rest, "stop").ok_or(HubError::NoSuchEndpoint)?;
     sessions::lift_stop(&hub, &who, &agent).await?;
     Ok(Json(stop_body(&agent, None)))
 }

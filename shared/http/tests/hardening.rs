@@ -67,6 +67,12 @@ async fn a_binding_with_a_port_is_refused_not_silently_widened() {
     assert!(err.to_string().contains("port"), "{err}");
     assert_eq!(admin::bind_callback(&t.hub, "acme", "bot", "Hooks.Example").await.unwrap(), "hooks.example");
     assert_eq!(admin::list_bindings(&t.hub, "acme", "bot").await.unwrap(), vec!["hooks.example".to_owned()]);
+    for host in ["h".repeat(254), format!("{}.example", "l".repeat(64))] {
+        let err = admin::bind_callback(&t.hub, "acme", "bot", &host).await.unwrap_err();
+        assert!(err.to_string().contains("longer than a DNS name"), "{err}");
+    }
+    let longest = format!("{}.{}.{}.{}", "a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61));
+    assert_eq!(admin::bind_callback(&t.hub, "acme", "bot", &longest).await.unwrap(), longest, "253 characters fit");
 }
 
 #[tokio::test]
@@ -290,4 +296,23 @@ async fn a_body_that_cannot_be_read_is_a_400_not_an_over_size_422() {
         serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
     assert_eq!(body["error"]["code"], "validation_error", "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("could not be read"), "{body}");
+}
+
+#[tokio::test]
+async fn a_path_under_v1_agents_that_names_no_endpoint_says_so() {
+    let t = hub().await;
+    for (method, uri) in [
+        (Method::GET, "/v1/agents//presence"),
+        (Method::GET, "/v1/agents/bot/presence/"),
+        (Method::GET, "/v1/agents/bot/elsewhere"),
+        (Method::POST, "/v1/agents/bot/stop/x"),
+        (Method::DELETE, "/v1/agents/bot/nothing"),
+    ] {
+        let r = t.call(method.clone(), uri, Some(&t.operator), None).await;
+        assert_eq!(
+            (r.status, r.code(), r.message()),
+            (StatusCode::NOT_FOUND, "not_found", "no such endpoint"),
+            "{method} {uri}"
+        );
+    }
 }

@@ -466,6 +466,44 @@ async fn a_stream_stops_soon_after_its_session_ends_mid_hold() {
     assert!(r.body.as_str().unwrap().trim_end().ends_with("event: close\ndata: {\"reconnect\":true}"), "{}", r.body);
 }
 
+/// Found by a black-box pass (session 18): a held stream kept pushing signed entries after its
+/// key was revoked, while every request with that key already got 401.
+#[tokio::test]
+async fn a_stream_stops_soon_after_its_credential_is_revoked_mid_hold() {
+    let mut s = settings();
+    s.inter_agent.stream_served = true;
+    s.inter_agent.stream_max_hold = std::time::Duration::from_secs(20);
+    let h = opted_in(s).await;
+    let worker = h.session_of(&h.other_agent).await;
+    let credential = ma2h_core::admin::list(&h.hub)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.principal == "agent:other" && c.account == "acme")
+        .expect("the other agent's credential")
+        .credential_id;
+    let started = std::time::Instant::now();
+    let uri = format!("/v1/inbox/stream?session={worker}");
+    let (r, ()) = tokio::join!(h.call(Method::GET, &uri, Some(&h.other_agent), None), async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        ma2h_core::admin::revoke(&h.hub, &credential).await.unwrap();
+        let d = h
+            .call(
+                Method::POST,
+                "/v1/operator/directives",
+                Some(&h.operator),
+                Some(json!({"to": "agent:other", "title": "After revoke"})),
+            )
+            .await;
+        assert_eq!(d.status, StatusCode::CREATED, "{}", d.body);
+    });
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "held {:?} past the revoke", started.elapsed());
+    let body = r.body.as_str().unwrap();
+    assert!(!body.contains("After revoke"), "nothing is pushed to a revoked key: {body}");
+    assert!(body.trim_end().ends_with("event: close\ndata: {\"reconnect\":true}"), "{body}");
+}
+
 #[tokio::test]
 async fn a_replayed_ack_reads_the_senders_own_ended_session_as_offline() {
     let h = opted_in(settings()).await;

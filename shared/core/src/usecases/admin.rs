@@ -309,6 +309,10 @@ fn normalize_host(host: &str) -> Result<String, HubError> {
         _ if has_port => Err(HubError::validation(format!(
             "`{host}`: a binding approves a host on every port — give the host without `:port`"
         ))),
+        // A name no DNS can hold (253 characters, 63 per label) could never be pushed to.
+        Some(h) if h.len() > 253 || h.split('.').any(|label| label.len() > 63) => Err(HubError::validation(format!(
+            "`{host}` is longer than a DNS name can be (253 characters, 63 per label)"
+        ))),
         Some(h) if !host.contains(['/', '@', '?', '#']) && !host.is_empty() => Ok(h),
         _ => Err(HubError::validation(format!(
             "`{host}` is not a host name (give the host only, no scheme, port or path)"

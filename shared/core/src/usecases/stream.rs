@@ -8,6 +8,8 @@
 //!   lease lapses, so the client's reconnect (its renewal) always lands inside the lease.
 //! * A push is provisional: it starts the visibility window (no sibling gets the entry) but does
 //!   not stamp `delivered` — only a drain or the ack advances a track.
+//! * The credential is judged again at every check, like the session: a key revoked (or past its
+//!   rotation overlap) mid-hold ends the stream, so it gets nothing a request with it would not.
 
 use std::time::Duration;
 
@@ -25,6 +27,8 @@ pub struct Stream {
     hub: Hub,
     mailbox: Mailbox,
     session: SessionRecord,
+    /// The credential the stream was opened with.
+    credential_id: String,
     until: tokio::time::Instant,
     /// How long this hold lasts, for the client's information.
     pub hold: Duration,
@@ -39,7 +43,8 @@ pub async fn open(hub: &Hub, principal: &Principal, session: Option<&str>) -> Re
     let session = super::sessions::present(hub, principal, raw).await?;
     crate::presence::seen(hub, &mailbox).await;
     let hold = hold_for(hub, &session);
-    Ok(Stream { hub: hub.clone(), mailbox, session, until: tokio::time::Instant::now() + hold, hold })
+    let credential_id = principal.credential_id.clone();
+    Ok(Stream { hub: hub.clone(), mailbox, session, credential_id, until: tokio::time::Instant::now() + hold, hold })
 }
 
 /// §8.7.2: min(max hold, lease remaining − margin); the margin is a quarter of what remains,
@@ -51,11 +56,16 @@ fn hold_for(hub: &Hub, session: &SessionRecord) -> Duration {
 }
 
 impl Stream {
-    /// Has the session ended (closed, killed, lapsed) since the stream opened? Then the stream
-    /// stops claiming for it at once — a read, never a renewal.
+    /// Has the session ended (closed, killed, lapsed) or the credential been revoked since the
+    /// stream opened? Then the stream stops claiming at once — reads, never a renewal.
     async fn still_live(&self) -> Result<bool, HubError> {
+        let now = self.hub.clock.now();
+        let credential = self.hub.credentials.credential_by_id(&self.credential_id).await?;
+        if !credential.is_some_and(|c| c.is_active(now)) {
+            return Ok(false);
+        }
         let s = self.hub.sessions.get_session(&self.session.account, &self.session.id).await?;
-        Ok(s.is_some_and(|s| s.is_live(self.hub.clock.now())))
+        Ok(s.is_some_and(|s| s.is_live(now)))
     }
 
     /// The next batch of entries, waiting for one; `None` when the hold is over (the client
