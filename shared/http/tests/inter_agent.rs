@@ -448,33 +448,46 @@ async fn other_agents_mail_is_capped_per_audience_and_never_crowds_out_directive
     assert_eq!(d.status, StatusCode::CREATED, "the human's directives have their own room: {}", d.body);
 }
 
-#[tokio::test]
-async fn a_stream_stops_soon_after_its_session_ends_mid_hold() {
+/// A Hub serving the stream with a 20 s hold, and the other agent's live session.
+async fn streaming_hub() -> (TestHub, String) {
     let mut s = settings();
     s.inter_agent.stream_served = true;
     s.inter_agent.stream_max_hold = std::time::Duration::from_secs(20);
     let h = opted_in(s).await;
     let worker = h.session_of(&h.other_agent).await;
+    (h, worker)
+}
+
+/// Hold the other agent's stream on `session`, run `mid_hold` 200 ms in, and require the stream
+/// to end with its close frame well before the 20 s hold; its body.
+async fn stream_ended_by(h: &TestHub, session: &str, mid_hold: impl Future<Output = ()>) -> String {
     let started = std::time::Instant::now();
-    let uri = format!("/v1/inbox/stream?session={worker}");
+    let uri = format!("/v1/inbox/stream?session={session}");
     let (r, ()) = tokio::join!(h.call(Method::GET, &uri, Some(&h.other_agent), None), async {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        h.close(&h.other_agent, &worker).await;
+        mid_hold.await;
     });
     assert_eq!(r.status, StatusCode::OK);
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "held {:?} past its session", started.elapsed());
-    assert!(r.body.as_str().unwrap().trim_end().ends_with("event: close\ndata: {\"reconnect\":true}"), "{}", r.body);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "held {:?}", started.elapsed());
+    let body = r.body.as_str().unwrap().to_owned();
+    assert!(body.trim_end().ends_with("event: close\ndata: {\"reconnect\":true}"), "{body}");
+    body
+}
+
+#[tokio::test]
+async fn a_stream_stops_soon_after_its_session_ends_mid_hold() {
+    let (h, worker) = streaming_hub().await;
+    stream_ended_by(&h, &worker, async {
+        h.close(&h.other_agent, &worker).await;
+    })
+    .await;
 }
 
 /// Found by a black-box pass (session 18): a held stream kept pushing signed entries after its
 /// key was revoked, while every request with that key already got 401.
 #[tokio::test]
 async fn a_stream_stops_soon_after_its_credential_is_revoked_mid_hold() {
-    let mut s = settings();
-    s.inter_agent.stream_served = true;
-    s.inter_agent.stream_max_hold = std::time::Duration::from_secs(20);
-    let h = opted_in(s).await;
-    let worker = h.session_of(&h.other_agent).await;
+    let (h, worker) = streaming_hub().await;
     let credential = ma2h_core::admin::list(&h.hub)
         .await
         .unwrap()
@@ -482,26 +495,14 @@ async fn a_stream_stops_soon_after_its_credential_is_revoked_mid_hold() {
         .find(|c| c.principal == "agent:other" && c.account == "acme")
         .expect("the other agent's credential")
         .credential_id;
-    let started = std::time::Instant::now();
-    let uri = format!("/v1/inbox/stream?session={worker}");
-    let (r, ()) = tokio::join!(h.call(Method::GET, &uri, Some(&h.other_agent), None), async {
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let body = stream_ended_by(&h, &worker, async {
         ma2h_core::admin::revoke(&h.hub, &credential).await.unwrap();
-        let d = h
-            .call(
-                Method::POST,
-                "/v1/operator/directives",
-                Some(&h.operator),
-                Some(json!({"to": "agent:other", "title": "After revoke"})),
-            )
-            .await;
+        let to_other = json!({"to": "agent:other", "title": "After revoke"});
+        let d = h.call(Method::POST, "/v1/operator/directives", Some(&h.operator), Some(to_other)).await;
         assert_eq!(d.status, StatusCode::CREATED, "{}", d.body);
-    });
-    assert_eq!(r.status, StatusCode::OK);
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "held {:?} past the revoke", started.elapsed());
-    let body = r.body.as_str().unwrap();
+    })
+    .await;
     assert!(!body.contains("After revoke"), "nothing is pushed to a revoked key: {body}");
-    assert!(body.trim_end().ends_with("event: close\ndata: {\"reconnect\":true}"), "{body}");
 }
 
 #[tokio::test]
