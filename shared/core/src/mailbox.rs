@@ -254,8 +254,29 @@ impl MailboxEntry {
         self.closed.is_none() && now <= self.deadline
     }
 
-    /// The track at `now`. A delivered entry whose deadline passes un-acked stays `delivered`:
-    /// it was seen, and `expired` must mean "never seen" (§14.2).
+    /// Whether the deadline is the entry's own `expires_at` rather than the inbound retention
+    /// (`deadline = min(expires_at, enqueued_at + retention)`). A millisecond of slack: the
+    /// stores keep milliseconds, a payload may carry finer fractions.
+    pub fn ends_at_own_expiry(&self) -> bool {
+        self.payload
+            .get("expires_at")
+            .and_then(Value::as_str)
+            .and_then(ma2h_protocol::time::parse)
+            .is_some_and(|expires| expires <= self.deadline + chrono::Duration::milliseconds(1))
+    }
+
+    /// §14.2: a command entry (a directive or a `message`) still delivered-but-unacked when its
+    /// *retention* lapses was drained, its claimant gone, never rescued — an orphan, closed as
+    /// `bounced` with `prior: "delivered"`. One that reaches its own `expires_at` after a
+    /// delivery stays `delivered` (seen, unanswered), and `response`/`receipt` entries never
+    /// bounce. The stores persist this at enqueue and apply it when they close due entries.
+    pub fn orphaned_if_unacked_at_deadline(&self) -> bool {
+        matches!(self.kind, EntryKind::Directive | EntryKind::Message) && !self.ends_at_own_expiry()
+    }
+
+    /// The track at `now`. A delivered entry whose deadline passes un-acked stays `delivered`
+    /// until the sweep closes it (as an orphan, `bounced`, when its retention lapsed): it was
+    /// seen, and `expired` must mean "never seen" (§14.2).
     pub fn track(&self, now: Timestamp) -> Track {
         match &self.closed {
             Some(Closed { reason: CloseReason::Acked(ack), .. }) => {
@@ -361,6 +382,24 @@ mod tests {
         assert_eq!(Audience::parse("any"), Some(Audience::Any));
         assert_eq!(Audience::parse("sessions"), Some(Audience::Sessions));
         assert_eq!(Audience::parse("sess_nope"), None);
+    }
+
+    #[test]
+    fn only_command_entries_whose_retention_ends_them_are_orphaned_when_unacked() {
+        let mut e = entry(); // deadline 5 s after the epoch, no `expires_at`: the retention's
+        assert!(e.orphaned_if_unacked_at_deadline(), "a directive at its retention");
+        e.kind = EntryKind::Message;
+        assert!(e.orphaned_if_unacked_at_deadline(), "a message at its retention");
+        e.payload = serde_json::json!({ "expires_at": "1970-01-01T00:00:05.0004Z" });
+        assert!(e.ends_at_own_expiry(), "sub-millisecond fractions still name the deadline");
+        assert!(!e.orphaned_if_unacked_at_deadline(), "its own expiry: seen, unanswered");
+        e.payload = serde_json::json!({ "expires_at": "1970-01-01T00:00:09Z" });
+        assert!(!e.ends_at_own_expiry(), "an expiry beyond the retention: the retention ends it");
+        assert!(e.orphaned_if_unacked_at_deadline());
+        for kind in [EntryKind::Response, EntryKind::Receipt] {
+            e.kind = kind;
+            assert!(!e.orphaned_if_unacked_at_deadline(), "{kind:?} never bounces");
+        }
     }
 
     #[test]

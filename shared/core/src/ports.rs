@@ -287,10 +287,11 @@ pub trait MailboxStore: Send + Sync + 'static {
 
     /// Close up to `limit` live entries whose deadline is before `now` (oldest deadline first, from
     /// an index — never a scan), keeping them readable until `retain_until`. The reason is
-    /// `Deadline`, except a principal-addressed (`Sessions`) `message` entry already delivered
-    /// whose deadline is the inbound retention (its payload has no `expires_at`): drained, never
-    /// acked, never rescued — `Bounced` (§14.2). A message that reached its own `expires_at`
-    /// after delivery stays `delivered` (seen but unanswered). Returns them as written.
+    /// `Deadline`, except a delivered entry for which
+    /// [`MailboxEntry::orphaned_if_unacked_at_deadline`] held at enqueue (a directive or `message`
+    /// whose deadline is the inbound retention): drained, never acked, never rescued — `Bounced`
+    /// (§14.2). One that reached its own `expires_at` after delivery stays `delivered` (seen but
+    /// unanswered). Returns them as written.
     async fn close_due_entries(
         &self,
         now: Timestamp,

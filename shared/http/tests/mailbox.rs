@@ -311,6 +311,31 @@ async fn an_undelivered_directive_expires_lazily_and_the_sweeper_closes_it() {
 }
 
 #[tokio::test]
+async fn a_drained_directive_never_acked_bounces_when_its_retention_passes_not_at_its_own_expiry() {
+    let h = hub().await;
+    let orphan = h.send_ok("Drained, then forgotten").await;
+    let expires = ts(h.clock_now() + Duration::days(2));
+    let r = h.send(json!({"to": "agent:bot", "title": "Read, not answered", "expires_at": expires})).await;
+    let timed = r.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(h.drain(&h.agent, "").await.body["messages"].as_array().unwrap().len(), 2);
+
+    // Its own expiry passes: seen, never acked — stays `delivered` (§14.2), swept or not.
+    h.advance(Duration::days(3));
+    sweep::sweep_once(&h.hub).await.unwrap();
+    assert_eq!(h.track(&timed).await.body["delivery"]["state"], "delivered");
+    assert_eq!(h.track(&orphan).await.body["delivery"]["state"], "delivered", "its retention has not passed");
+
+    // The inbound retention (30 days) passes: drained, its claimant gone, never rescued — an orphan.
+    h.advance(Duration::days(28));
+    let report = sweep::sweep_once(&h.hub).await.unwrap();
+    assert_eq!(report.entries_closed, 1, "only the orphan was still open");
+    let delivery = h.track(&orphan).await.body["delivery"].clone();
+    assert_eq!((delivery["state"].as_str(), delivery["prior"].as_str()), (Some("bounced"), Some("delivered")));
+    assert!(delivery["delivered_at"].is_string() && delivery["bounced_at"].is_string(), "{delivery}");
+    assert_eq!(h.track(&timed).await.body["delivery"]["state"], "delivered", "never rewritten");
+}
+
+#[tokio::test]
 async fn the_capability_document_advertises_the_mailbox_and_presence() {
     let h = hub().await;
     let doc = h.call(Method::GET, "/.well-known/ma2h", None, None).await.body;

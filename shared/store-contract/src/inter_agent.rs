@@ -149,27 +149,37 @@ pub async fn a_session_bounce_spares_response_and_receipt_entries_and_returns_wh
     assert!(store.get_entry(&mb.account, "res_1").await.unwrap().unwrap().closed.is_none());
 }
 
-pub async fn a_drained_principal_addressed_message_is_an_orphan_at_its_deadline<S: Store>(store: S) {
+pub async fn a_drained_command_entry_is_an_orphan_when_its_retention_lapses<S: Store>(store: S) {
     let mb = mailbox("acct-a", "worker");
     let s = sess(3);
     let mut seen = as_message(directive(&mb, at(0)), "msg_seen", Audience::Sessions);
     seen.deadline = at(10);
     let mut unseen = as_message(directive(&mb, at(0)), "msg_unseen", Audience::Sessions);
     unseen.deadline = at(10);
+    // A directive at its retention is an orphan too; one at its own expiry is not.
     let mut plain = directive(&mb, at(0));
     plain.deadline = at(10);
+    let mut timed_directive = directive(&mb, at(0));
+    timed_directive.deadline = at(10);
+    timed_directive.payload["expires_at"] = json!("2030-01-01T00:00:10Z");
+    // An expiry later than the retention: the retention is the deadline, so an orphan.
+    let mut late = as_message(directive(&mb, at(0)), "msg_late", Audience::Sessions);
+    late.deadline = at(10);
+    late.payload["expires_at"] = json!("2031-01-01T00:00:00Z");
     // Its own expires_at is the deadline: seen but unanswered stays `delivered` (§14.2).
     let mut timed = as_message(directive(&mb, at(0)), "msg_timed", Audience::Sessions);
     timed.deadline = at(10);
     timed.payload["expires_at"] = json!("2030-01-01T00:00:10Z");
     store.enqueue(&seen, 10).await.unwrap();
     store.enqueue(&timed, 10).await.unwrap();
-    let c = store.claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(1), at(61), 2).await.unwrap();
+    store.enqueue(&late, 10).await.unwrap();
+    let c = store.claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(1), at(61), 3).await.unwrap();
     let mut got: Vec<&str> = c.entries.iter().map(|e| e.key.as_str()).collect();
     got.sort_unstable();
-    assert_eq!(got, ["msg_seen", "msg_timed"]);
+    assert_eq!(got, ["msg_late", "msg_seen", "msg_timed"]);
     store.enqueue(&unseen, 10).await.unwrap();
     store.enqueue(&plain, 10).await.unwrap();
+    store.enqueue(&timed_directive, 10).await.unwrap();
     store
         .claim(&mb, &Audience::for_drain(None), &Claimer { session: None, evidence: true }, at(2), at(62), 5)
         .await
@@ -179,7 +189,9 @@ pub async fn a_drained_principal_addressed_message_is_an_orphan_at_its_deadline<
     assert!(matches!(by_key("msg_seen"), Track::Bounced { delivered_at: Some(_), .. }), "seen, then orphaned");
     assert_eq!(by_key("msg_seen").prior(), Some("delivered"));
     assert_eq!(by_key("msg_unseen"), Track::Expired, "never seen: expired, no prior");
-    assert!(matches!(by_key(&plain.key), Track::Delivered { .. }), "a delivered directive stays delivered");
+    assert_eq!(by_key(&plain.key).prior(), Some("delivered"), "a drained directive at its retention: orphaned");
+    assert_eq!(by_key("msg_late").prior(), Some("delivered"), "an expiry past the retention does not save it");
+    assert!(matches!(by_key(&timed_directive.key), Track::Delivered { .. }), "a directive at its own expiry");
     assert!(matches!(by_key("msg_timed"), Track::Delivered { .. }), "its own expiry: seen, unanswered");
     let orphan = store.get_entry(&mb.account, "msg_seen").await.unwrap().unwrap();
     assert_eq!(orphan.claimant, Some(s), "the receipt names the last claimant");

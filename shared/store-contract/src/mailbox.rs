@@ -203,6 +203,8 @@ pub async fn due_entries_close_and_purge_from_indexes_and_presence_keeps_the_lat
     let (mut seen, mut queued, mut fresh) = (directive(&mb, at(0)), directive(&mb, at(1)), directive(&mb, at(2)));
     queued.deadline = at(10);
     seen.deadline = at(10);
+    // Its own expiry is the deadline: seen, then unanswered, stays `delivered` (§14.2).
+    seen.payload["expires_at"] = json!("2030-01-01T00:00:10Z");
     fresh.deadline = at(1000);
     enqueue_all(&store, &[&seen, &queued, &fresh]).await;
     assert_eq!(keys(&store.claim(&mb, ANY, &DRAIN, at(3), at(4), 1).await.unwrap().entries), vec![seen.key.clone()]);

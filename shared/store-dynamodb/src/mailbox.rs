@@ -71,8 +71,10 @@ pub(crate) fn entry_item(e: &MailboxEntry) -> Item {
     put("enqueued_at", n(ms(e.enqueued_at)));
     put("visible_at", n(ms(e.visible_at)));
     put("deadline", n(ms(e.deadline)));
-    if e.payload.get("expires_at").is_some() {
-        // §14.2: its deadline may be its own expiry, after which a delivered entry stays delivered.
+    if !e.orphaned_if_unacked_at_deadline() {
+        // §14.2: not an orphan if left delivered-but-unacked at its deadline (its own expiry, or
+        // a response/receipt entry). Items from before this rule carry it when the payload had
+        // an `expires_at`, which named the same deadline but for one past the retention.
         put("has_expiry", AttributeValue::Bool(true));
     }
     put("deliveries", n(i64::from(e.deliveries)));
@@ -459,14 +461,15 @@ impl MailboxStore for DynamoStore {
     }
 
     async fn close_due_entries(&self, now: Timestamp, retain_until: Timestamp, limit: usize) -> R<Vec<MailboxEntry>> {
-        // §14.2: a principal-addressed message drained but never acked is an orphan: `bounced`
-        // (prior `delivered`). Every other entry closes at its deadline — tried first, since it
-        // is nearly every entry; the orphan write only follows its refusal.
+        // §14.2: a command entry (directive or message) drained but never acked when its
+        // retention lapses is an orphan: `bounced` (prior `delivered`). Every other entry closes
+        // at its deadline — tried first, since it is nearly every entry; the orphan write only
+        // follows its refusal. `has_expiry` marks an entry that is never an orphan.
         const DEADLINE: &str = "attribute_exists(mbx_pk) AND deadline < :at AND \
-             (kind <> :msg OR audience <> :sess OR attribute_not_exists(delivered_at) OR attribute_exists(has_expiry))";
+             (kind IN (:rsp, :rct) OR attribute_not_exists(delivered_at) OR attribute_exists(has_expiry))";
         const ORPHAN: &str = "attribute_exists(mbx_pk) AND deadline < :at AND \
-             kind = :msg AND audience = :sess AND attribute_exists(delivered_at) AND attribute_not_exists(has_expiry)";
-        let values = [(":msg", "message"), (":sess", Audience::Sessions.as_str())];
+             NOT (kind IN (:rsp, :rct)) AND attribute_exists(delivered_at) AND attribute_not_exists(has_expiry)";
+        let values = [(":rsp", EntryKind::Response.as_str()), (":rct", EntryKind::Receipt.as_str())];
         let mut closed = Vec::new();
         for row in self.due_keys("due", DUE_PARTITION, now, false, limit).await? {
             let pk = get_s(&row, "pk")?.to_owned();

@@ -28,7 +28,7 @@ const COLUMNS: &str = "account, entry_key, agent_id, kind, audience, payload, au
 const COUNT_LIVE: &str = "SELECT COUNT(*) FROM mailbox WHERE account = ?1 AND agent_id = ?2 AND audience = ?4 \
      AND closed_at IS NULL AND deadline >= ?3";
 const INSERT: &str = "INSERT INTO mailbox (account, entry_key, agent_id, kind, audience, payload, author, \
-     enqueued_at, visible_at, deadline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+     enqueued_at, visible_at, deadline, orphanable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 // `?4`..`?6` are the audiences the drain may see (repeated to fill three for a session-less drain).
 const CLAIMABLE: &str = "SELECT EXISTS (SELECT 1 FROM mailbox WHERE account = ?1 AND agent_id = ?2 \
      AND closed_at IS NULL AND visible_at <= ?3 AND deadline >= ?3 AND audience IN (?4, ?5, ?6))";
@@ -82,6 +82,7 @@ pub(crate) fn insert_entry(conn: &Connection, e: &MailboxEntry) -> Result<(), Db
         ms(e.enqueued_at),
         ms(e.visible_at),
         ms(e.deadline),
+        e.orphaned_if_unacked_at_deadline(),
     ])?;
     Ok(())
 }
@@ -244,13 +245,11 @@ impl MailboxStore for SqliteStore {
         max: usize,
     ) -> Result<Vec<MailboxEntry>, StoreError> {
         self.write(move |conn| {
-            // §14.2: a principal-addressed message drained but never acked is an orphan (bounced,
-            // prior `delivered`); everything else closes at its deadline.
+            // §14.2: a command entry drained but never acked when its retention lapses is an
+            // orphan (bounced, prior `delivered`); everything else closes at its deadline.
             let mut stmt = conn.prepare_cached(&format!(
                 "UPDATE mailbox SET closed_at = ?1, retain_until = ?2, closed_reason = CASE \
-                     WHEN kind = 'message' AND audience = 'sessions' AND delivered_at IS NOT NULL \
-                          AND json_extract(payload, '$.expires_at') IS NULL THEN 'bounced' \
-                     ELSE 'deadline' END \
+                     WHEN orphanable = 1 AND delivered_at IS NOT NULL THEN 'bounced' ELSE 'deadline' END \
                  WHERE seq IN (SELECT seq FROM mailbox WHERE closed_at IS NULL AND deadline < ?1 \
                                ORDER BY deadline LIMIT ?3) RETURNING {COLUMNS}"
             ))?;

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -293,6 +293,17 @@ CREATE TABLE notifications (
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX notifications_due ON notifications (next_due) WHERE next_due IS NOT NULL;
 CREATE INDEX notifications_retain ON notifications (retain_until) WHERE retain_until IS NOT NULL;
+"#;
+
+/// Version 11: whether a mailbox entry, left delivered-but-unacked at its deadline, is an orphan
+/// (§14.2: `bounced`, prior `delivered`) — a command entry whose deadline is the inbound
+/// retention, not its own `expires_at` (`MailboxEntry::orphaned_if_unacked_at_deadline`, written
+/// at enqueue). Rows from before take the rule with the payload's `expires_at` standing for the
+/// deadline (one later than the retention was rare).
+const V11: &str = r#"
+ALTER TABLE mailbox ADD COLUMN orphanable INTEGER NOT NULL DEFAULT 0;
+UPDATE mailbox SET orphanable = 1
+    WHERE kind IN ('directive', 'message') AND json_extract(payload, '$.expires_at') IS NULL;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

@@ -176,7 +176,7 @@ fn track_text(t: &Track, now: Timestamp) -> Markup {
             Track::Delivered { delivered_at } => { "delivered " (ago(*delivered_at, now)) ", not acknowledged" }
             Track::Acknowledged { ack, .. } => { "acknowledged " (ago(ack.acked_at, now)) " by " (ack.by) }
             Track::Expired => "expired — never delivered",
-            Track::Bounced { delivered_at: Some(_), at } => { "bounced " (ago(*at, now)) " — its session ended after delivery, before an ack" }
+            Track::Bounced { delivered_at: Some(_), at } => { "bounced " (ago(*at, now)) " — delivered, never acknowledged: its session ended, or its retention passed" }
             Track::Bounced { delivered_at: None, at } => { "bounced " (ago(*at, now)) " — its session ended before delivery" }
         }
     }
