@@ -23,37 +23,38 @@ pub fn envelope(status: StatusCode, code: &str, message: &str) -> Response {
     (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response()
 }
 
+/// The status and §8.5 code of an error a client may see; `None` for the opaque 5xx.
+pub fn status_and_code(e: &HubError) -> Option<(StatusCode, &'static str)> {
+    Some(match e {
+        HubError::Protocol(ProtocolError::Validation { .. }) => (StatusCode::BAD_REQUEST, "validation_error"),
+        HubError::Protocol(ProtocolError::VersionNotSupported(_)) => (StatusCode::BAD_REQUEST, "version_not_supported"),
+        HubError::Protocol(ProtocolError::InvalidField { .. }) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
+        HubError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+        HubError::AgentIdMismatch { .. } => (StatusCode::FORBIDDEN, "agent_id_mismatch"),
+        HubError::NotAuthorized(_) => (StatusCode::FORBIDDEN, "not_authorized"),
+        HubError::NotFound | HubError::UnknownSession | HubError::NoSuchEndpoint => {
+            (StatusCode::NOT_FOUND, "not_found")
+        }
+        HubError::Gone | HubError::SessionEnded { by_operator: false } => (StatusCode::GONE, "gone"),
+        HubError::SessionEnded { by_operator: true } => (StatusCode::GONE, "session_closed_by_operator"),
+        HubError::DestinationGone(_) => (StatusCode::GONE, "destination_gone"),
+        HubError::Stopped => (StatusCode::FORBIDDEN, "session_closed_by_operator"),
+        HubError::IdempotencyConflict { .. } => (StatusCode::CONFLICT, "idempotency_conflict"),
+        HubError::AlreadyTerminal { .. } => (StatusCode::CONFLICT, "already_terminal"),
+        HubError::NotAcknowledgeable(_) => (StatusCode::CONFLICT, "not_acknowledgeable"),
+        HubError::UnknownDestination(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_destination"),
+        HubError::RequestTimeout { .. } => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
+        HubError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        HubError::Store(_) | HubError::Internal(_) => return None,
+    })
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let e = self.0;
-        let (status, code) = match &e {
-            HubError::Protocol(ProtocolError::Validation { .. }) => (StatusCode::BAD_REQUEST, "validation_error"),
-            HubError::Protocol(ProtocolError::VersionNotSupported(_)) => {
-                (StatusCode::BAD_REQUEST, "version_not_supported")
-            }
-            HubError::Protocol(ProtocolError::InvalidField { .. }) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field")
-            }
-            HubError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
-            HubError::AgentIdMismatch { .. } => (StatusCode::FORBIDDEN, "agent_id_mismatch"),
-            HubError::NotAuthorized(_) => (StatusCode::FORBIDDEN, "not_authorized"),
-            HubError::NotFound | HubError::UnknownSession | HubError::NoSuchEndpoint => {
-                (StatusCode::NOT_FOUND, "not_found")
-            }
-            HubError::Gone | HubError::SessionEnded { by_operator: false } => (StatusCode::GONE, "gone"),
-            HubError::SessionEnded { by_operator: true } => (StatusCode::GONE, "session_closed_by_operator"),
-            HubError::DestinationGone(_) => (StatusCode::GONE, "destination_gone"),
-            HubError::Stopped => (StatusCode::FORBIDDEN, "session_closed_by_operator"),
-            HubError::IdempotencyConflict { .. } => (StatusCode::CONFLICT, "idempotency_conflict"),
-            HubError::AlreadyTerminal { .. } => (StatusCode::CONFLICT, "already_terminal"),
-            HubError::NotAcknowledgeable(_) => (StatusCode::CONFLICT, "not_acknowledgeable"),
-            HubError::UnknownDestination(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_destination"),
-            HubError::RequestTimeout { .. } => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
-            HubError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            HubError::Store(_) | HubError::Internal(_) => {
-                tracing::error!(error = %e, "request failed");
-                return envelope(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error");
-            }
+        let Some((status, code)) = status_and_code(&e) else {
+            tracing::error!(error = %e, "request failed");
+            return envelope(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error");
         };
         let mut body = json!({ "error": { "code": code, "message": e.to_string() } });
         if let HubError::Protocol(p) = &e

@@ -15,6 +15,11 @@
 //! data: {"reconnect": true}
 //! ```
 //!
+//! When the session ends or the credential stops working mid-hold, the close frame says so —
+//! `data: {"reconnect": false, "code": "session_closed_by_operator"}` — with the §8.5 code a
+//! reconnect would be refused with (`gone`, `session_closed_by_operator`, `not_found`,
+//! `unauthenticated`), so a client does not try.
+//!
 //! Each `data` line is exactly one drain item. A pushed entry is provisional: ack it (`POST
 //! /v1/inbox/ack?session=…`) or it is redelivered after the visibility window.
 
@@ -24,10 +29,11 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use ma2h_core::drain::Delivery;
+use ma2h_core::stream::Next;
 use ma2h_core::{Hub, HubError};
 use serde_json::{Map, Value, json};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, status_and_code};
 use crate::extract::{Caller, Params};
 
 pub async fn open(State(hub): State<Hub>, Caller(who): Caller, params: Params) -> Result<Response, ApiError> {
@@ -40,11 +46,12 @@ pub async fn open(State(hub): State<Hub>, Caller(who): Caller, params: Params) -
     let frames = stream::unfold(Some(s), |state| async move {
         let mut s = state?;
         match s.next().await {
-            Ok(Some(batch)) => Some((Ok::<_, std::io::Error>(Bytes::from(frames(&batch))), Some(s))),
-            Ok(None) => Some((Ok(Bytes::from_static(b"event: close\ndata: {\"reconnect\":true}\n\n")), None)),
+            Ok(Next::Entries(batch)) => Some((Ok::<_, std::io::Error>(Bytes::from(frames(&batch))), Some(s))),
+            Ok(Next::Reconnect) => Some((Ok(Bytes::from_static(RECONNECT)), None)),
+            Ok(Next::Ended(why)) => Some((Ok(Bytes::from(ended_frame(&why))), None)),
             Err(e) => {
                 tracing::warn!(error = %e, "stream ended by an error; the client reconnects");
-                Some((Ok(Bytes::from_static(b"event: close\ndata: {\"reconnect\":true}\n\n")), None))
+                Some((Ok(Bytes::from_static(RECONNECT)), None))
             }
         }
     });
@@ -54,6 +61,14 @@ pub async fn open(State(hub): State<Hub>, Caller(who): Caller, params: Params) -
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(resp)
+}
+
+const RECONNECT: &[u8] = b"event: close\ndata: {\"reconnect\":true}\n\n";
+
+/// The close frame of a stream whose session or credential ended: do not reconnect, and why.
+fn ended_frame(why: &HubError) -> String {
+    let code = status_and_code(why).map_or("internal_error", |(_, code)| code);
+    format!("event: close\ndata: {}\n\n", json!({ "reconnect": false, "code": code }))
 }
 
 /// One SSE event per delivery: `event` = kind, `id` = ack key, `data` = the drain item.

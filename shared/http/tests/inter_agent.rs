@@ -460,7 +460,9 @@ async fn streaming_hub() -> (TestHub, String) {
 
 /// Hold the other agent's stream on `session`, run `mid_hold` 200 ms in, and require the stream
 /// to end with its close frame well before the 20 s hold; its body.
-async fn stream_ended_by(h: &TestHub, session: &str, mid_hold: impl Future<Output = ()>) -> String {
+/// Hold `session`'s stream while `mid_hold` runs; the stream must end soon, with a close frame
+/// that says not to reconnect and the §8.5 code a reconnect would get.
+async fn stream_ended_by(h: &TestHub, session: &str, code: &str, mid_hold: impl Future<Output = ()>) -> String {
     let started = std::time::Instant::now();
     let uri = format!("/v1/inbox/stream?session={session}");
     let (r, ()) = tokio::join!(h.call(Method::GET, &uri, Some(&h.other_agent), None), async {
@@ -470,15 +472,29 @@ async fn stream_ended_by(h: &TestHub, session: &str, mid_hold: impl Future<Outpu
     assert_eq!(r.status, StatusCode::OK);
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "held {:?}", started.elapsed());
     let body = r.body.as_str().unwrap().to_owned();
-    assert!(body.trim_end().ends_with("event: close\ndata: {\"reconnect\":true}"), "{body}");
+    let last = body.trim_end().rsplit("\n\n").next().unwrap_or_default();
+    let data: Value = serde_json::from_str(last.strip_prefix("event: close\ndata: ").expect(&body)).unwrap();
+    assert_eq!(data, json!({"reconnect": false, "code": code}), "{body}");
+    // And that is what a reconnect gets.
+    let again = h.call(Method::GET, &format!("/v1/inbox/stream?session={session}"), Some(&h.other_agent), None).await;
+    assert_eq!(again.body["error"]["code"], code, "{}", again.body);
     body
 }
 
 #[tokio::test]
 async fn a_stream_stops_soon_after_its_session_ends_mid_hold() {
     let (h, worker) = streaming_hub().await;
-    stream_ended_by(&h, &worker, async {
+    stream_ended_by(&h, &worker, "gone", async {
         h.close(&h.other_agent, &worker).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_killed_by_the_operator_says_not_to_reconnect() {
+    let (h, worker) = streaming_hub().await;
+    stream_ended_by(&h, &worker, "session_closed_by_operator", async {
+        h.close(&h.operator, &worker).await;
     })
     .await;
 }
@@ -495,7 +511,7 @@ async fn a_stream_stops_soon_after_its_credential_is_revoked_mid_hold() {
         .find(|c| c.principal == "agent:other" && c.account == "acme")
         .expect("the other agent's credential")
         .credential_id;
-    let body = stream_ended_by(&h, &worker, async {
+    let body = stream_ended_by(&h, &worker, "unauthenticated", async {
         ma2h_core::admin::revoke(&h.hub, &credential).await.unwrap();
         let to_other = json!({"to": "agent:other", "title": "After revoke"});
         let d = h.call(Method::POST, "/v1/operator/directives", Some(&h.operator), Some(to_other)).await;

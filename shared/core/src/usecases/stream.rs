@@ -15,12 +15,24 @@ use std::time::Duration;
 
 use crate::auth::Principal;
 use crate::mailbox::Mailbox;
-use crate::session::SessionRecord;
+use crate::session::{EndKind, SessionRecord, SessionState};
 use crate::usecases::drain::{Delivery, claim_signed, own_mailbox};
 use crate::{Hub, HubError};
 
 /// Longest wait between two checks that the stream's session is still live.
 const RECHECK: Duration = Duration::from_secs(1);
+
+/// What a held stream does next.
+#[derive(Debug)]
+pub enum Next {
+    /// Entries to push (provisional until acked).
+    Entries(Vec<Delivery>),
+    /// The hold is over, or the Hub is shutting down: the client reconnects now (its renewal).
+    Reconnect,
+    /// The session ended or the credential stopped working mid-hold: a reconnect would be
+    /// refused with this error, so the client should not try.
+    Ended(HubError),
+}
 
 /// One held stream.
 pub struct Stream {
@@ -57,33 +69,42 @@ fn hold_for(hub: &Hub, session: &SessionRecord) -> Duration {
 
 impl Stream {
     /// Has the session ended (closed, killed, lapsed) or the credential been revoked since the
-    /// stream opened? Then the stream stops claiming at once — reads, never a renewal.
-    async fn still_live(&self) -> Result<bool, HubError> {
+    /// stream opened? Then the stream stops claiming at once — reads, never a renewal — and
+    /// this is the error a reconnect would get (the same mapping as `sessions::present`).
+    async fn ended(&self) -> Result<Option<HubError>, HubError> {
         let now = self.hub.clock.now();
         let credential = self.hub.credentials.credential_by_id(&self.credential_id).await?;
         if !credential.is_some_and(|c| c.is_active(now)) {
-            return Ok(false);
+            return Ok(Some(HubError::Unauthenticated));
         }
         let s = self.hub.sessions.get_session(&self.session.account, &self.session.id).await?;
-        Ok(s.is_some_and(|s| s.is_live(now)))
+        Ok(match s.map(|s| s.state(now)) {
+            None => Some(HubError::UnknownSession),
+            Some(SessionState::Active) => None,
+            Some(SessionState::Ended(end)) => {
+                Some(HubError::SessionEnded { by_operator: end.kind == EndKind::ClosedByOperator })
+            }
+        })
     }
 
-    /// The next batch of entries, waiting for one; `None` when the hold is over (the client
-    /// reconnects) or the Hub is shutting down.
-    pub async fn next(&mut self) -> Result<Option<Vec<Delivery>>, HubError> {
+    /// The next batch of entries, waiting for one; or how the hold ends.
+    pub async fn next(&mut self) -> Result<Next, HubError> {
         let max = self.hub.settings.mailbox.max_batch as usize;
         loop {
             // The bound holds under steady traffic too: the reconnect is the only renewal.
             let left = self.until.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() || self.hub.changes.closing() || !self.still_live().await? {
-                return Ok(None);
+            if left.is_zero() || self.hub.changes.closing() {
+                return Ok(Next::Reconnect);
+            }
+            if let Some(why) = self.ended().await? {
+                return Ok(Next::Ended(why));
             }
             let subscription = self.hub.changes.subscribe_mailbox(&self.mailbox);
             let now = self.hub.clock.now();
             let (entries, next_visible_at) =
                 claim_signed(&self.hub, &self.mailbox, Some(&self.session), max, false).await?;
             if !entries.is_empty() {
-                return Ok(Some(entries));
+                return Ok(Next::Entries(entries));
             }
             let until_visible =
                 next_visible_at.and_then(|t| (t - now).to_std().ok()).map_or(left, |d| d.max(Duration::from_millis(1)));
