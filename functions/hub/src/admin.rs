@@ -186,6 +186,16 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
 /// Run one admin command against `hub` (any store) and print its result: text, or JSON with
 /// `--json`.
 pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
+    if let Some(t) = cmd.writes_for_agent()
+        && !admin::agent_is_known(hub, &t.account, &t.agent).await?
+    {
+        // Stored all the same (settings may be provisioned before the agent's first key).
+        eprintln!(
+            "note: account `{}` has never issued agent `{}` a credential — stored for when it has one \
+             (`admin list` shows the agents; `admin create-agent` creates one)",
+            t.account, t.agent
+        );
+    }
     let (value, json): (Value, bool) = match cmd {
         AdminCommand::CreateAgent { agent, common } => {
             let c = admin::create_agent(hub, &common.account, &agent, common.label).await?;
@@ -279,6 +289,21 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         print_text(&value);
     }
     Ok(())
+}
+
+impl AdminCommand {
+    /// The agent a per-agent write names (reads and removals never warn).
+    fn writes_for_agent(&self) -> Option<&Agent> {
+        match self {
+            Self::RotateSigningSecret { target }
+            | Self::PutSecret { target, .. }
+            | Self::BindCallback { target, .. }
+            | Self::AllowSenders { target, .. }
+            | Self::StopAgent { target }
+            | Self::SetSigning { target, .. } => Some(target),
+            _ => None,
+        }
+    }
 }
 
 fn stop_json(t: &Agent, stop: Option<&ma2h_core::session::StopRecord>) -> Value {

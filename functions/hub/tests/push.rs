@@ -372,3 +372,22 @@ fn an_unbound_host_refuses_the_push_and_records_why() {
     let (_, read) = get(&s.hub, &format!("/v1/messages/{id}"), &s.agent_key);
     assert_eq!(read["push"], push, "{read}");
 }
+
+/// Settings may be provisioned before an agent's first key, so they are stored — with a note on
+/// stderr, since a name no credential ever had is more often a typo.
+#[test]
+fn a_binding_for_an_agent_never_issued_a_key_is_stored_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let bind = |agent: &str| {
+        admin_json_and_stderr(dir.path(), &["bind-callback", "--account", "acme", "--agent", agent, "--host", "h.test"])
+    };
+    let (out, said) = bind("bto");
+    assert_eq!(out["bound"], true);
+    assert!(said.contains("note: account `acme` has never issued agent `bto` a credential"), "{said}");
+    admin_json(dir.path(), &["create-agent", "--account", "acme", "--agent", "bot"]);
+    let (_, said) = bind("bot");
+    assert!(!said.contains("note:"), "{said}");
+    let (listed, said) = admin_json_and_stderr(dir.path(), &["list-bindings", "--account", "acme", "--agent", "bto"]);
+    assert_eq!(listed["hosts"], json!(["h.test"]), "stored all the same");
+    assert!(!said.contains("note:"), "reads never note: {said}");
+}

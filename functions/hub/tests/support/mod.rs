@@ -28,9 +28,15 @@ fn base_command(data: &Path) -> Command {
 
 /// `ma2h-hub admin <args> --json`, parsed.
 pub fn admin_json(data: &Path, args: &[&str]) -> Value {
+    admin_json_and_stderr(data, args).0
+}
+
+/// `ma2h-hub admin <args> --json`: the parsed output and what it said on stderr.
+pub fn admin_json_and_stderr(data: &Path, args: &[&str]) -> (Value, String) {
     let out = base_command(data).arg("admin").args(args).arg("--json").output().unwrap();
-    assert!(out.status.success(), "admin {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "admin {args:?}: {stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
 }
 
 pub struct Hub {

@@ -147,6 +147,15 @@ pub async fn list(hub: &Hub) -> Result<Vec<CredentialSummary>, HubError> {
     Ok(all.iter().map(|c| summary(c, now)).collect())
 }
 
+/// Whether `account` has ever issued `agent` a credential (active or not). Per-agent settings
+/// (bindings, secrets, allowlists, stops) may be written ahead of it — pre-provisioning — so the
+/// CLI only notes a miss, which is more often a typo. A scan: an admin command, not a hot path.
+pub async fn agent_is_known(hub: &Hub, account: &str, agent: &str) -> Result<bool, HubError> {
+    let principal = format!("agent:{agent}");
+    let all = hub.credentials.list_credentials().await?;
+    Ok(all.iter().any(|c| c.account.as_str() == account && principal_string(&c.principal) == principal))
+}
+
 async fn find(hub: &Hub, id: &str) -> Result<CredentialRecord, HubError> {
     hub.credentials.credential_by_id(id).await?.ok_or_else(|| HubError::validation(format!("no credential `{id}`")))
 }
