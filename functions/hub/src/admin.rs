@@ -42,8 +42,8 @@ pub enum AdminCommand {
     /// signing secret is unchanged: see `rotate-signing-secret`).
     Rotate {
         credential_id: String,
-        /// Overlap in hours during which the old key still works.
-        #[arg(long, default_value_t = 24)]
+        /// Overlap in hours during which the old key still works (at most a year).
+        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=8760))]
         overlap_hours: u32,
         #[arg(long)]
         json: bool,

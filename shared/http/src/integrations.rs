@@ -5,7 +5,6 @@
 //! verified press is queued and the `deliver` function applies it, so Slack's 3 seconds never
 //! depend on the store.
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,13 +13,15 @@ use ma2h_core::slack;
 use ma2h_protocol::ids::AccountId;
 
 use crate::error::ApiError;
-use crate::extract::Params;
+use crate::extract::{Body, Params};
 
 pub async fn slack_interactions(
     State(hub): State<Hub>,
     params: Params,
     headers: HeaderMap,
-    body: Bytes,
+    // The Hub's body extractor: an over-size or unreadable body is an envelope like everywhere
+    // else (a black-box pass found axum's plain-text 413 here, before any signature check).
+    Body(body): Body,
 ) -> Result<Response, ApiError> {
     // `?account=`: the account whose Slack app this is (set in the app's Request URL).
     let account =

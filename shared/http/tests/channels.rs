@@ -491,3 +491,14 @@ async fn a_repeated_account_parameter_on_slack_interactions_is_judged_like_any_u
     let r = t.call_raw(Method::POST, uri, None, Some(b"payload=%7B%7D".to_vec())).await;
     assert_eq!((r.status, r.code()), (StatusCode::UNAUTHORIZED, "unauthenticated"), "{}", r.body);
 }
+
+/// Found by a black-box pass (session 19): an over-size body got axum's plain-text 413 here,
+/// before any signature check; every other `/v1` POST answers the §8.6 envelope.
+#[tokio::test]
+async fn an_over_size_slack_press_is_the_envelope_not_plain_text() {
+    use axum::http::{Method, StatusCode};
+    let t = hub().await;
+    let uri = "/v1/integrations/slack/interactions?account=acme";
+    let r = t.call_raw(Method::POST, uri, None, Some(vec![b'a'; 2_200_000])).await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"), "{}", r.body);
+}

@@ -68,6 +68,31 @@ async fn an_unknown_agent_gets_the_form_error_and_nothing_is_sent() {
     assert_eq!((index.status, index.location()), (StatusCode::SEE_OTHER, "/inbox/agents/deploy/web"));
 }
 
+/// Found by a black-box pass (session 19): an expiry of 2e11 minutes overflowed the clock
+/// arithmetic and the request panicked.
+#[tokio::test]
+async fn an_out_of_range_expiry_is_the_form_error_and_nothing_is_sent() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    for minutes in ["200000000000", "9223372036854775807", "5270401", "0", "-3", "1e3"] {
+        let page = t.page(Method::GET, "/inbox/agents/bot", Some(&cookie), None).await;
+        let form = [("csrf", page.csrf()), ("to", "agent:bot".into()), ("title", "Hello".into())];
+        let mut form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        form.push(("expires_in_minutes", minutes));
+        let r = t.page(Method::POST, "/inbox/directives", Some(&cookie), Some(&form)).await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{minutes}");
+        assert!(r.html.contains("from 1 to 5270400 (ten years)"), "{minutes}: {}", r.html);
+    }
+    let form_max = t.page(Method::GET, "/inbox/agents/bot", Some(&cookie), None).await;
+    let form = [("csrf", form_max.csrf()), ("to", "agent:bot".into()), ("title", "Hello".into())];
+    let mut form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    form.push(("expires_in_minutes", "5270400"));
+    let r = t.page(Method::POST, "/inbox/directives", Some(&cookie), Some(&form)).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "ten years is accepted: {}", r.html);
+    let drained = t.call(Method::GET, "/v1/inbox", Some(&t.agent), None).await.body;
+    assert_eq!(drained["messages"].as_array().unwrap().len(), 1, "only the valid one was sent");
+}
+
 #[tokio::test]
 async fn the_agent_page_lists_sessions_and_its_kill_switch_stops_the_agent_until_lifted() {
     let t = hub().await;
@@ -117,6 +142,10 @@ async fn the_operator_opts_in_sets_an_allowlist_and_audits_agent_to_agent_traffi
         t.page(Method::POST, "/inbox/inter-agent", Some(&cookie), Some(&form)).await.status,
         StatusCode::SEE_OTHER
     );
+    // A garbled switch is no decision (it used to read as "turn off").
+    let garbled =
+        t.page(Method::POST, "/inbox/inter-agent", Some(&cookie), Some(&[("csrf", &csrf), ("enabled", "zzz")])).await;
+    assert_eq!(garbled.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", garbled.html);
     let policy = t.call(Method::GET, "/v1/operator/inter-agent", Some(&t.operator), None).await.body;
     assert_eq!(
         (policy["enabled"].as_bool(), &policy["allowlists"]["other"]),

@@ -125,7 +125,7 @@ async fn render_agent(
                 @for p in ["normal", "low", "high", "urgent"] { option value=(p) selected[value("priority") == p] { (p) } }
             }
             label for="expires" { "Expires in minutes " span.hint { "(optional; undelivered after this, it is dropped)" } }
-            input #expires type="number" name="expires_in_minutes" min="1" value=(value("expires_in_minutes"));
+            input #expires type="number" name="expires_in_minutes" min="1" max=(MAX_EXPIRY_MINUTES) value=(value("expires_in_minutes"));
             div.actions { button type="submit" { "Send" } }
         }
         h2 { "Recent directives" }
@@ -182,6 +182,9 @@ fn track_text(t: &Track, now: Timestamp) -> Markup {
     }
 }
 
+/// The directive form's longest expiry: ten years, in minutes.
+const MAX_EXPIRY_MINUTES: i64 = 10 * 366 * 24 * 60;
+
 /// `POST /inbox/directives`: the form through `directives::create`, attested `human:<you>`.
 pub async fn send(State(hub): State<Hub>, session: Session, Body(body): Body) -> Response {
     let pairs = form_pairs(&body);
@@ -199,9 +202,16 @@ pub async fn send(State(hub): State<Hub>, session: Session, Body(body): Body) ->
     }
     if let Some(m) = form_get(&pairs, "expires_in_minutes").map(str::trim).filter(|m| !m.is_empty()) {
         match m.parse::<i64>() {
-            Ok(n) if n > 0 => input["expires_at"] = json!(time::format(hub.clock.now() + chrono::Duration::minutes(n))),
+            // Bounded, so the date is always representable (found by a black-box pass: a huge
+            // number overflowed the clock arithmetic).
+            Ok(n @ 1..=MAX_EXPIRY_MINUTES) => {
+                input["expires_at"] = json!(time::format(hub.clock.now() + chrono::Duration::minutes(n)));
+            }
             _ => {
-                let err = ("Expires in minutes must be a whole number above 0.".to_owned(), pairs.clone());
+                let err = (
+                    format!("Expires in minutes must be a whole number from 1 to {MAX_EXPIRY_MINUTES} (ten years)."),
+                    pairs.clone(),
+                );
                 return render_agent(&hub, &session, &agent, None, Some(err), StatusCode::UNPROCESSABLE_ENTITY).await;
             }
         }

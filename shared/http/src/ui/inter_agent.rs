@@ -70,7 +70,17 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
         return csrf_refused(Some(&session));
     }
     let patch = match (form_get(&pairs, "enabled"), form_get(&pairs, "destination")) {
-        (Some(e), _) => json!({ "enabled": e == "true" }),
+        (Some("true"), _) => json!({ "enabled": true }),
+        (Some("false"), _) => json!({ "enabled": false }),
+        // Anything else is no decision: it must not read as "turn off".
+        (Some(_), _) => {
+            return notice(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Some(&session),
+                "Not saved",
+                "`enabled` is true or false.",
+            );
+        }
         (None, Some(dest)) => {
             let senders: Vec<&str> = form_get(&pairs, "senders")
                 .unwrap_or_default()
