@@ -206,13 +206,18 @@ async def inbox(s):
 async def errors(s):
     err, out = result(await s.call_tool("wait_for_answer", {"id": "msg_01HZZZZZZZZZZZZZZZZZZZZZZZ"}))
     check(err and out["error"]["code"] == "not_found" and out["error"]["http_status"] == 404, "unknown id → §8.5 not_found", out)
+    for bad in ("../inbox?limit=2&x=", "../../v1/operator/messages"):
+        err, out = result(await s.call_tool("wait_for_answer", {"id": bad, "max_wait_seconds": 1}))
+        check(err and out["error"]["code"] == "validation_error", f"an id that is no message id is refused: {bad}", out)
+        err, out = result(await s.call_tool("cancel_ask", {"id": bad}))
+        check(err and out["error"]["code"] == "validation_error", f"cancel_ask refuses it too: {bad}", out)
     err, out = result(await s.call_tool("ask_human", {"title": "Pick", "mode": "select", "resolvers": ["human:dev"]}))
     check(err and out["error"]["code"] == "validation_error" and "option" in out["error"]["message"], "select without options", out)
     err, out = result(await s.call_tool("ask_human", {"title": "Nobody may answer"}))
     check(err and out["error"]["code"] == "no_resolver", "an ask nobody may answer is refused", out)
     err, out = result(await s.call_tool("ask_human", {"title": "Past", "resolvers": ["human:dev"], "default_on_expire": "maybe"}))
     check(err and out["error"]["code"] in ("invalid_field", "validation_error"), "a default that is no option is the Hub's 4xx", out)
-    ok("errors are tool results with isError and the §8.5 code: not_found, validation_error, no_resolver, the Hub's 4xx")
+    ok("errors are tool results with isError and the §8.5 code: not_found, validation_error (a bad id never leaves the server), no_resolver, the Hub's 4xx")
 
 
 async def unconfigured():

@@ -116,11 +116,17 @@ fn missing_config_unreachable_hub_and_hub_errors_have_their_own_exit_codes() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("MA2H_API_KEY is not set"), "{}", stderr(&out));
 
-    let out = hub.ma2h(&["get", "msg_x"]).env("MA2H_HUB_URL", "http://127.0.0.1:9").output().unwrap();
+    let valid = "msg_01J00000000000000000000000";
+    let out = hub.ma2h(&["get", valid]).env("MA2H_HUB_URL", "http://127.0.0.1:9").output().unwrap();
     assert_eq!(code(&out), 3);
     assert!(stderr(&out).contains("hub unreachable"), "{}", stderr(&out));
 
-    let out = hub.run(&["get", "msg_01J0000000000000000000000"]);
+    // Not a message id: a usage error, never a request (no argument reaches another path).
+    let out = hub.ma2h(&["get", "../inbox?x="]).env("MA2H_HUB_URL", "http://127.0.0.1:9").output().unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("is not a message id"), "{}", stderr(&out));
+
+    let out = hub.run(&["get", "msg_01J00000000000000000000000"]);
     assert_eq!(code(&out), 4);
     assert!(stderr(&out).contains("404 not_found"), "{}", stderr(&out));
 

@@ -73,6 +73,8 @@ pub struct Client {
     pub retry: RetryPolicy,
     /// Longest single long-poll to request (the Hub caps at its own max, §8.2).
     pub long_poll_max: u32,
+    /// How long one exchange may take (a long-poll: its wait plus this).
+    pub request_timeout: Duration,
 }
 
 /// A fresh random base64url token of `bytes` random bytes.
@@ -106,6 +108,9 @@ impl Client {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            // A redirect is refused, not followed: it would re-send a submit's body elsewhere, and
+            // a "success" from wherever it led is not the Hub's (found by a black-box pass).
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ClientError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Self {
@@ -114,6 +119,7 @@ impl Client {
             api_key: api_key.to_owned(),
             retry: RetryPolicy::default(),
             long_poll_max: 30,
+            request_timeout: Duration::from_secs(30),
         })
     }
 
@@ -147,8 +153,38 @@ impl Client {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, chrono::Utc::now()));
+        if resp.status().is_redirection() {
+            let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("?");
+            return Err(ClientError::Protocol(format!(
+                "the Hub answered {status}, a redirect to {to}; redirects are not followed — set MA2H_HUB_URL to the Hub's own address"
+            )));
+        }
         let body = resp.bytes().await.map_err(unreachable)?.to_vec();
         Ok(Reply { status, retry_after, body })
+    }
+
+    /// `/v1/messages/{id}`: only for an id shaped like one (`msg_…`), so no argument can reach
+    /// another path or add a query (found by a black-box pass of `ma2h mcp`).
+    fn message_path(id: &str) -> Result<String, ClientError> {
+        ma2h_protocol::ids::MessageId::parse(id)
+            .map(|id| format!("/v1/messages/{id}"))
+            .ok_or_else(|| ClientError::Config(format!("`{}` is not a message id (msg_…)", id.escape_debug())))
+    }
+
+    /// A 200 body that is a message of this id, with a status — and, for an ask or task past
+    /// `open`, its response (§8.2; a notify has none). Anything else is not the Hub's answer to
+    /// this read.
+    fn message_body(id: &str, body: Value) -> Result<Value, ClientError> {
+        let status = body.get("status").and_then(Value::as_str);
+        let verb = body.get("type").and_then(Value::as_str);
+        let terminal = verb != Some("notify") && status.is_some_and(|s| !matches!(s, "open" | "queued"));
+        if body.get("id").and_then(Value::as_str) != Some(id) || status.is_none() {
+            return Err(ClientError::Protocol(format!("the answer to a read of {id} is not that message")));
+        }
+        if terminal && !body.get("response").is_some_and(Value::is_object) {
+            return Err(ClientError::Protocol(format!("{id} reads as terminal without its response")));
+        }
+        Ok(body)
     }
 
     pub(crate) fn json(reply: &Reply) -> Result<Value, ClientError> {
@@ -157,7 +193,7 @@ impl Client {
 
     /// `GET /.well-known/ma2h` (§8.0).
     pub async fn discover(&self) -> Result<Value, ClientError> {
-        let reply = self.send(reqwest::Method::GET, "/.well-known/ma2h", None, Duration::from_secs(30)).await?;
+        let reply = self.send(reqwest::Method::GET, "/.well-known/ma2h", None, self.request_timeout).await?;
         match reply.status {
             200 => Self::json(&reply),
             s => Err(ClientError::hub(s, &reply.body)),
@@ -179,7 +215,7 @@ impl Client {
         loop {
             attempt += 1;
             let (err, delay) =
-                match self.send(reqwest::Method::POST, "/v1/messages", Some(&bytes), Duration::from_secs(30)).await {
+                match self.send(reqwest::Method::POST, "/v1/messages", Some(&bytes), self.request_timeout).await {
                     Ok(r) if r.status == 202 || r.status == 200 => {
                         let raw = Self::json(&r)?;
                         let s = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -214,13 +250,13 @@ impl Client {
     /// `GET /v1/messages/{id}` (§8.2), with `?wait=<s>` long-poll when `wait` is set.
     pub async fn get(&self, id: &str, wait: Option<u32>) -> Result<Value, ClientError> {
         let path = match wait {
-            Some(w) if w > 0 => format!("/v1/messages/{id}?wait={w}"),
-            _ => format!("/v1/messages/{id}"),
+            Some(w) if w > 0 => format!("{}?wait={w}", Self::message_path(id)?),
+            _ => Self::message_path(id)?,
         };
-        let timeout = Duration::from_secs(u64::from(wait.unwrap_or(0)) + 30);
+        let timeout = Duration::from_secs(u64::from(wait.unwrap_or(0))) + self.request_timeout;
         let reply = self.send(reqwest::Method::GET, &path, None, timeout).await?;
         match reply.status {
-            200 => Self::json(&reply),
+            200 => Self::message_body(id, Self::json(&reply)?),
             s => Err(ClientError::hub(s, &reply.body)),
         }
     }
@@ -272,10 +308,18 @@ impl Client {
 
     /// `POST /v1/messages/{id}/cancel` (§8.4).
     pub async fn cancel(&self, id: &str) -> Result<CancelOutcome, ClientError> {
-        let path = format!("/v1/messages/{id}/cancel");
-        let reply = self.send(reqwest::Method::POST, &path, Some(b"{}"), Duration::from_secs(30)).await?;
+        let path = format!("{}/cancel", Self::message_path(id)?);
+        let reply = self.send(reqwest::Method::POST, &path, Some(b"{}"), self.request_timeout).await?;
         match reply.status {
-            200 => Ok(CancelOutcome::Cancelled(Self::json(&reply)?)),
+            200 => {
+                let body = Self::json(&reply)?;
+                if body.get("id").and_then(Value::as_str) != Some(id) || body["status"] != "cancelled" {
+                    return Err(ClientError::Protocol(format!(
+                        "the answer to a cancel of {id} is not its cancellation"
+                    )));
+                }
+                Ok(CancelOutcome::Cancelled(body))
+            }
             409 => {
                 let err = HubErrorBody::from_response(409, &reply.body);
                 if err.code == "already_terminal" {

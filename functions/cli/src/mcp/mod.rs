@@ -68,11 +68,21 @@ fn without_userinfo(url: &str) -> String {
     }
 }
 
-/// The Hub client for `config`, or the configuration error the tools report.
+/// The Hub client for `config`, or the configuration error the tools report. A tool call must
+/// end well inside a client's tool timeout (60–300 s) even against a Hub that accepts and never
+/// answers: 10 s per exchange, a submit retried for at most ~20 s (a black-box pass saw 195 s).
 fn client(config: &Config) -> Result<Client, ClientError> {
     config.api_key()?;
     config.agent_id()?;
-    Client::from_config(config)
+    let mut client = Client::from_config(config)?;
+    client.request_timeout = std::time::Duration::from_secs(10);
+    client.retry = ma2h_client::RetryPolicy {
+        max_attempts: 3,
+        base_delay: std::time::Duration::from_millis(500),
+        max_delay: std::time::Duration::from_secs(2),
+        max_total: std::time::Duration::from_secs(20),
+    };
+    Ok(client)
 }
 
 #[cfg(test)]

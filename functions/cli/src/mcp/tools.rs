@@ -54,6 +54,14 @@ fn refuse(code: &str, message: impl Into<String>) -> ToolResult {
     Ok(CallToolResult::structured_error(json!({"error": {"code": code, "message": message.into()}})))
 }
 
+/// An `id` argument that is not a message id is the model's mistake, refused before any request
+/// (the client refuses it too: no argument may reach another path).
+fn bad_id(id: &str) -> Option<ToolResult> {
+    ma2h_protocol::ids::MessageId::parse(id).is_none().then(|| {
+        refuse("validation_error", format!("`id` must be a message id as ask_human returned it (msg_…), not {id:?}"))
+    })
+}
+
 impl HubTools {
     pub fn new(config: Config, state_dir: PathBuf) -> Self {
         let agent = config.agent_id.clone().unwrap_or_default();
@@ -266,6 +274,9 @@ impl HubTools {
         Parameters(p): Parameters<params::WaitForAnswer>,
         ctx: RequestContext<RoleServer>,
     ) -> ToolResult {
+        if let Some(refused) = bad_id(&p.id) {
+            return refused;
+        }
         let client = match self.client() {
             Ok(c) => c,
             Err(e) => return failed(&e),
@@ -352,6 +363,9 @@ impl HubTools {
     #[tool(description = "Withdraw an open ask or task you filed (the human no longer needs to decide). If the \
         human already decided, that outcome stands and is returned instead.")]
     async fn cancel_ask(&self, Parameters(p): Parameters<params::ById>) -> ToolResult {
+        if let Some(refused) = bad_id(&p.id) {
+            return refused;
+        }
         let client = match self.client() {
             Ok(c) => c,
             Err(e) => return failed(&e),
