@@ -196,6 +196,8 @@ fn a_routed_ask_is_announced_answered_from_slack_once_as_the_linked_operator_and
 
     let mut env = ask_envelope("slack-1");
     env["body"] = json!("Deploy <!channel> *now*?");
+    // A right-to-left override would reorder what the human reads: it is shown, not obeyed.
+    env["title"] = json!("Ship report\u{202E}fdp.exe?");
     env["state"] = json!({"secret": "never-shown"});
     env["request"]["allowed_resolvers"] = json!(["human:alice"]);
     let (status, ack) = submit(&hub, &agent_key, &env);
@@ -208,6 +210,7 @@ fn a_routed_ask_is_announced_answered_from_slack_once_as_the_linked_operator_and
     assert_eq!(post["channel"], "C0OPS");
     let text = post.to_string();
     assert!(text.contains("&lt;!channel&gt;"), "mentions are defused: {text}");
+    assert!(text.contains("Ship report[U+202E]fdp.exe?") && !text.contains('\u{202E}'), "{text}");
     assert!(!text.contains("never-shown") && !text.contains("slack-1"), "no state, no idempotency key: {text}");
     let actions = post["blocks"].as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
     let values: Vec<&str> =

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod changes;
 pub mod channels;
 pub mod credential_cache;
+pub mod display;
 pub mod error;
 pub mod hub;
 pub mod keys;

@@ -277,13 +277,17 @@ async fn an_email_link_shows_a_confirmation_on_get_and_answers_once_on_post_as_i
     use axum::http::{Method, StatusCode};
     let (t, _, _) = setup(None, false).await;
     let (notifier, bag) = email_only(&t, &[("alice", "alice@example.com"), ("bob", "bob@example.com")]).await;
-    let id = t.submit_ok(ask_expiring("m1", 60)).await;
+    let mut ask = ask_expiring("m1", 60);
+    ask["body"] = json!("See report\u{202E}fdp.exe"); // shown, not obeyed (`display`)
+    let id = t.submit_ok(ask).await;
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     let mails = bag.0.lock().unwrap().clone();
     assert_eq!(mails.len(), 2, "one mail per recipient");
     let alice = mails.iter().find(|m| m.to == "alice@example.com").unwrap();
     let bob = mails.iter().find(|m| m.to == "bob@example.com").unwrap();
     assert!(alice.subject.contains("Ship to prod?") && alice.html.contains("Open in inbox"));
+    assert!(alice.text.contains("report[U+202E]fdp.exe") && alice.html.contains("report[U+202E]fdp.exe"));
+    assert!(!alice.text.contains('\u{202E}') && !alice.html.contains('\u{202E}'));
     assert!(!alice.text.contains("v1.opaque"), "never `state`");
     let alice_links = links(alice);
     assert_eq!(alice_links.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(), vec!["Ship", "Hold"]);

@@ -411,3 +411,22 @@ async fn every_invalid_input_field_is_marked_at_once() {
     assert_eq!(r.html.matches(r#"aria-invalid="true""#).count(), 2, "{}", r.html);
     assert!(r.html.contains("minimum") && r.html.contains("longer than 3"), "{}", r.html);
 }
+
+/// Found by a black-box pass (session 19): a right-to-left override in an agent's title made
+/// `report\u{202E}fdp.exe` read as `reportexe.pdf` in the inbox.
+#[tokio::test]
+async fn bidi_controls_in_agent_text_are_shown_not_obeyed() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let mut env = common::ask("bidi");
+    env["title"] = json!("Open report\u{202E}fdp.exe");
+    env["agent"]["project"] = json!("\u{2066}web\u{2069}");
+    let id = t.submit_ok(env).await;
+    for uri in ["/inbox".to_owned(), format!("/inbox/{id}")] {
+        let page = t.page(Method::GET, &uri, Some(&cookie), None).await;
+        assert!(page.html.contains("Open report[U+202E]fdp.exe"), "{uri}: {}", page.html);
+        assert!(!page.html.contains(['\u{202E}', '\u{2066}', '\u{2069}']), "{uri}: no live control");
+    }
+    let own = t.get(&t.agent, &id).await;
+    assert_eq!(own.body["title"], "Open report\u{202E}fdp.exe", "the stored message is the agent's, unchanged");
+}

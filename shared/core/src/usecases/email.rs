@@ -205,7 +205,9 @@ pub fn compose(
         review = esc(&review),
         human = esc(human),
     );
-    (subject, text, html)
+    // Bidi controls in agent text are shown, not obeyed, in every part (`display`).
+    let shown = |s: String| crate::display::visible_bidi(&s).into_owned();
+    (shown(subject), shown(text), shown(html))
 }
 
 /// What a link stands for, read without changing anything (the GET page).

@@ -81,7 +81,9 @@ pub(crate) async fn send(
     let request = PushRequest {
         url: format!("{}/{method}", hub.settings.channels.slack_api_url),
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
-        body: serde_json::to_vec(&body).unwrap_or_default(),
+        // Plain-text fields (the header, button labels) skip `escape`: bidi controls are made
+        // visible over the whole body (`display`; the marker needs no JSON escaping).
+        body: crate::display::visible_bidi(&body.to_string()).into_owned().into_bytes(),
     };
     let (outcome, reply) = notifier.sender.send_reading(&request).await;
     Failure::from_outcome(outcome)?;
@@ -446,7 +448,7 @@ pub async fn reply_via(sender: &dyn crate::ports::PushSender, response_url: &str
     let request = PushRequest {
         url: response_url.to_owned(),
         headers: Vec::new(),
-        body: serde_json::to_vec(&body).unwrap_or_default(),
+        body: crate::display::visible_bidi(&body.to_string()).into_owned().into_bytes(),
     };
     match tokio::time::timeout(REPLY_TIMEOUT, sender.send_reading(&request)).await {
         Ok((outcome, _)) => {

@@ -136,9 +136,12 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
     }
 }
 
-/// A full HTML response.
+/// A full HTML response. Agent-written text may carry bidi controls that reorder what the human
+/// reads; every page shows them as visible markers (our own markup never contains one).
 fn respond(status: StatusCode, markup: Markup) -> Response {
-    (status, Html(markup.into_string())).into_response()
+    let html = markup.into_string();
+    let html = ma2h_core::display::visible_bidi(&html).into_owned();
+    (status, Html(html)).into_response()
 }
 
 /// A 500 page that says nothing of the cause; the cause goes to the log with `what` failed.

@@ -1,0 +1,44 @@
+//! Agent-written text shown to a human: its Unicode bidirectional controls made visible.
+//!
+//! An agent controls titles, bodies, option labels, tags and ids. A right-to-left override
+//! (U+202E) inside one reorders what the human reads: `report`, U+202E, `fdp.exe` reads as
+//! `reportexe.pdf` (the "Trojan Source" trick). In an approval inbox what the human sees must be what was
+//! asked, so every human-facing rendering (the web inbox, mail, Slack) shows each embedding,
+//! override and isolate control as a visible marker, e.g. `[U+202E]`. Stored data and the
+//! agent's own reads are never changed. (Found by a black-box pass, session 19.)
+
+use std::borrow::Cow;
+
+/// The explicit directional formatting characters (Unicode TR9 §2: embeddings, overrides,
+/// isolates). The implicit marks (LRM, RLM, ALM) cannot reorder other text and stay.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every explicit bidi control replaced by a visible `[U+XXXX]`.
+pub fn visible_bidi(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_bidi_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_bidi_control(c) {
+            out.push_str(&format!("[U+{:04X}]", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_embeddings_and_isolates_become_visible_and_plain_text_is_untouched() {
+        assert_eq!(visible_bidi("report\u{202E}fdp.exe"), "report[U+202E]fdp.exe");
+        assert_eq!(visible_bidi("\u{2066}a\u{2069}\u{202A}"), "[U+2066]a[U+2069][U+202A]");
+        assert!(matches!(visible_bidi("שלום, deploy\u{200F} ok"), Cow::Borrowed(_)), "RTL text and marks stay");
+    }
+}
