@@ -183,9 +183,9 @@ async fn an_invalid_input_answer_shows_a_field_message_then_a_valid_one_resolves
         )
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(r.html.contains("minimum"), "{}", r.html);
+    assert!(r.html.contains("must be at least 1"), "{}", r.html);
     // Not even in its own field's error (a black-box pass found jsonschema's message quoting it).
-    assert!(r.html.contains("the value is shorter than 7 characters"), "{}", r.html);
+    assert!(r.html.contains("must be at least 7 characters"), "{}", r.html);
     assert!(!r.html.contains("s3cr"), "a sensitive value is never echoed: {}", r.html);
     let api =
         t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": {"replicas": 3, "token": "s3cr"}})).await;
@@ -409,7 +409,7 @@ async fn every_invalid_input_field_is_marked_at_once() {
     let r = t.page(Method::POST, &format!("/inbox/{id}/resolve"), Some(&cookie), Some(&form)).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(r.html.matches(r#"aria-invalid="true""#).count(), 2, "{}", r.html);
-    assert!(r.html.contains("minimum") && r.html.contains("longer than 3"), "{}", r.html);
+    assert!(r.html.contains("must be at least 1") && r.html.contains("must be at most 3 characters"), "{}", r.html);
 }
 
 /// Found by a black-box pass (session 19): a right-to-left override in an agent's title made

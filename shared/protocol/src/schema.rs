@@ -285,7 +285,7 @@ fn describe(error: &ValidationError<'_>) -> Finding {
 
 /// Human wording for the value-level keywords. Instance values are never echoed (they may be
 /// sensitive, spec §9.6); only the schema's expectations are.
-fn problem_text(error: &ValidationError<'_>) -> String {
+pub(crate) fn problem_text(error: &ValidationError<'_>) -> String {
     match error.kind() {
         ValidationErrorKind::Type { kind } => {
             let names: Vec<&str> = match kind {
