@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -206,18 +207,24 @@ async def inbox(s):
 async def errors(s):
     err, out = result(await s.call_tool("wait_for_answer", {"id": "msg_01HZZZZZZZZZZZZZZZZZZZZZZZ"}))
     check(err and out["error"]["code"] == "not_found" and out["error"]["http_status"] == 404, "unknown id → §8.5 not_found", out)
-    for bad in ("../inbox?limit=2&x=", "../../v1/operator/messages"):
+    for bad in ("..", ""):
         err, out = result(await s.call_tool("wait_for_answer", {"id": bad, "max_wait_seconds": 1}))
-        check(err and out["error"]["code"] == "validation_error", f"an id that is no message id is refused: {bad}", out)
+        check(err and out["error"]["code"] == "validation_error", f"an id that can never be one is refused: {bad!r}", out)
         err, out = result(await s.call_tool("cancel_ask", {"id": bad}))
-        check(err and out["error"]["code"] == "validation_error", f"cancel_ask refuses it too: {bad}", out)
+        check(err and out["error"]["code"] == "validation_error", f"cancel_ask refuses it too: {bad!r}", out)
+    for odd in ("../inbox?limit=2&x=", "../../v1/operator/messages"):
+        # one encoded path segment: it stays a message read (404), never a drain or another route
+        err, out = result(await s.call_tool("wait_for_answer", {"id": odd, "max_wait_seconds": 1}))
+        check(err and out["error"]["code"] == "not_found", f"an odd id stays a message read: {odd}", out)
+        err, out = result(await s.call_tool("cancel_ask", {"id": odd}))
+        check(err and out["error"]["code"] == "not_found", f"and a message cancel: {odd}", out)
     err, out = result(await s.call_tool("ask_human", {"title": "Pick", "mode": "select", "resolvers": ["human:dev"]}))
     check(err and out["error"]["code"] == "validation_error" and "option" in out["error"]["message"], "select without options", out)
     err, out = result(await s.call_tool("ask_human", {"title": "Nobody may answer"}))
     check(err and out["error"]["code"] == "no_resolver", "an ask nobody may answer is refused", out)
     err, out = result(await s.call_tool("ask_human", {"title": "Past", "resolvers": ["human:dev"], "default_on_expire": "maybe"}))
     check(err and out["error"]["code"] in ("invalid_field", "validation_error"), "a default that is no option is the Hub's 4xx", out)
-    ok("errors are tool results with isError and the §8.5 code: not_found, validation_error (a bad id never leaves the server), no_resolver, the Hub's 4xx")
+    ok("errors are tool results with isError and the §8.5 code: not_found, validation_error (an id stays one path segment), no_resolver, the Hub's 4xx")
 
 
 async def unconfigured():
@@ -230,6 +237,31 @@ async def unconfigured():
                 check(err and out["error"]["code"] == "configuration_error" and "MA2H_API_KEY" in out["error"]["message"],
                       "a missing key is named", out)
     ok("without MA2H_API_KEY the server starts and every tool names the missing variable")
+
+
+async def silent_hub():
+    """A Hub that accepts connections and never answers: ask_human must still end well inside a
+    client's tool timeout, handing back the idempotency key that recovers the ask if it landed."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    held = []
+    threading.Thread(target=lambda: [held.append(srv.accept()) for _ in range(16)], daemon=True).start()
+    url = f"http://127.0.0.1:{srv.getsockname()[1]}"
+    params = StdioServerParameters(command=BIN, args=["mcp"], env=server_env(MA2H_HUB_URL=url))
+    with open(os.path.join(SCRATCH, "mcp-silent.log"), "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                started = time.monotonic()
+                err, out = result(await s.call_tool("ask_human", {"title": "Anyone?", "resolvers": ["human:dev"]}))
+                took = time.monotonic() - started
+    srv.close()
+    check(err and out["error"]["code"] == "hub_unreachable", "a silent Hub is unreachable", out)
+    check(took < 30, f"ask_human gave up in {took:.1f}s, inside a client's tool timeout", out)
+    check(out["error"].get("idempotency_key", "").startswith("mcp-") and "same ask" in out["error"]["retry"],
+          "the give-up hands back the key that recovers the ask", out)
+    ok(f"a Hub that never answers: ask_human gives up in {took:.1f}s with the idempotency key to retry with")
 
 
 # --- ma2h hook -------------------------------------------------------------------------------
@@ -330,6 +362,7 @@ def hooks():
 async def main():
     await mcp_session()
     await unconfigured()
+    await silent_hub()
     hooks()
     print(f"mcp-test: {passed} checks passed")
 

@@ -173,7 +173,7 @@ test('an input ask shows a validation message for an invalid value, then accepts
   await page.getByLabel(/Replicas/).fill('0');
   await page.getByRole('button', { name: 'Submit answer' }).click();
   await page.locator('#in-replicas-err').waitFor();
-  assert.match(await page.locator('#in-replicas-err').innerText(), /minimum/);
+  assert.match(await page.locator('#in-replicas-err').innerText(), /must be at least 1/);
   assert.equal((await agentGet(env('INPUT_ID'))).status, 'open');
   await page.screenshot({ path: `${SHOTS}/input-invalid.png`, fullPage: true });
   await page.getByLabel(/Replicas/).fill('3');

@@ -186,8 +186,9 @@ pub async fn run(settings: Settings, cmd: AdminCommand) -> Result<()> {
 /// Run one admin command against `hub` (any store) and print its result: text, or JSON with
 /// `--json`.
 pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
+    // A note, never a refusal: the lookup's own failure does not stop the write.
     if let Some(t) = cmd.writes_for_agent()
-        && !admin::agent_is_known(hub, &t.account, &t.agent).await?
+        && matches!(admin::agent_is_known(hub, &t.account, &t.agent).await, Ok(false))
     {
         // Stored all the same (settings may be provisioned before the agent's first key).
         eprintln!(

@@ -163,12 +163,13 @@ impl Client {
         Ok(Reply { status, retry_after, body })
     }
 
-    /// `/v1/messages/{id}`: only for an id shaped like one (`msg_…`), so no argument can reach
-    /// another path or add a query (found by a black-box pass of `ma2h mcp`).
+    /// `/v1/messages/{id}`, the id as one percent-encoded path segment: any Hub's id works (ours
+    /// are `msg_` + a ULID, the reference's `msg_` + a UUID, ids minted before v0.5 may have any
+    /// shape), yet no argument can reach another path or add a query (found by a black-box pass
+    /// of `ma2h mcp`). What can never be an id is refused before any request ([`check_id`]).
     fn message_path(id: &str) -> Result<String, ClientError> {
-        ma2h_protocol::ids::MessageId::parse(id)
-            .map(|id| format!("/v1/messages/{id}"))
-            .ok_or_else(|| ClientError::Config(format!("`{}` is not a message id (msg_…)", id.escape_debug())))
+        check_id(id).map_err(ClientError::Config)?;
+        Ok(format!("/v1/messages/{}", crate::session::query_value(id)))
     }
 
     /// A 200 body that is a message of this id, with a status — and, for an ask or task past
@@ -331,6 +332,14 @@ impl Client {
             s => Err(ClientError::hub(s, &reply.body)),
         }
     }
+}
+
+/// What can never be a message id: empty, a dot segment, control characters, over 512 bytes.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id == "." || id == ".." || id.len() > 512 || id.chars().any(char::is_control) {
+        return Err(format!("`{}` is not a message id (msg_…)", id.escape_debug()));
+    }
+    Ok(())
 }
 
 /// A short reason for a transport failure, with the innermost cause.

@@ -1,5 +1,5 @@
 //! The client trusts only the Hub's own answers (found by a black-box pass of `ma2h mcp`): no
-//! redirect is followed, no id argument reaches another path, a body that is not the message
+//! redirect is followed, an id argument stays one path segment, a body that is not the message
 //! read (or the cancellation) is an error rather than an outcome.
 
 use std::sync::{Arc, Mutex};
@@ -55,15 +55,35 @@ async fn a_redirect_is_refused_not_followed() {
 }
 
 #[tokio::test]
-async fn an_id_that_is_not_a_message_id_never_reaches_the_hub() {
-    let (fake, client) = start(200, json!({"id": ID, "status": "open"})).await;
-    for id in ["../inbox?limit=2&x=", "../../v1/operator/messages", "msg_1/cancel", "", "msg_01J%2F"] {
-        assert!(matches!(client.get(id, Some(1)).await, Err(ClientError::Config(_))), "{id}");
-        assert!(matches!(client.cancel(id).await, Err(ClientError::Config(_))), "{id}");
+async fn an_id_stays_one_path_segment_and_what_can_never_be_one_is_refused() {
+    let (fake, client) = start(404, json!({"error": {"code": "not_found", "message": "unknown message id"}})).await;
+    for id in ["", ".", "..", "msg_1\n", &"m".repeat(513)] {
+        assert!(matches!(client.get(id, Some(1)).await, Err(ClientError::Config(_))), "{id:?}");
+        assert!(matches!(client.cancel(id).await, Err(ClientError::Config(_))), "{id:?}");
     }
     assert!(fake.seen.lock().unwrap().is_empty(), "{:?}", fake.seen.lock().unwrap());
-    assert_eq!(client.get(ID, None).await.unwrap()["status"], "open");
-    assert_eq!(*fake.seen.lock().unwrap(), [format!("/v1/messages/{ID}")]);
+    // Any other id is one encoded segment: it cannot reach another path or add a query.
+    for id in ["../inbox?limit=2&x=", "../../v1/operator/messages", "msg_1/cancel"] {
+        assert!(matches!(client.get(id, None).await, Err(ClientError::Hub(h)) if h.status == 404), "{id}");
+    }
+    let seen = fake.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            "/v1/messages/..%2Finbox%3Flimit%3D2%26x%3D",
+            "/v1/messages/..%2F..%2Fv1%2Foperator%2Fmessages",
+            "/v1/messages/msg_1%2Fcancel"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn any_hubs_message_id_is_read_not_only_ours() {
+    // The reference Hub mints `msg_` + a UUID; ours `msg_` + a ULID.
+    let uuid = "msg_1b4e28ba-2fa1-11d2-883f-b9a761bde3fb";
+    let (fake, client) = start(200, json!({"id": uuid, "status": "open"})).await;
+    assert_eq!(client.get(uuid, None).await.unwrap()["status"], "open");
+    assert_eq!(*fake.seen.lock().unwrap(), [format!("/v1/messages/{uuid}")]);
 }
 
 #[tokio::test]

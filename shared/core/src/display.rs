@@ -4,15 +4,21 @@
 //! (U+202E) inside one reorders what the human reads: `report`, U+202E, `fdp.exe` reads as
 //! `reportexe.pdf` (the "Trojan Source" trick). In an approval inbox what the human sees must be what was
 //! asked, so every human-facing rendering (the web inbox, mail, Slack) shows each embedding,
-//! override and isolate control as a visible marker, e.g. `[U+202E]`. Stored data and the
-//! agent's own reads are never changed. (Found by a black-box pass, session 19.)
+//! override and isolate control as a visible marker, e.g. `[U+202E]`. Stored data, the agent's
+//! own reads and what a form submits are never changed (the inbox applies it to an HTML page's
+//! text only: `http::ui::bidi`). (Found by a black-box pass, session 19.)
 
 use std::borrow::Cow;
 
 /// The explicit directional formatting characters (Unicode TR9 §2: embeddings, overrides,
 /// isolates). The implicit marks (LRM, RLM, ALM) cannot reorder other text and stay.
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `c` as its visible marker, `[U+XXXX]`.
+pub fn push_marker(out: &mut String, c: char) {
+    out.push_str(&format!("[U+{:04X}]", u32::from(c)));
 }
 
 /// `text` with every explicit bidi control replaced by a visible `[U+XXXX]`.
@@ -23,7 +29,7 @@ pub fn visible_bidi(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if is_bidi_control(c) {
-            out.push_str(&format!("[U+{:04X}]", u32::from(c)));
+            push_marker(&mut out, c);
         } else {
             out.push(c);
         }

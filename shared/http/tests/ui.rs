@@ -429,4 +429,17 @@ async fn bidi_controls_in_agent_text_are_shown_not_obeyed() {
     }
     let own = t.get(&t.agent, &id).await;
     assert_eq!(own.body["title"], "Open report\u{202E}fdp.exe", "the stored message is the agent's, unchanged");
+
+    // What a form submits stays as written: an option value carrying one is still chosen.
+    let mut env = common::ask("bidi-option");
+    env["request"]["options"] =
+        json!([{"value": "ship\u{202E}", "label": "Ship\u{202E}"}, {"value": "hold", "label": "Hold"}]);
+    let id = t.submit_ok(env).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(page.html.contains("Ship[U+202E]") && page.html.contains("value=\"ship\u{202E}\""), "{}", page.html);
+    let csrf = page.csrf();
+    let form = [("csrf", csrf.as_str()), ("value", "ship\u{202E}"), ("act", "answered")];
+    let r = t.page(Method::POST, &format!("/inbox/{id}/resolve"), Some(&cookie), Some(&form)).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    assert_eq!(t.get(&t.agent, &id).await.body["response"]["response"]["value"], "ship\u{202E}");
 }

@@ -73,8 +73,9 @@ pub(crate) fn entry_item(e: &MailboxEntry) -> Item {
     put("deadline", n(ms(e.deadline)));
     if !e.orphaned_if_unacked_at_deadline() {
         // §14.2: not an orphan if left delivered-but-unacked at its deadline (its own expiry, or
-        // a response/receipt entry). Items from before this rule carry it when the payload had
-        // an `expires_at`, which named the same deadline but for one past the retention.
+        // a response/receipt entry). Items written before this rule carry it when their payload
+        // had an `expires_at` (the same deadline, but for one past the retention); items from
+        // before `has_expiry` existed at all (the first days of the mailbox leg) lack it.
         put("has_expiry", AttributeValue::Bool(true));
     }
     put("deliveries", n(i64::from(e.deliveries)));

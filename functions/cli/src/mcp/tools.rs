@@ -54,10 +54,10 @@ fn refuse(code: &str, message: impl Into<String>) -> ToolResult {
     Ok(CallToolResult::structured_error(json!({"error": {"code": code, "message": message.into()}})))
 }
 
-/// An `id` argument that is not a message id is the model's mistake, refused before any request
-/// (the client refuses it too: no argument may reach another path).
+/// An `id` argument that can never be a message id is the model's mistake, refused before any
+/// request; any other is sent as one encoded path segment, so it cannot reach another path.
 fn bad_id(id: &str) -> Option<ToolResult> {
-    ma2h_protocol::ids::MessageId::parse(id).is_none().then(|| {
+    ma2h_client::client::check_id(id).err().map(|_| {
         refuse("validation_error", format!("`id` must be a message id as ask_human returned it (msg_…), not {id:?}"))
     })
 }
@@ -137,7 +137,16 @@ impl HubTools {
             Some(secs) => b.expires_in(i64::from(secs)),
             None => b,
         };
-        let Some(key) = key else { return fresh(b) };
+        // Without the model's key, one of ours — recorded like the model's, so that a call that
+        // gives up on a slow Hub can hand it back for a retry that files no second ask (§8.1).
+        let generated;
+        let key = match key {
+            Some(k) => k,
+            None => {
+                generated = format!("mcp-{}", ma2h_client::client::random_token(12));
+                generated.as_str()
+            }
+        };
         let b = b.idempotency_key(key);
         match self.ledger.stamp(key, expires_in).await {
             Ok(stamp) => {
@@ -158,21 +167,31 @@ impl HubTools {
     async fn file(&self, b: MessageBuilder, expects_answer: bool) -> ToolResult {
         match self.try_file(b, expects_answer).await {
             Ok(body) => ok(body),
-            Err(e) => failed(&e),
+            // The submit may have landed (a lost reply): the same key and arguments recover it.
+            Err((e, Some(key))) if transient(&e) => {
+                let mut body = error_body(&e);
+                body["error"]["idempotency_key"] = key.into();
+                body["error"]["retry"] = "call again with the same arguments and this idempotency_key: \
+                    it returns the same ask if this one was filed, never a second"
+                    .into();
+                Ok(CallToolResult::structured_error(body))
+            }
+            Err((e, _)) => failed(&e),
         }
     }
 
-    async fn try_file(&self, b: MessageBuilder, expects_answer: bool) -> Result<Value, ClientError> {
-        let client = self.client()?;
-        let envelope = match b.build(&self.agent()?) {
+    async fn try_file(&self, b: MessageBuilder, expects_answer: bool) -> Result<Value, (ClientError, Option<String>)> {
+        let client = self.client().map_err(|e| (e, None))?;
+        let envelope = match b.build(&self.agent().map_err(|e| (e, None))?) {
             Ok(e) => e,
             // the arguments broke a §4–§5 rule: the model's mistake, not a configuration problem
-            Err(ClientError::Config(m)) => return Err(ClientError::Hub(Box::new(invalid_arguments(m)))),
-            Err(e) => return Err(e),
+            Err(ClientError::Config(m)) => return Err((ClientError::Hub(Box::new(invalid_arguments(m))), None)),
+            Err(e) => return Err((e, None)),
         };
         let title = envelope.get("title").and_then(Value::as_str).unwrap_or_default().to_owned();
         let kind = envelope.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let ack = client.submit(envelope).await?;
+        let key = envelope.get("idempotency_key").and_then(Value::as_str).map(str::to_owned);
+        let ack = client.submit(envelope).await.map_err(|e| (e, key))?;
         if expects_answer {
             let entry = Filed {
                 id: ack.id.clone(),

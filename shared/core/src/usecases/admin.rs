@@ -147,13 +147,13 @@ pub async fn list(hub: &Hub) -> Result<Vec<CredentialSummary>, HubError> {
     Ok(all.iter().map(|c| summary(c, now)).collect())
 }
 
-/// Whether `account` has ever issued `agent` a credential (active or not). Per-agent settings
-/// (bindings, secrets, allowlists, stops) may be written ahead of it — pre-provisioning — so the
-/// CLI only notes a miss, which is more often a typo. A scan: an admin command, not a hot path.
+/// Whether `agent` is known in `account` — the Hub's one definition (as for addressing): it has
+/// a signing secret, which every agent credential creates. Per-agent settings (bindings,
+/// secrets, allowlists, stops) may be written ahead of it — pre-provisioning — so the CLI only
+/// notes a miss, which is more often a typo. One read, on either store.
 pub async fn agent_is_known(hub: &Hub, account: &str, agent: &str) -> Result<bool, HubError> {
-    let principal = format!("agent:{agent}");
-    let all = hub.credentials.list_credentials().await?;
-    Ok(all.iter().any(|c| c.account.as_str() == account && principal_string(&c.principal) == principal))
+    let (Some(account), Some(agent)) = (AccountId::parse(account), AgentId::parse(agent)) else { return Ok(false) };
+    Ok(hub.credentials.get_secret(&account, &agent, SIGNING_SECRET_NAME).await?.is_some())
 }
 
 async fn find(hub: &Hub, id: &str) -> Result<CredentialRecord, HubError> {

@@ -23,6 +23,7 @@
 mod agent_sessions;
 mod agents;
 mod answer;
+mod bidi;
 mod channels;
 mod inter_agent;
 mod list;
@@ -137,10 +138,10 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
 }
 
 /// A full HTML response. Agent-written text may carry bidi controls that reorder what the human
-/// reads; every page shows them as visible markers (our own markup never contains one).
+/// reads; every page's text shows them as visible markers, while form values stay as written.
 fn respond(status: StatusCode, markup: Markup) -> Response {
     let html = markup.into_string();
-    let html = ma2h_core::display::visible_bidi(&html).into_owned();
+    let html = bidi::visible_in_text(&html).into_owned();
     (status, Html(html)).into_response()
 }
 
