@@ -264,6 +264,25 @@ async def silent_hub():
     ok(f"a Hub that never answers: ask_human gives up in {took:.1f}s with the idempotency key to retry with")
 
 
+def framing():
+    """JSON-RPC 2.0 framing errors get their answers (the SDK alone skipped them), and the server
+    still serves the well-formed request that follows, then exits when stdin closes."""
+    lines = "\n".join([
+        "hello",
+        '{"id":7,"method":"tools/list"}',
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        '"capabilities":{},"clientInfo":{"name":"framing","version":"0"}}}',
+    ]) + "\n"
+    proc = subprocess.run([BIN, "mcp"], input=lines, capture_output=True, text=True, timeout=30, env=server_env())
+    got = [json.loads(l) for l in proc.stdout.splitlines() if l.strip()]
+    by_id = {json.dumps(g.get("id")): g for g in got}
+    check(proc.returncode == 0, "the server exits 0 when stdin closes", proc.stderr)
+    check(by_id.get("null", {}).get("error", {}).get("code") == -32700, "a line that is not JSON → -32700, id null", got)
+    check(by_id.get("7", {}).get("error", {}).get("code") == -32600, "no `jsonrpc` → -32600 with its id", got)
+    check("result" in by_id.get("1", {}), "the well-formed request after them is served", got)
+    ok("JSON-RPC framing: -32700 for a non-JSON line, -32600 (with its id) without `jsonrpc`, then business as usual")
+
+
 # --- ma2h hook -------------------------------------------------------------------------------
 
 def hook(event_file, *args, answer=None, env_extra=None, tool_use_id=None):
@@ -363,6 +382,7 @@ async def main():
     await mcp_session()
     await unconfigured()
     await silent_hub()
+    framing()
     hooks()
     print(f"mcp-test: {passed} checks passed")
 

@@ -8,6 +8,7 @@
 //! tool results with `isError` and the Hub's §8.5 `{code, message}`; nothing secret (API key,
 //! signing secret, state key, `state`) ever appears in a result or on stderr.
 
+mod frames;
 mod ledger;
 mod outcome;
 mod params;
@@ -28,8 +29,12 @@ pub async fn serve(config: Config) -> Result<u8> {
         // stderr is the client's log; the tools report the same to the model on every call.
         eprintln!("ma2h mcp: {problem}");
     }
-    let running = tools.serve(rmcp::transport::stdio()).await?;
+    // JSON-RPC framing errors are answered in front of the SDK (`frames`).
+    let stdio = frames::filter(tokio::io::stdin(), tokio::io::stdout());
+    let running = tools.serve((stdio.reader, stdio.writer)).await?;
     running.waiting().await?;
+    // The SDK has dropped its writer: the last answers are flushed once the writer task ends.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), stdio.output).await;
     Ok(crate::exit::OK)
 }
 
