@@ -2,9 +2,9 @@
 //!
 //! An agent controls titles, bodies, option labels, tags and ids. A right-to-left override
 //! (U+202E) inside one reorders what the human reads: `report`, U+202E, `fdp.exe` reads as
-//! `reportexe.pdf` (the "Trojan Source" trick). In an approval inbox what the human sees must be what was
-//! asked, so every human-facing rendering (the web inbox, mail, Slack) shows each embedding,
-//! override and isolate control as a visible marker, e.g. `[U+202E]`. Stored data, the agent's
+//! `reportexe.pdf` (the "Trojan Source" trick). In an approval inbox what the human sees must be
+//! what was asked, so every human-facing rendering (the web inbox, mail, Slack) shows each
+//! embedding, override and isolate control as a visible marker, e.g. `[U+202E]`. Stored data, the agent's
 //! own reads and what a form submits are never changed (the inbox applies it to an HTML page's
 //! text only: `http::ui::bidi`). (Found by a black-box pass, session 19.)
 
@@ -12,26 +12,28 @@ use std::borrow::Cow;
 
 /// The explicit directional formatting characters (Unicode TR9 §2: embeddings, overrides,
 /// isolates). The implicit marks (LRM, RLM, ALM) cannot reorder other text and stay.
-pub fn is_bidi_control(c: char) -> bool {
+fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-/// `c` as its visible marker, `[U+XXXX]`.
-pub fn push_marker(out: &mut String, c: char) {
-    out.push_str(&format!("[U+{:04X}]", u32::from(c)));
 }
 
 /// `text` with every explicit bidi control replaced by a visible `[U+XXXX]`.
 pub fn visible_bidi(text: &str) -> Cow<'_, str> {
+    visible_bidi_unless(text, |_, _| false)
+}
+
+/// [`visible_bidi`], except where `raw(index, char)` says to keep a control as written. `raw` sees
+/// every character in order (so it may track where it is, e.g. inside HTML markup) and its
+/// answer counts only for the controls.
+pub fn visible_bidi_unless(text: &str, mut raw: impl FnMut(usize, char) -> bool) -> Cow<'_, str> {
     if !text.chars().any(is_bidi_control) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if is_bidi_control(c) {
-            push_marker(&mut out, c);
-        } else {
+    for (i, c) in text.char_indices() {
+        if raw(i, c) || !is_bidi_control(c) {
             out.push(c);
+        } else {
+            out.push_str(&format!("[U+{:04X}]", u32::from(c)));
         }
     }
     Cow::Owned(out)

@@ -5,23 +5,18 @@
 
 use std::borrow::Cow;
 
-use ma2h_core::display::{is_bidi_control, push_marker};
+use ma2h_core::display::visible_bidi_unless;
 
 /// `html` with every bidi control in its text nodes shown as `[U+XXXX]`.
 pub(crate) fn visible_in_text(html: &str) -> Cow<'_, str> {
-    if !html.chars().any(is_bidi_control) {
-        return Cow::Borrowed(html);
-    }
     let (mut in_tag, mut in_value, mut in_textarea) = (false, false, false);
-    let mut out = String::with_capacity(html.len() + 32);
-    for (i, c) in html.char_indices() {
+    visible_bidi_unless(html, |i, c| {
         if in_tag {
             match c {
                 '"' => in_value = !in_value,
                 '>' if !in_value => in_tag = false,
                 _ => {}
             }
-            out.push(c);
         } else if c == '<' {
             let tag = html[i..].get(..10).unwrap_or(&html[i..]).to_ascii_lowercase();
             if tag.starts_with("<textarea") {
@@ -30,14 +25,9 @@ pub(crate) fn visible_in_text(html: &str) -> Cow<'_, str> {
                 in_textarea = false;
             }
             in_tag = true;
-            out.push(c);
-        } else if is_bidi_control(c) && !in_textarea {
-            push_marker(&mut out, c);
-        } else {
-            out.push(c);
         }
-    }
-    Cow::Owned(out)
+        in_tag || in_textarea
+    })
 }
 
 #[cfg(test)]
