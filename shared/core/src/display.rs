@@ -4,9 +4,9 @@
 //! (U+202E) inside one reorders what the human reads: `report`, U+202E, `fdp.exe` reads as
 //! `reportexe.pdf` (the "Trojan Source" trick). In an approval inbox what the human sees must be
 //! what was asked, so every human-facing rendering (the web inbox, mail, Slack) shows each
-//! embedding, override and isolate control as a visible marker, e.g. `[U+202E]`. Stored data, the agent's
-//! own reads and what a form submits are never changed (the inbox applies it to an HTML page's
-//! text only: `http::ui::bidi`). (Found by a black-box pass, session 19.)
+//! embedding, override and isolate control as a visible marker, e.g. `[U+202E]`. Stored data,
+//! the agent's own reads and what a form submits are never changed (the inbox applies it to an
+//! HTML page's text only: `http::ui::bidi`). (Found by a black-box pass, session 19.)
 
 use std::borrow::Cow;
 
