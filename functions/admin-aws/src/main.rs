@@ -24,6 +24,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Index credentials created before the per-principal pointers under their principal (a
+    /// Slack press or an email answer checks its human's credentials there); run once after
+    /// upgrading a table (docs/dynamodb.md). Idempotent.
+    BackfillCredentials {
+        /// Print `{"credentials": n}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[tokio::main]
@@ -33,6 +41,14 @@ async fn main() -> Result<()> {
     let deployment = ma2h_aws::build_admin().await.map_err(|e| anyhow::anyhow!(e))?;
     match cli.command {
         Command::Admin(c) => admin::execute(&deployment.hub, c).await,
+        Command::BackfillCredentials { json } => {
+            let n = deployment.store.backfill_credentials().await?;
+            match json {
+                true => println!("{}", serde_json::json!({ "credentials": n })),
+                false => println!("indexed {n} credential(s) under their principal"),
+            }
+            Ok(())
+        }
         Command::BackfillListing { json } => {
             let n = deployment.store.backfill_listing().await?;
             match json {

@@ -9,11 +9,14 @@
 
 pub mod apigw;
 pub mod front;
+pub mod iam;
 pub mod provision;
 pub mod pumps;
-pub mod routes;
 pub mod runtime;
-pub mod template;
+
+// The template model and API Gateway's route selection live in ma2h-sam (the in-process Lambda
+// tests route events with them too).
+pub use ma2h_sam::{routes, template};
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -49,6 +52,8 @@ pub struct Config {
     pub sqs_idle: Duration,
     pub log_dir: PathBuf,
     pub region: String,
+    /// Enforce each function's IAM policy through the checking front (`--no-iam` turns it off).
+    pub iam: bool,
 }
 
 /// A function's environment: the template's variables (a `Ref` resolved to a parameter or to a
@@ -134,6 +139,7 @@ impl Stack {
         if let Some((id, _)) = &template.table {
             resources.insert(id.clone(), cfg.table.clone());
         }
+        let roles = if cfg.iam { Some(iam::start(&cfg, &template, &parameters, &made).await?) } else { None };
 
         let runtime_addr = free_loopback_port()?;
         let (cl, ws, log) = (cfg.cargo_lambda.clone(), cfg.workspace.clone(), cfg.log_dir.join("cargo-lambda.log"));
@@ -164,7 +170,7 @@ impl Stack {
                 ProcessSpec {
                     binary,
                     name: f.binary.clone(),
-                    env: function_env(f, &parameters, &resources, own)?,
+                    env: [function_env(f, &parameters, &resources, own)?, iam::env(roles.as_ref(), f)].concat(),
                     instances: if is_http { cfg.instances.max(1) } else { 1 },
                     log: cfg.log_dir.join(format!("{}.log", f.binary)),
                 },
@@ -188,8 +194,9 @@ impl Stack {
 
         for f in &template.functions {
             if let Some(src) = &f.sqs {
+                // Lambda's event source mapping polls with the function's own role.
                 let mapping = pumps::SqsMapping {
-                    sqs: sqs.clone(),
+                    sqs: iam::sqs_client(roles.as_ref(), f, &sqs),
                     invoker: host.invoke.clone(),
                     function: f.binary.clone(),
                     timeout: f.timeout,

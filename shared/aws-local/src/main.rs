@@ -39,6 +39,10 @@ struct Cli {
     /// Directory for each function's log (default: a fresh temporary directory).
     #[arg(long)]
     log_dir: Option<PathBuf>,
+    /// Let every function call AWS unchecked (by default each call is evaluated against the
+    /// calling function's policy in the template; docs/iam.md).
+    #[arg(long)]
+    no_iam: bool,
 }
 
 fn parse_kv(s: &str) -> Result<(String, String)> {
@@ -74,6 +78,7 @@ async fn main() -> Result<()> {
         sqs_idle: Duration::from_millis(200),
         log_dir: log_dir.clone(),
         region: std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into()),
+        iam: !cli.no_iam,
     };
     let stack = Stack::start(cfg).await?;
     eprintln!("ma2h-aws-local: function logs in {}", log_dir.display());

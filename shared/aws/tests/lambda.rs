@@ -16,13 +16,16 @@ use ma2h_core::{admin, auth, resolve};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
-use support::{call_app, event, event_from, moto_config, raw_event, sqs_event, test_settings, unique};
+use support::{event, event_from, moto_config, raw_event, sqs_event, test_settings, unique};
 use tower::ServiceExt;
 
 const SCHEDULE: &str = include_str!("fixtures/schedule-event.json");
 
 struct Env {
+    /// The test's own set-up and inspection (moto's key, unchecked).
     dep: Deployment,
+    /// The template's functions, each with its own role (IAM enforced).
+    fns: support::Functions,
     clock: Arc<ManualClock>,
     agent: String,
     operator: String,
@@ -43,16 +46,42 @@ async fn env() -> Option<Env> {
         long_poll_interval: std::time::Duration::from_millis(50),
         purge_grace: std::time::Duration::ZERO,
     };
+    let mut fns = support::Functions::start(&config, TEMPLATE, &settings, &aws).await;
     let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     dep.hub.clock = clock.clone();
+    for f in fns.each_mut() {
+        f.hub.clock = clock.clone();
+    }
     let agent = admin::create_agent(&dep.hub, "acme", "bot", None).await.unwrap().api_key;
     let operator = admin::create_operator(&dep.hub, "acme", "alice", None).await.unwrap().api_key;
-    Some(Env { dep, clock, agent, operator })
+    Some(Env { dep, fns, clock, agent, operator })
 }
 
+const TEMPLATE: &str = include_str!("../../../infra/template.yaml");
+
+impl Env {
+    fn deliver(&self) -> &Deployment {
+        self.fns.get("DeliverFunction")
+    }
+
+    fn sweep(&self) -> &Deployment {
+        self.fns.get("SweepFunction")
+    }
+
+    /// Change the settings of every deployment (as a redeploy with new variables would).
+    fn set_settings(&mut self, change: impl Fn(&mut ma2h_core::settings::Settings)) {
+        for dep in std::iter::once(&mut self.dep).chain(self.fns.each_mut()) {
+            let mut s = (*dep.hub.settings).clone();
+            change(&mut s);
+            dep.hub.settings = Arc::new(s);
+        }
+    }
+}
+
+/// Serve `req` with the function the template routes it to, under that function's role.
 async fn call(e: &Env, req: lambda_http::Request) -> (StatusCode, Value) {
-    call_app(&e.dep, req).await
+    support::call_routed(&e.fns, req).await
 }
 
 fn ask(key: &str, callback: Option<Value>) -> Value {
@@ -154,8 +183,8 @@ async fn the_deliver_handler_pushes_and_returns_retryable_failures_to_the_queue(
 
     let batch = drain(&e).await;
     assert_eq!(batch.records.len(), 2, "the terminal transitions enqueued both pushes");
-    let sender = handlers::deliverer(&e.dep).unwrap();
-    let response = handlers::deliver(&e.dep, &sender, batch.clone()).await;
+    let sender = handlers::deliverer(e.deliver()).unwrap();
+    let response = handlers::deliver(e.deliver(), &sender, batch.clone()).await;
     assert_eq!(hits.lock().unwrap().get("ok"), Some(&1));
     assert_eq!(hits.lock().unwrap().get("down"), Some(&1));
     let failed: Vec<&str> = response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
@@ -167,10 +196,8 @@ async fn the_deliver_handler_pushes_and_returns_retryable_failures_to_the_queue(
     let again = drain(&e).await;
     assert_eq!(again.records.len(), 1, "the retryable job is back without waiting");
     // …and a minute-scale backoff keeps it hidden.
-    let mut slow = (*e.dep.hub.settings).clone();
-    slow.push.backoff_base = std::time::Duration::from_secs(60);
-    e.dep.hub.settings = Arc::new(slow);
-    let response = handlers::deliver(&e.dep, &sender, again).await;
+    e.set_settings(|s| s.push.backoff_base = std::time::Duration::from_secs(60));
+    let response = handlers::deliver(e.deliver(), &sender, again).await;
     assert_eq!(response.batch_item_failures.len(), 1, "the second 503 is retryable too");
     assert_eq!(hits.lock().unwrap().get("down"), Some(&2));
     assert!(drain(&e).await.records.is_empty(), "hidden for the recorded backoff");
@@ -184,7 +211,7 @@ async fn the_deliver_handler_pushes_and_returns_retryable_failures_to_the_queue(
     let mut junk = batch;
     junk.records.truncate(1);
     junk.records[0].body = Some("{}".into());
-    assert!(handlers::deliver(&e.dep, &sender, junk).await.batch_item_failures.is_empty());
+    assert!(handlers::deliver(e.deliver(), &sender, junk).await.batch_item_failures.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,8 +231,8 @@ async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
     // at its next attempt; then the job is lost (deleted, as if the queue had dropped it).
     let lost = drain(&e).await;
     assert_eq!(lost.records.len(), 1);
-    let sender = handlers::deliverer(&e.dep).unwrap();
-    let retried = handlers::deliver(&e.dep, &sender, lost.clone()).await;
+    let sender = handlers::deliverer(e.deliver()).unwrap();
+    let retried = handlers::deliver(e.deliver(), &sender, lost.clone()).await;
     assert_eq!(retried.batch_item_failures.len(), 1, "a retryable failure stays on the queue");
     for r in &lost.records {
         e.dep
@@ -222,14 +249,14 @@ async fn the_sweep_handler_expires_due_messages_and_requeues_lost_pushes() {
     // the EventBridge schedule event the sweep function receives parses as what it is
     let tick: aws_lambda_events::eventbridge::EventBridgeEvent = serde_json::from_str(SCHEDULE).unwrap();
     assert_eq!(tick.detail_type, "Scheduled Event");
-    let outcome = handlers::sweep(&e.dep).await.unwrap();
+    let outcome = handlers::sweep(e.sweep()).await.unwrap();
     assert_eq!((outcome.expired, outcome.requeued), (1, 1), "{outcome:?}");
     let (_, read) = call(&e, event("GET", &format!("/v1/messages/{due_id}"), &e.agent, None)).await;
     assert_eq!(read["status"], "expired");
     let again = drain(&e).await;
     assert!(again.records.iter().any(|r| r.body.as_deref().unwrap_or("").contains(&pushed)), "re-enqueued");
     // leased: the next sweep does not enqueue it again
-    assert_eq!(handlers::sweep(&e.dep).await.unwrap().requeued, 0);
+    assert_eq!(handlers::sweep(e.sweep()).await.unwrap().requeued, 0);
 }
 
 /// §3.1 with the job announced before the terminal commits: a job whose terminal has not
@@ -242,7 +269,7 @@ async fn announced_jobs_push_only_the_terminal_that_committed() {
     admin::bind_callback(&e.dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
     admin::put_secret(&e.dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
     let (base, hits) = receiver(HashMap::new()).await;
-    let sender = handlers::deliverer(&e.dep).unwrap();
+    let sender = handlers::deliverer(e.deliver()).unwrap();
     let cb = json!({"mode": "push", "url": format!("{base}/a"), "auth": {"scheme": "hmac", "secret_ref": "cb"}});
     let (_, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("a1", Some(cb))))).await;
     let id = ma2h_protocol::ids::MessageId::parse(ack["id"].as_str().unwrap()).unwrap();
@@ -252,9 +279,9 @@ async fn announced_jobs_push_only_the_terminal_that_committed() {
     // announced, never committed: retried while young, dropped after the grace
     assert!(e.dep.queue.announce(&acme, &id, &stray, e.dep.hub.clock.now()).await.unwrap());
     let young = drain(&e).await;
-    assert_eq!(handlers::deliver(&e.dep, &sender, young.clone()).await.batch_item_failures.len(), 1);
+    assert_eq!(handlers::deliver(e.deliver(), &sender, young.clone()).await.batch_item_failures.len(), 1);
     e.clock.advance(ma2h_core::push::UNCOMMITTED_GRACE + Duration::seconds(1));
-    assert!(handlers::deliver(&e.dep, &sender, young).await.batch_item_failures.is_empty(), "dropped");
+    assert!(handlers::deliver(e.deliver(), &sender, young).await.batch_item_failures.is_empty(), "dropped");
 
     // the real terminal commits (its own job), the stray one names another resolution: dropped
     let who = auth::authenticate(&e.dep.hub, Some(&e.operator)).await.unwrap();
@@ -263,7 +290,7 @@ async fn announced_jobs_push_only_the_terminal_that_committed() {
     std::thread::sleep(std::time::Duration::from_millis(50));
     let both = drain(&e).await;
     assert_eq!(both.records.len(), 2);
-    assert!(handlers::deliver(&e.dep, &sender, both).await.batch_item_failures.is_empty());
+    assert!(handlers::deliver(e.deliver(), &sender, both).await.batch_item_failures.is_empty());
     assert_eq!(hits.lock().unwrap().get("a"), Some(&1), "pushed once, by the committed terminal's job");
     let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
     assert_eq!(read["status"], "declined");
@@ -273,16 +300,14 @@ async fn announced_jobs_push_only_the_terminal_that_committed() {
 async fn failed_authentications_from_one_source_ip_are_throttled() {
     // issue 13 item 9, on the Lambda path: API Gateway's sourceIp is the client
     let Some(mut e) = env().await else { return };
-    let mut settings = (*e.dep.hub.settings).clone();
-    settings.auth_failures_per_minute = 3;
-    e.dep.hub.settings = Arc::new(settings);
+    e.set_settings(|s| s.auth_failures_per_minute = 3);
     let attacker = Some("198.51.100.7");
     for _ in 0..3 {
         let (status, _) = call(&e, event_from(attacker, "GET", "/v1/operator/messages", "ma2h_op_wrong", None)).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     }
     let req = event_from(attacker, "GET", "/v1/operator/messages", "ma2h_op_wrong", None);
-    let resp = ma2h_aws::http_app(&e.dep).oneshot(req).await.unwrap();
+    let resp = ma2h_aws::http_app(e.fns.for_request(&req)).oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(resp.headers().contains_key("retry-after"));
     // another client is unaffected, and a valid key from the throttled one still works
@@ -349,12 +374,12 @@ async fn sessions_are_registered_renewed_killed_and_swept_through_lambda_events(
     let (_, reg) = call(&e, event("POST", "/v1/sessions", &e.agent, Some(&json!({"ttl_seconds": 60})))).await;
     let lapsing = reg["session"]["id"].as_str().unwrap().to_owned();
     e.clock.advance(chrono::Duration::seconds(61));
-    let outcome = handlers::sweep(&e.dep).await.unwrap();
+    let outcome = handlers::sweep(e.sweep()).await.unwrap();
     assert_eq!(outcome.sessions_expired, 1, "{outcome:?}");
     let (_, read) = call(&e, event("GET", &format!("/v1/sessions/{lapsing}"), &e.agent, None)).await;
     assert_eq!(read["session"]["state"], "expired");
     e.clock.advance(chrono::Duration::days(2));
-    assert_eq!(handlers::sweep(&e.dep).await.unwrap().sessions_purged, 2);
+    assert_eq!(handlers::sweep(e.sweep()).await.unwrap().sessions_purged, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,7 +418,7 @@ async fn an_agent_to_agent_ask_is_routed_answered_and_acknowledged_through_lambd
 async fn health_openapi_and_the_api_gateway_request_id_through_lambda_events() {
     let Some(e) = env().await else { return };
     let resp =
-        tower::ServiceExt::oneshot(ma2h_aws::http_app(&e.dep), event("GET", "/healthz", "", None)).await.unwrap();
+        { let req = event("GET", "/healthz", "", None); tower::ServiceExt::oneshot(ma2h_aws::http_app(e.fns.for_request(&req)), req) }.await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     // the fixture's requestContext.requestId is the request id the Router answers and logs
     assert_eq!(resp.headers()["x-request-id"], "c6af9ac6-7b61-11e6-9a41-93e8deadbeef");
@@ -442,10 +467,65 @@ async fn a_slack_press_is_acknowledged_at_once_and_applied_from_the_queue() {
 
     let batch = drain(&e).await;
     assert_eq!(batch.records.len(), 1, "one queued press");
-    let sender = handlers::deliverer(&e.dep).unwrap();
-    assert!(handlers::deliver(&e.dep, &sender, batch).await.batch_item_failures.is_empty());
+    let sender = handlers::deliverer(e.deliver()).unwrap();
+    assert!(handlers::deliver(e.deliver(), &sender, batch).await.batch_item_failures.is_empty());
     let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
     assert_eq!(read["status"], "answered", "{read}");
     assert_eq!(read["response"]["response"]["actor"], "human:alice");
     assert_eq!(replies.lock().unwrap().get("reply"), Some(&1), "the ephemeral reply went to response_url");
+}
+
+/// The auth-failure counter on the mailbox route (the first wrong key of a client-minute opens
+/// the window with a put): a 401 under the inbox function's own role, never a denied write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_key_on_the_mailbox_route_is_a_401_under_the_inbox_functions_role() {
+    let Some(e) = env().await else { return };
+    let (status, body) = call(&e, event_from(Some("203.0.113.9"), "GET", "/v1/inbox", "ma2h_agent_wrong", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (status, _) = call(&e, event("GET", "/v1/inbox", &e.agent, None)).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// §14.2 repair on read: an ask still queued for a session that ended without its bounce (a
+/// bounce that lost the race with the entry's write) is bounced by whichever function reads it
+/// next — get, cancel, resolve — each under its own role (the mailbox index, the bounce's writes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_repairs_the_bounce_a_sessions_end_missed_in_every_function_that_settles() {
+    let Some(e) = env().await else { return };
+    let worker = admin::create_agent(&e.dep.hub, "acme", "worker", None).await.unwrap().api_key;
+    let (status, _) =
+        call(&e, event("PATCH", "/v1/operator/inter-agent", &e.operator, Some(&json!({"enabled": true})))).await;
+    assert_eq!(status, StatusCode::OK);
+    // One session per ask: a session's bounce takes all of its mail, and each function must
+    // find its own ask still queued.
+    let acme = ma2h_protocol::ids::AccountId::parse("acme").unwrap();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let (_, reg) = call(&e, event("POST", "/v1/sessions", &worker, Some(&json!({"ttl_seconds": 600})))).await;
+        let sess = reg["session"]["id"].as_str().unwrap().to_owned();
+        let ask = json!({"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
+                         "agent": {"id": "bot", "run_id": "r", "runtime": "cloud"}, "to": format!("agent:worker#{sess}"),
+                         "title": "Restart?", "idempotency_key": format!("repair-{n}"), "request": {"mode": "confirm"}});
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        ids.push(ack["id"].as_str().unwrap().to_owned());
+        // The session ends in the store alone: no bounce ran.
+        let sid = ma2h_protocol::ids::SessionId::parse(&sess).unwrap();
+        let end = ma2h_core::session::SessionEnd { at: e.dep.hub.clock.now(), kind: ma2h_core::session::EndKind::Closed };
+        e.dep.hub.sessions.end_session(&acme, &sid, end, e.dep.hub.clock.now() + Duration::hours(1), None).await.unwrap();
+    }
+
+    let (status, read) = call(&e, event("GET", &format!("/v1/messages/{}", ids[0]), &e.agent, None)).await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["mailbox"]["state"], "bounced", "{read}");
+    let (status, cancelled) = call(&e, event("POST", &format!("/v1/messages/{}/cancel", ids[1]), &e.agent, None)).await;
+    assert!(status.is_success() || status == StatusCode::CONFLICT, "{status} {cancelled}");
+    let answer = json!({"resolution": "answered", "value": "approve"});
+    let (status, resolved) =
+        call(&e, event("POST", &format!("/v1/messages/{}/resolve", ids[2]), &e.operator, Some(&answer))).await;
+    assert!(status.is_client_error() || status.is_success(), "never a 5xx: {status} {resolved}");
+    for id in &ids[1..] {
+        let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+        assert_eq!(read["mailbox"]["state"], "bounced", "{read}");
+    }
 }

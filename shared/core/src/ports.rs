@@ -10,7 +10,8 @@ use crate::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
 use crate::mailbox::{AckRecord, Audience, Claim, Claimer, Enqueued, Mailbox, MailboxEntry};
 use crate::policy::AccountPolicy;
 use crate::records::{
-    Completion, CredentialRecord, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
+    Completion, CredentialRecord, IdempotencyRecord, Inserted, Lookup, MessageRecord, PrincipalId, PushTrack,
+    TerminalWrite,
 };
 use crate::session::{Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 
@@ -179,6 +180,19 @@ pub trait CredentialStore: Send + Sync + 'static {
     async fn credential_by_hash(&self, key_hash: &str) -> Result<Option<CredentialRecord>, StoreError>;
     async fn credential_by_id(&self, id: &str) -> Result<Option<CredentialRecord>, StoreError>;
     async fn list_credentials(&self) -> Result<Vec<CredentialRecord>, StoreError>;
+    /// One principal's credentials in `account`, active or not — what an answer arriving
+    /// outside the API (a Slack press, an email link) checks on every use, so it must not read
+    /// every credential. The default filters [`Self::list_credentials`] (fine for a local store);
+    /// a store whose listing is a table scan keeps an index.
+    async fn credentials_of(
+        &self,
+        account: &AccountId,
+        principal: &PrincipalId,
+    ) -> Result<Vec<CredentialRecord>, StoreError> {
+        let mut all = self.list_credentials().await?;
+        all.retain(|c| &c.account == account && &c.principal == principal);
+        Ok(all)
+    }
     /// Replace the revocation / expiry of an existing credential.
     async fn update_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError>;
 

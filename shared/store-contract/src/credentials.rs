@@ -49,6 +49,15 @@ pub async fn credentials_put_lookup_list_update<S: Store>(store: S) {
     store.update_credential(&reinstated).await.unwrap();
     assert_eq!(store.credential_by_id(&alice.id).await.unwrap(), Some(reinstated), "fields can be cleared");
     assert_eq!(store.list_credentials().await.unwrap().len(), 2, "updates add nothing");
+
+    // One principal's credentials, as they stand after the updates; nobody else's.
+    let alice_id = PrincipalId::Operator(human("alice"));
+    let of_alice = store.credentials_of(&account("globex"), &alice_id).await.unwrap();
+    assert_eq!(of_alice.iter().map(|c| (&c.id, c.revoked_at)).collect::<Vec<_>>(), [(&alice.id, None)]);
+    assert!(store.credentials_of(&acct, &alice_id).await.unwrap().is_empty(), "another account's alice");
+    let of_bot = store.credentials_of(&acct, &bot.principal).await.unwrap();
+    assert_eq!(of_bot.iter().map(|c| (&c.id, c.revoked_at.is_some())).collect::<Vec<_>>(), [(&bot.id, true)]);
+    assert!(store.credentials_of(&acct, &PrincipalId::Operator(human("bob"))).await.unwrap().is_empty());
 }
 
 /// A sealed secret is stored per `(account, agent, name)`; a second put replaces it; other

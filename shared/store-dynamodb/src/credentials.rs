@@ -1,12 +1,14 @@
 //! [`CredentialStore`] on DynamoDB: credentials keyed by key hash (the hot lookup), a pointer item
-//! by credential id, and per-agent secrets and bindings under one partition per agent.
+//! by credential id and one under its principal's partition (a Slack press or an email answer
+//! checks that one human's credentials, never a scan), and per-agent secrets and bindings under
+//! one partition per agent.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use ma2h_core::policy::AccountPolicy;
 use ma2h_core::ports::{CredentialStore, StoreError};
-use ma2h_core::records::CredentialRecord;
-use ma2h_protocol::ids::{AccountId, AgentId};
+use ma2h_core::records::{CredentialRecord, PrincipalId};
+use ma2h_protocol::ids::{AccountId, AgentId, key_part};
 
 use crate::codec::*;
 use crate::{DynamoStore, unavailable};
@@ -26,7 +28,35 @@ fn id_pointer(c: &CredentialRecord) -> Item {
     item
 }
 
+/// The partition of one principal's credentials in an account.
+fn principal_pk(account: &AccountId, principal: &PrincipalId) -> String {
+    format!("PRIN#{}#{}#{}", key_part(account.as_str()), principal.kind(), key_part(principal.name()))
+}
+
+/// A credential's pointer under its principal's partition.
+fn principal_pointer(c: &CredentialRecord) -> Item {
+    let mut item = key(principal_pk(&c.account, &c.principal), &format!("CRED#{}", c.id));
+    item.insert("key_hash".into(), s(c.key_hash.clone()));
+    item
+}
+
 impl DynamoStore {
+    /// Give credentials stored before the per-principal pointers existed their pointer (a scan
+    /// of the credentials, one put each; idempotent). `ma2h-admin-aws backfill-credentials`.
+    pub async fn backfill_credentials(&self) -> R<usize> {
+        let all = self.list_credentials().await?;
+        for c in &all {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(principal_pointer(c)))
+                .send()
+                .await
+                .map_err(|e| unavailable("PutItem", e))?;
+        }
+        Ok(all.len())
+    }
+
     /// The items of an agent's partition whose sort keys lie in `from..=to` (strongly consistent).
     async fn agent_items(&self, account: &AccountId, agent: &AgentId, from: &str, to: &str) -> R<Vec<Item>> {
         let mut out = Vec::new();
@@ -111,6 +141,7 @@ impl CredentialStore for DynamoStore {
             .transact_write_items()
             .transact_items(put(credential_item(c))?)
             .transact_items(put(id_pointer(c))?)
+            .transact_items(put(principal_pointer(c))?)
             .send()
             .await
             .map_err(|e| unavailable("TransactWriteItems", e))?;
@@ -143,6 +174,27 @@ impl CredentialStore for DynamoStore {
             out.push(credential_from(&item.map_err(|e| unavailable("Scan", e))?)?);
         }
         out.sort_by_key(|c| c.created_at);
+        Ok(out)
+    }
+
+    async fn credentials_of(&self, account: &AccountId, principal: &PrincipalId) -> R<Vec<CredentialRecord>> {
+        let mut out = Vec::new();
+        let mut pointers = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(principal_pk(account, principal)))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(p) = pointers.next().await {
+            let p = p.map_err(|e| unavailable("Query", e))?;
+            if let Some(c) = self.credential_by_hash(get_s(&p, "key_hash")?).await? {
+                out.push(c);
+            }
+        }
         Ok(out)
     }
 

@@ -100,3 +100,83 @@ pub fn sqs_event(messages: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
     );
     serde_json::from_value(ev).unwrap()
 }
+
+/// The functions of `infra/template.yaml` as separate deployments, each calling AWS with its own
+/// identity through an IAM front (ma2h-sam) that evaluates every call against that function's
+/// policy in the template before moto sees it — as Lambda runs them, one role per function. The
+/// test's own set-up (tables, credentials, inspection) keeps moto's test key, which the front
+/// admits unchecked. With `MA2H_IAM_LOG` set, every distinct decision is appended there for
+/// `ma2h-iam-report`.
+pub struct Functions {
+    template: ma2h_sam::template::Template,
+    routes: ma2h_sam::routes::Routes,
+    by_id: std::collections::BTreeMap<String, Deployment>,
+}
+
+/// moto's account (every ARN it mints) and the tests' region.
+pub const ACCOUNT: &str = "123456789012";
+
+impl Functions {
+    /// Every function of `template_text` over `aws`'s table and queue, with `settings`.
+    pub async fn start(
+        config: &aws_config::SdkConfig,
+        template_text: &str,
+        settings: &Settings,
+        aws: &ma2h_aws::AwsSettings,
+    ) -> Self {
+        use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
+        use ma2h_sam::iam::{Front, Resolver, access_key, identities};
+        let template = ma2h_sam::template::Template::parse(template_text).expect("the template parses");
+        let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("moto's endpoint");
+        let front = Front::new(&endpoint, ACCOUNT, std::env::var_os("MA2H_IAM_LOG").map(Into::into));
+        front.admit(&std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "test".into()));
+        let url = front.clone().spawn().await.expect("the IAM front binds");
+        let region = config.region().map(|r| r.to_string()).unwrap_or_else(|| "us-east-1".into());
+        let resolver = Resolver::new(&region, ACCOUNT)
+            .table("Table", &aws.table)
+            .queue("PushQueue", &aws.push_queue_url)
+            .parameters(&template.parameters);
+        let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let run = unique("run");
+        let mut by_id = std::collections::BTreeMap::new();
+        for (function, identity) in identities(&template, &workspace, &resolver).expect("every policy resolves") {
+            let key = access_key(&function, &run);
+            front.register(&key, identity);
+            let creds = Credentials::new(key, "local", None, None, "ma2h-iam-front");
+            // The endpoint on each service's own config: AWS_ENDPOINT_URL (moto) would win over
+            // an SdkConfig's.
+            let own = config.to_builder().credentials_provider(SharedCredentialsProvider::new(creds)).build();
+            let ddb = aws_sdk_dynamodb::config::Builder::from(&own).endpoint_url(&url).build();
+            let sqs = aws_sdk_sqs::config::Builder::from(&own).endpoint_url(&url).build();
+            let store = ma2h_store_dynamodb::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(ddb), &aws.table)
+                .with_purge_grace(aws.purge_grace);
+            let queue = ma2h_queue_sqs::SqsPushQueue::new(aws_sdk_sqs::Client::from_conf(sqs), &aws.push_queue_url);
+            let dep = ma2h_aws::assemble(settings.clone(), aws, store, queue).expect("a deployment");
+            by_id.insert(function.logical_id.clone(), dep);
+        }
+        let routes = ma2h_sam::routes::Routes::new(template.routes.clone());
+        Self { template, routes, by_id }
+    }
+
+    /// The function the template's HTTP API routes `req` to.
+    pub fn for_request(&self, req: &lambda_http::Request) -> &Deployment {
+        let matched = self.routes.select(req.method().as_str(), req.uri().path()).expect("the template routes the request");
+        let f = self.template.function_by_binary(&matched.route.function).expect("a routed function");
+        &self.by_id[&f.logical_id]
+    }
+
+    /// The function with this logical id (`DeliverFunction`).
+    pub fn get(&self, logical_id: &str) -> &Deployment {
+        &self.by_id[logical_id]
+    }
+
+    pub fn each_mut(&mut self) -> impl Iterator<Item = &mut Deployment> {
+        self.by_id.values_mut()
+    }
+}
+
+/// Serve `req` with the function the template routes it to.
+pub async fn call_routed(fns: &Functions, req: lambda_http::Request) -> (StatusCode, Value) {
+    let dep = fns.for_request(&req);
+    call_app(dep, req).await
+}

@@ -423,15 +423,12 @@ async fn apply(
 
 /// Whether `human` still holds an active operator credential in `account`: an answer that
 /// arrives outside the API (a Slack press, an email link) acts as them only while it does, so
-/// revoking their key also revokes their links. A scan of the credentials, once per press.
+/// revoking their key also revokes their links. Their own credentials only, never a scan of
+/// every credential (on DynamoDB a table scan per press, which no function is granted).
 pub(crate) async fn operator_active(hub: &Hub, account: &AccountId, human: &HumanId) -> Result<bool, HubError> {
     let now = hub.clock.now();
-    Ok(hub
-        .credentials
-        .list_credentials()
-        .await?
-        .iter()
-        .any(|c| &c.account == account && c.principal == PrincipalId::Operator(human.clone()) && c.is_active(now)))
+    let principal = PrincipalId::Operator(human.clone());
+    Ok(hub.credentials.credentials_of(account, &principal).await?.iter().any(|c| c.is_active(now)))
 }
 
 /// Tell the pressing user what happened (Slack's `response_url`, ephemeral). Best effort.

@@ -65,6 +65,9 @@ pub struct Function {
     pub env: BTreeMap<String, EnvValue>,
     pub sqs: Option<SqsSource>,
     pub schedule: Option<Duration>,
+    /// `Properties.Policies` as JSON (short tags as `{"!Sub": …}`): SAM policy templates and
+    /// inline statements, expanded and resolved by [`crate::iam::policy`].
+    pub policies: Vec<serde_json::Value>,
 }
 
 /// One `AWS::SQS::Queue`.
@@ -82,11 +85,15 @@ pub struct Queue {
 pub struct Template {
     /// Parameter defaults (a parameter without one is absent).
     pub parameters: BTreeMap<String, String>,
+    /// Every parameter's name, with a default or not.
+    pub parameter_names: Vec<String>,
     pub functions: Vec<Function>,
     pub routes: Vec<HttpRoute>,
     pub queues: Vec<Queue>,
     /// `(logical id, Properties as JSON)` of the DynamoDB table.
     pub table: Option<(String, serde_json::Value)>,
+    /// Every resource's logical id → its `Type`.
+    pub resource_types: BTreeMap<String, String>,
 }
 
 fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
@@ -157,7 +164,7 @@ pub fn parse_rate(expr: &str) -> Option<Duration> {
 }
 
 /// YAML → JSON (tags become `{"!Tag": value}`; the table's definition has none).
-fn to_json(v: &Value) -> serde_json::Value {
+pub(crate) fn to_json(v: &Value) -> serde_json::Value {
     match v {
         Value::Null => serde_json::Value::Null,
         Value::Bool(b) => (*b).into(),
@@ -176,8 +183,10 @@ impl Template {
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
         let doc: Value = serde_yaml_ng::from_str(text)?;
         let mut parameters = BTreeMap::new();
+        let mut parameter_names = Vec::new();
         if let Some(params) = get(&doc, "Parameters").and_then(Value::as_mapping) {
             for (k, v) in params {
+                parameter_names.extend(scalar(k));
                 if let (Some(k), Some(d)) = (scalar(k), get(v, "Default").and_then(scalar)) {
                     parameters.insert(k, d);
                 }
@@ -189,9 +198,11 @@ impl Template {
 
         let resources = get(&doc, "Resources").and_then(Value::as_mapping).ok_or_else(|| shape("no Resources"))?;
         let (mut functions, mut routes, mut queues, mut table) = (Vec::new(), Vec::new(), Vec::new(), None);
+        let mut resource_types = BTreeMap::new();
         for (id, res) in resources {
             let id = scalar(id).ok_or_else(|| shape("a resource id is not a string"))?;
             let props = get(res, "Properties");
+            resource_types.insert(id.clone(), get(res, "Type").and_then(scalar).unwrap_or_default());
             match get(res, "Type").and_then(scalar).as_deref() {
                 Some("AWS::Serverless::Function") => {
                     let f = function(&id, res, &global_env, global_timeout, &mut routes)?;
@@ -220,7 +231,7 @@ impl Template {
                 _ => {}
             }
         }
-        Ok(Self { parameters, functions, routes, queues, table })
+        Ok(Self { parameters, parameter_names, functions, routes, queues, table, resource_types })
     }
 
     pub fn function_by_binary(&self, binary: &str) -> Option<&Function> {
@@ -275,7 +286,12 @@ fn function(
         }
     }
     let timeout = Duration::from_secs(u64::try_from(timeout).map_err(|_| shape(format!("{id}: negative Timeout")))?);
-    Ok(Function { logical_id: id.to_owned(), binary, timeout, env, sqs, schedule })
+    let policies = match props.and_then(|p| get(p, "Policies")) {
+        None => Vec::new(),
+        Some(Value::Sequence(s)) => s.iter().map(to_json).collect(),
+        Some(one) => vec![to_json(one)],
+    };
+    Ok(Function { logical_id: id.to_owned(), binary, timeout, env, sqs, schedule, policies })
 }
 
 #[cfg(test)]
