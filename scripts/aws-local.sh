@@ -33,4 +33,4 @@ Credentials (in another shell, same endpoint):
   MA2H_MODE=dev MA2H_TABLE=$TABLE MA2H_HUB_SECRET=$SECRET $BINS/ma2h-admin-aws create-agent --account demo --agent my-bot
 MSG
 "$BINS/ma2h-aws-local" --listen "$LISTEN" --bin-dir "$BINS" --table "$TABLE" \
-    --parameter "HubSecretName=$SECRET" "$@"
+    --parameter "HubSecretName=$SECRET" --parameter "HubPublicKeysSecretName=$SECRET-public" "$@"

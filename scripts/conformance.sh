@@ -63,7 +63,8 @@ aws-local)
     RUN="conf-$RANDOM$RANDOM"
     export MA2H_TABLE=$RUN MA2H_HUB_SECRET="ma2h/$RUN"
     "$BINS/ma2h-aws-local" --listen 127.0.0.1:0 --bin-dir "$BINS" --table "$RUN" \
-        --parameter "HubSecretName=$MA2H_HUB_SECRET" --schedule-every-ms 500 --log-dir "$DATA/logs" \
+        --parameter "HubSecretName=$MA2H_HUB_SECRET" --parameter "HubPublicKeysSecretName=$MA2H_HUB_SECRET-public" \
+        --schedule-every-ms 500 --log-dir "$DATA/logs" \
         >"$HUB_OUT" 2>"$DATA/hub.err" &
     HUB_PID=$!
     ADDR=$(hub_address "$HUB_PID" "$HUB_OUT" "$DATA/hub.err" conformance 120)

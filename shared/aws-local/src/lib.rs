@@ -132,8 +132,9 @@ impl Stack {
         let mut made = provision::Provisioned::default();
         provision::queues(&sqs, &template, &cfg.prefix, &mut made).await?;
         if let Some(secret) = parameters.get("HubSecretName") {
-            let created = provision::hub_secret(&aws_sdk_secretsmanager::Client::new(&aws), secret).await?;
-            tracing::info!(secret, created, "the Hub's key secret");
+            let public = parameters.get("HubPublicKeysSecretName").map(String::as_str);
+            let created = provision::hub_secrets(&aws_sdk_secretsmanager::Client::new(&aws), secret, public).await?;
+            tracing::info!(secret, created, "the Hub's key secret and its public keys");
         }
         let mut resources = made.queue_urls.clone();
         if let Some((id, _)) = &template.table {

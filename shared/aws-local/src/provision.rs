@@ -1,11 +1,9 @@
 //! Create what the template declares on the local endpoint (moto or LocalStack): the table from
 //! the template's own `AWS::DynamoDB::Table` properties, each `AWS::SQS::Queue` with its
-//! visibility timeout and redrive policy, and the Hub's key secret (random keys, once).
+//! visibility timeout and redrive policy, and the Hub's key secret (random keys, once) with its
+//! public-keys secret.
 
 use std::collections::BTreeMap;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as B64;
 
 use crate::template::{Queue, Template};
 
@@ -86,19 +84,18 @@ pub async fn queues(
     Ok(())
 }
 
-fn random_key() -> String {
-    let mut k = [0u8; 32];
-    getrandom::fill(&mut k).expect("the OS random source");
-    B64.encode(k)
-}
-
-/// The Hub's key secret (`master_key`, `ed25519_seed`), created with random keys unless it exists
-/// (so a restarted stack keeps verifying the pushes and sealed secrets of the last run).
-pub async fn hub_secret(client: &aws_sdk_secretsmanager::Client, name: &str) -> Result<bool, ProvisionError> {
-    let value = serde_json::json!({ "master_key": random_key(), "ed25519_seed": random_key() }).to_string();
-    match client.create_secret().name(name).secret_string(value).send().await {
-        Ok(_) => Ok(true),
-        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_exists_exception()) => Ok(false),
-        Err(e) => Err(aws("CreateSecret")(e)),
+/// The Hub's two secrets: the key secret (random keys) unless it exists — so a restarted stack
+/// keeps verifying the pushes and sealed secrets of the last run — and its public-keys secret,
+/// always rewritten from it so the two never disagree. `true` if the key secret was created.
+pub async fn hub_secrets(
+    client: &aws_sdk_secretsmanager::Client,
+    name: &str,
+    public_name: Option<&str>,
+) -> Result<bool, ProvisionError> {
+    let failed = |e: ma2h_aws::Error| ProvisionError::Aws { op: "the Hub's key secrets", message: e.to_string() };
+    let created = ma2h_aws::hub_secret::create(client, name).await.map_err(failed)?;
+    if let Some(public_name) = public_name {
+        ma2h_aws::hub_secret::publish(client, name, public_name).await.map_err(failed)?;
     }
+    Ok(created)
 }

@@ -94,12 +94,13 @@ fn env(k: &str) -> Option<String> {
 /// Build from the process environment. `AWS_ENDPOINT_URL` (moto, LocalStack) is honoured by the
 /// SDK's standard configuration.
 pub async fn build() -> Result<Deployment, Error> {
-    build_with(AwsSettings::from_vars(env)?).await
+    build_with(AwsSettings::from_vars(env)?, true).await
 }
 
 /// Build for the admin commands run against DynamoDB (`ma2h-admin-aws`).
 pub async fn build_admin() -> Result<Deployment, Error> {
-    build_with(AwsSettings::for_admin(env)?).await
+    // Never publish-only: admin commands seal secrets with the real master key.
+    build_with(AwsSettings::for_admin(env)?, false).await
 }
 
 /// The SDK's configuration loader with the project's one TLS stack: an HTTPS client on rustls
@@ -111,12 +112,22 @@ pub fn sdk_loader() -> aws_config::ConfigLoader {
     aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(https)
 }
 
-async fn build_with(aws: AwsSettings) -> Result<Deployment, Error> {
+async fn build_with(aws: AwsSettings, publish_only_allowed: bool) -> Result<Deployment, Error> {
+    use crate::hub_secret::{PUBLIC_VAR, VAR, load, load_public};
     let config = sdk_loader().load().await;
-    let settings = crate::hub_secret::load(Settings::from_env()?, &config, env(crate::hub_secret::VAR)).await?;
+    let settings = Settings::from_env()?;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table).with_purge_grace(aws.purge_grace);
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);
-    Ok(assemble(settings, &aws, store, queue)?)
+    match (env(VAR), env(PUBLIC_VAR)) {
+        // The discovery function: given only the public keys, it can publish them and sign
+        // nothing. It seals nothing either: its master key is a fresh random one, never stored.
+        (None, Some(public)) if publish_only_allowed && settings.ed25519_seed.is_none() => {
+            let keys = load_public(&config, &public).await?;
+            let master = MasterKey::generate(&ma2h_core::ports::OsRandom);
+            Ok(assemble_keys(settings, &aws, store, queue, master, keys))
+        }
+        (secret, _) => Ok(assemble(load(settings, &config, secret).await?, &aws, store, queue)?),
+    }
 }
 
 /// Put the Hub together over already-built clients (tests pass moto-backed ones).
@@ -133,8 +144,19 @@ pub fn assemble(
         .map_err(|e| ConfigError::Invalid { var: "MA2H_MASTER_KEY", reason: e.to_string() })?;
     let seed_text = settings.ed25519_seed.as_ref().ok_or(ConfigError::Missing("MA2H_ED25519_SEED"))?;
     let keys = HubKeys::from_config(&seed_text.0, &settings.ed25519_previous)?;
+    Ok(assemble_keys(settings, aws, store, queue, master_key, keys))
+}
+
+fn assemble_keys(
+    settings: Settings,
+    aws: &AwsSettings,
+    store: DynamoStore,
+    queue: SqsPushQueue,
+    master_key: MasterKey,
+    keys: HubKeys,
+) -> Deployment {
     // Writers may be other Lambda instances: a long-poll re-reads the store on an interval.
     let changes = Arc::new(PollingChanges { interval: aws.long_poll_interval });
     let hub = Hub::new(Arc::new(store.clone()), settings, master_key, keys, changes, Arc::new(queue.clone()));
-    Ok(Deployment { hub, store, queue })
+    Deployment { hub, store, queue }
 }

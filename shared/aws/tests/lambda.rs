@@ -32,6 +32,11 @@ struct Env {
 }
 
 async fn env() -> Option<Env> {
+    env_with(TEMPLATE).await
+}
+
+/// [`env`] with the functions' policies from `template` (a copy with a grant removed).
+async fn env_with(template: &str) -> Option<Env> {
     let config = moto_config().await?;
     let table = unique("lambda");
     let ddb = aws_sdk_dynamodb::Client::new(&config);
@@ -46,7 +51,7 @@ async fn env() -> Option<Env> {
         long_poll_interval: std::time::Duration::from_millis(50),
         purge_grace: std::time::Duration::ZERO,
     };
-    let mut fns = support::Functions::start(&config, TEMPLATE, &settings, &aws).await;
+    let mut fns = support::Functions::start(&config, template, &settings, &aws).await;
     let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     dep.hub.clock = clock.clone();
@@ -528,4 +533,93 @@ async fn a_read_repairs_the_bounce_a_sessions_end_missed_in_every_function_that_
         let (_, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
         assert_eq!(read["mailbox"]["state"], "bounced", "{read}");
     }
+}
+
+/// Proof that IAM bites: the same template with one grant removed — the submit function's
+/// `mailbox` index — and an agent→agent ask (which counts the audience's live entries there)
+/// fails, the front having answered that one call `AccessDeniedException`, while a submit that
+/// needs no index still works. The denial names the action and the resource, never a secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_a_grant_from_the_template_denies_the_call_it_covered() {
+    const GRANT: &str = r#"Resource: [!GetAtt Table.Arn, !Sub "${Table.Arn}/index/inbox", !Sub "${Table.Arn}/index/mailbox"]
+            - Effect: Allow
+              Action: [sqs:SendMessage]"#;
+    assert_eq!(TEMPLATE.matches(GRANT).count(), 1, "the submit function's grant, exactly once");
+    let without = TEMPLATE.replace(GRANT, &GRANT.replace(r#", !Sub "${Table.Arn}/index/mailbox""#, ""));
+    let Some(e) = env_with(&without).await else { return };
+    let worker = admin::create_agent(&e.dep.hub, "acme", "worker", None).await.unwrap().api_key;
+    let (status, _) =
+        call(&e, event("PATCH", "/v1/operator/inter-agent", &e.operator, Some(&json!({"enabled": true})))).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(&e, event("POST", "/v1/sessions", &worker, Some(&json!({"ttl_seconds": 600})))).await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("plain", None)))).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "a submit that needs no index: {ack}");
+    assert!(e.fns.front.denials().is_empty());
+
+    let to_worker = json!({"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
+                           "agent": {"id": "bot", "run_id": "r", "runtime": "cloud"}, "to": "agent:worker",
+                           "title": "Restart?", "idempotency_key": "denied", "request": {"mode": "confirm"}});
+    let (status, body) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&to_worker))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(!body.to_string().contains("AccessDenied"), "5xx bodies are opaque: {body}");
+    let denials = e.fns.front.denials();
+    assert_eq!(denials.len(), 1, "{denials:?}");
+    assert_eq!((denials[0].function.as_str(), denials[0].action.as_str()), ("SubmitFunction", "dynamodb:Query"));
+    assert!(denials[0].resource.ends_with("/index/mailbox"), "{}", denials[0].resource);
+
+    // As AWS answers it: the SDK sees AccessDeniedException naming the role, action and resource.
+    let err = e
+        .fns
+        .dynamodb("SubmitFunction")
+        .query()
+        .table_name(e.dep.store.table())
+        .index_name("mailbox")
+        .key_condition_expression("mbx_pk = :p")
+        .expression_attribute_values(":p", aws_sdk_dynamodb::types::AttributeValue::S("x".into()))
+        .send()
+        .await
+        .unwrap_err();
+    let service = err.as_service_error().expect("a service error");
+    assert_eq!(aws_smithy_types::error::metadata::ProvideErrorMetadata::code(service), Some("AccessDeniedException"));
+    let text = aws_sdk_dynamodb::error::DisplayErrorContext(&err).to_string();
+    assert!(text.contains("assumed-role/ma2h-SubmitFunctionRole/SubmitFunction"), "{text}");
+    assert!(text.contains("is not authorized to perform: dynamodb:Query on resource: arn:aws:dynamodb:"), "{text}");
+    // The other functions keep their grants: the operator's listing still reads the index.
+    let (status, _) = call(&e, event("GET", "/v1/operator/messages", &e.operator, None)).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// Each function reads only the key material it needs: discovery reads the public keys (the
+/// template's HubPublicKeysSecretName) and is denied the key secret; the others read the key
+/// secret and not the public one. The public secret holds nothing private.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_reads_only_the_public_keys_and_the_others_only_the_key_secret() {
+    let Some(e) = env().await else { return };
+    let (secret, public) = ("ma2h/hub", "ma2h/hub-public"); // the template's defaults
+    let admin = aws_sdk_secretsmanager::Client::new(&moto_config().await.unwrap());
+    ma2h_aws::hub_secret::create(&admin, secret).await.unwrap();
+    let published = ma2h_aws::hub_secret::publish(&admin, secret, public).await.unwrap();
+
+    let read = |function: &'static str, id: &'static str| {
+        let sm = e.fns.secretsmanager(function);
+        async move { sm.get_secret_value().secret_id(id).send().await }
+    };
+    let text = read("DiscoveryFunction", public).await.unwrap().secret_string().unwrap().to_owned();
+    assert_eq!(serde_json::from_str::<ma2h_aws::hub_secret::PublicKeys>(&text).unwrap(), published);
+    assert!(!text.contains("seed") && !text.contains("master"), "{text}");
+    let denied = read("DiscoveryFunction", secret).await.unwrap_err();
+    assert_eq!(
+        aws_smithy_types::error::metadata::ProvideErrorMetadata::code(denied.as_service_error().unwrap()),
+        Some("AccessDeniedException")
+    );
+    for f in ["SubmitFunction", "GetFunction", "DeliverFunction", "SweepFunction", "InboxFunction"] {
+        assert!(read(f, secret).await.is_ok(), "{f} reads the key secret");
+        assert!(read(f, public).await.is_err(), "{f} has no use for the public one");
+    }
+    // What discovery serves from them is what the others sign with.
+    let keys = ma2h_aws::hub_secret::load_public(&moto_config().await.unwrap(), public).await.unwrap();
+    assert!(keys.signer().is_none());
+    assert_eq!(keys.current_public(), published.ed25519_public);
 }

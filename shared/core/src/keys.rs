@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 pub struct HubKeys {
-    pub current: SigningKey,
+    /// The current private key; `None` in a process that only publishes the keys (the AWS
+    /// discovery function is never given the seed) and so can sign nothing.
+    signer: Option<SigningKey>,
+    current_public: [u8; 32],
     pub current_kid: String,
     /// Previous public keys still valid for verification.
     pub previous: Vec<[u8; 32]>,
@@ -33,6 +36,12 @@ pub enum KeyError {
     BadSeed,
     #[error("MA2H_ED25519_PREVIOUS: `{0}` is not a base64url Ed25519 public key")]
     BadPrevious(String),
+    /// A previous key given in standard, padded base64 — the seed format: publishing it would
+    /// publish a private key. Previous keys are public keys, as the capability document shows.
+    #[error(
+        "a previous key is in standard base64 with padding, the format of a seed: list previous keys as the base64url public keys the capability document shows, never a seed"
+    )]
+    PreviousLooksLikeSeed,
 }
 
 impl HubKeys {
@@ -43,17 +52,43 @@ impl HubKeys {
         use base64::engine::general_purpose::STANDARD;
         let seed: [u8; 32] =
             STANDARD.decode(seed_b64.trim()).ok().and_then(|v| v.try_into().ok()).ok_or(KeyError::BadSeed)?;
-        let previous = previous
+        Ok(Self::from_seed(&seed, Self::parse_previous(previous)?))
+    }
+
+    /// Previous public keys (base64url). A value in padded standard base64 is refused: that is
+    /// how seeds are written, and a seed published as a "public key" would be a private key
+    /// handed to everyone.
+    pub fn parse_previous(previous: &[String]) -> Result<Vec<[u8; 32]>, KeyError> {
+        previous
             .iter()
-            .map(|p| Self::parse_public(p).ok_or_else(|| KeyError::BadPrevious(p.clone())))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self::from_seed(&seed, previous))
+            .map(|p| {
+                if p.trim().ends_with('=') || p.contains(['+', '/']) {
+                    return Err(KeyError::PreviousLooksLikeSeed);
+                }
+                Self::parse_public(p).ok_or_else(|| KeyError::BadPrevious(p.clone()))
+            })
+            .collect()
     }
 
     pub fn from_seed(seed: &[u8; 32], previous: Vec<[u8; 32]>) -> Self {
         let current = SigningKey::ed25519_from_seed(seed);
-        let current_kid = kid(&Self::public_of(&current));
-        Self { current, current_kid, previous }
+        let current_public = Self::public_of(&current);
+        Self { signer: Some(current), current_kid: kid(&current_public), current_public, previous }
+    }
+
+    /// Keys that are published but cannot sign: the current public key and the previous ones.
+    pub fn public_only(current: [u8; 32], previous: Vec<[u8; 32]>) -> Self {
+        Self { signer: None, current_kid: kid(&current), current_public: current, previous }
+    }
+
+    /// The current private key, if this process holds it.
+    pub fn signer(&self) -> Option<&SigningKey> {
+        self.signer.as_ref()
+    }
+
+    /// The current public key (base64url), as published.
+    pub fn current_public(&self) -> String {
+        URL_SAFE_NO_PAD.encode(self.current_public)
     }
 
     fn public_of(key: &SigningKey) -> [u8; 32] {
@@ -67,16 +102,14 @@ impl HubKeys {
 
     /// Every key an agent may verify with, current first.
     pub fn verifying_keys(&self) -> Vec<VerifyingKey> {
-        let mut keys = vec![self.current.verifying_key()];
-        keys.extend(self.previous.iter().filter_map(VerifyingKey::ed25519_from_bytes));
-        keys
+        std::iter::once(&self.current_public).chain(&self.previous).filter_map(VerifyingKey::ed25519_from_bytes).collect()
     }
 
     /// The capability document's `signing_keys` array.
     pub fn published(&self) -> Value {
         let mut out = vec![json!({
             "kid": self.current_kid, "alg": "ed25519",
-            "public_key": URL_SAFE_NO_PAD.encode(Self::public_of(&self.current)), "status": "current"
+            "public_key": self.current_public(), "status": "current"
         })];
         for p in &self.previous {
             out.push(json!({ "kid": kid(p), "alg": "ed25519", "public_key": URL_SAFE_NO_PAD.encode(p), "status": "previous" }));
@@ -120,7 +153,7 @@ mod tests {
     #[test]
     fn during_a_rotation_both_keys_are_published_and_verify() {
         let old = HubKeys::from_seed(&[1u8; 32], vec![]);
-        let old_public = old.current.verifying_key().ed25519_bytes().unwrap();
+        let old_public = old.signer().unwrap().verifying_key().ed25519_bytes().unwrap();
         let new = HubKeys::from_seed(&[2u8; 32], vec![old_public]);
         let published = new.published();
         assert_eq!(published.as_array().unwrap().len(), 2);
@@ -128,12 +161,32 @@ mod tests {
         assert_eq!(published[1]["status"], "previous");
         assert_eq!(HubKeys::parse_public(published[1]["public_key"].as_str().unwrap()), Some(old_public));
         // a Response signed before the rotation still verifies with the published set
-        let v1_old = signature::sign(&ctx(), &old.current);
-        let v1_new = signature::sign(&ctx(), &new.current);
+        let v1_old = signature::sign(&ctx(), old.signer().unwrap());
+        let v1_new = signature::sign(&ctx(), new.signer().unwrap());
         let keys = new.verifying_keys();
         assert!(signature::verify(&ctx(), &v1_old, &keys).is_ok());
         assert!(signature::verify(&ctx(), &v1_new, &keys).is_ok());
         assert!(signature::verify(&ctx(), &v1_old, &HubKeys::from_seed(&[2u8; 32], vec![]).verifying_keys()).is_err());
         assert_ne!(kid(&old_public), new.current_kid);
+    }
+
+    #[test]
+    fn public_only_keys_publish_the_same_document_and_sign_nothing() {
+        let full = HubKeys::from_seed(&[3u8; 32], vec![[4u8; 32]]);
+        let public = HubKeys::parse_public(&full.current_public()).unwrap();
+        let published = HubKeys::public_only(public, vec![[4u8; 32]]);
+        assert_eq!(published.published(), full.published());
+        assert_eq!(published.current_kid, full.current_kid);
+        assert!(published.signer().is_none());
+    }
+
+    #[test]
+    fn a_seed_listed_as_a_previous_key_is_refused_never_published() {
+        use base64::engine::general_purpose::STANDARD;
+        let seed = STANDARD.encode([5u8; 32]);
+        assert!(seed.ends_with('='));
+        assert_eq!(HubKeys::parse_previous(&[seed]).unwrap_err(), KeyError::PreviousLooksLikeSeed);
+        let public = HubKeys::from_seed(&[5u8; 32], vec![]).current_public();
+        assert_eq!(HubKeys::parse_previous(&[public]).unwrap().len(), 1);
     }
 }

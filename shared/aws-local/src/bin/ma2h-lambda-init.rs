@@ -58,13 +58,14 @@ async fn main() -> Result<()> {
     let template = Template::parse(&std::fs::read_to_string(&cli.template)?)?;
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "us-east-1".into());
     let aws = ma2h_aws::sdk_loader().region(aws_config::Region::new(region)).load().await;
-    let secret = "ma2h/init-time";
-    ma2h_aws_local::provision::hub_secret(&aws_sdk_secretsmanager::Client::new(&aws), secret).await?;
+    let (secret, public) = ("ma2h/init-time", "ma2h/init-time-public");
+    ma2h_aws_local::provision::hub_secrets(&aws_sdk_secretsmanager::Client::new(&aws), secret, Some(public)).await?;
     let mut params = template.parameters.clone();
     params.extend([
         ("PublicUrl".to_owned(), "http://127.0.0.1:9".to_owned()),
         ("Mode".to_owned(), "dev".to_owned()),
         ("HubSecretName".to_owned(), secret.to_owned()),
+        ("HubPublicKeysSecretName".to_owned(), public.to_owned()),
     ]);
     // nothing is read or sent during init: names are enough
     let mut resources: std::collections::BTreeMap<String, String> = template

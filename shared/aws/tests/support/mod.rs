@@ -111,6 +111,10 @@ pub struct Functions {
     template: ma2h_sam::template::Template,
     routes: ma2h_sam::routes::Routes,
     by_id: std::collections::BTreeMap<String, Deployment>,
+    /// Each function's SDK configuration (its key) and the front's endpoint.
+    configs: std::collections::BTreeMap<String, aws_config::SdkConfig>,
+    url: String,
+    pub front: ma2h_sam::iam::Front,
 }
 
 /// moto's account (every ARN it mints) and the tests' region.
@@ -139,6 +143,7 @@ impl Functions {
         let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let run = unique("run");
         let mut by_id = std::collections::BTreeMap::new();
+        let mut configs = std::collections::BTreeMap::new();
         for (function, identity) in identities(&template, &workspace, &resolver).expect("every policy resolves") {
             let key = access_key(&function, &run);
             front.register(&key, identity);
@@ -148,6 +153,7 @@ impl Functions {
             let own = config.to_builder().credentials_provider(SharedCredentialsProvider::new(creds)).build();
             let ddb = aws_sdk_dynamodb::config::Builder::from(&own).endpoint_url(&url).build();
             let sqs = aws_sdk_sqs::config::Builder::from(&own).endpoint_url(&url).build();
+            configs.insert(function.logical_id.clone(), own.clone());
             let store = ma2h_store_dynamodb::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(ddb), &aws.table)
                 .with_purge_grace(aws.purge_grace);
             let queue = ma2h_queue_sqs::SqsPushQueue::new(aws_sdk_sqs::Client::from_conf(sqs), &aws.push_queue_url);
@@ -155,7 +161,7 @@ impl Functions {
             by_id.insert(function.logical_id.clone(), dep);
         }
         let routes = ma2h_sam::routes::Routes::new(template.routes.clone());
-        Self { template, routes, by_id }
+        Self { template, routes, by_id, configs, url, front }
     }
 
     /// The function the template's HTTP API routes `req` to.
@@ -168,6 +174,18 @@ impl Functions {
     /// The function with this logical id (`DeliverFunction`).
     pub fn get(&self, logical_id: &str) -> &Deployment {
         &self.by_id[logical_id]
+    }
+
+    /// A DynamoDB client acting as the function with this logical id.
+    pub fn dynamodb(&self, logical_id: &str) -> aws_sdk_dynamodb::Client {
+        let conf = aws_sdk_dynamodb::config::Builder::from(&self.configs[logical_id]).endpoint_url(&self.url).build();
+        aws_sdk_dynamodb::Client::from_conf(conf)
+    }
+
+    /// A Secrets Manager client acting as the function with this logical id.
+    pub fn secretsmanager(&self, logical_id: &str) -> aws_sdk_secretsmanager::Client {
+        let conf = aws_sdk_secretsmanager::config::Builder::from(&self.configs[logical_id]).endpoint_url(&self.url).build();
+        aws_sdk_secretsmanager::Client::from_conf(conf)
     }
 
     pub fn each_mut(&mut self) -> impl Iterator<Item = &mut Deployment> {

@@ -192,6 +192,8 @@ pub enum PushRefusal {
     SecretGone(String),
     #[error("the agent has no signing secret")]
     NoSigningSecret,
+    #[error("this process holds no Hub signing key")]
+    NoHubKey,
     #[error("secret `{0}` does not open or is not UTF-8")]
     BadSecret(String),
     #[error("stored record unusable: {0}")]
@@ -257,14 +259,19 @@ fn keys_for(
 pub async fn agent_signing_key(hub: &Hub, account: &AccountId, agent: &AgentId) -> Result<SigningKey, PushRefusal> {
     let alg = open_secret(hub, account, agent, SIGNING_ALG_NAME).await?;
     if alg.as_deref() == Some(signature::ALG_ED25519) {
-        return Ok(hub.keys.current.clone());
+        return hub_signer(hub);
     }
     signing_key_from(hub, alg, open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME).await?)
 }
 
+/// The Hub's own Ed25519 key, which a publish-only process (AWS discovery) does not hold.
+fn hub_signer(hub: &Hub) -> Result<SigningKey, PushRefusal> {
+    hub.keys.signer().cloned().ok_or(PushRefusal::NoHubKey)
+}
+
 fn signing_key_from(hub: &Hub, alg: Option<String>, secret: Option<String>) -> Result<SigningKey, PushRefusal> {
     if alg.as_deref() == Some(signature::ALG_ED25519) {
-        return Ok(hub.keys.current.clone());
+        return hub_signer(hub);
     }
     Ok(SigningKey::Hmac(secret.ok_or(PushRefusal::NoSigningSecret)?.into_bytes()))
 }

@@ -129,8 +129,13 @@ struct Inner {
     /// `MA2H_IAM_AUDIT=1`: denials are logged and reported, but the call goes on (to list every
     /// under-grant of a run at once while fixing a template; never in `make test`).
     audit_only: bool,
+    /// The latest denials (at most [`KEPT_DENIALS`]), for tests that show a removed grant bite.
+    denials: Mutex<Vec<Logged>>,
     secret_arns: Mutex<HashMap<String, String>>,
 }
+
+/// How many denials [`Front::denials`] keeps.
+pub const KEPT_DENIALS: usize = 64;
 
 /// The front; cheap to clone.
 #[derive(Clone)]
@@ -148,6 +153,7 @@ impl Front {
             admitted: RwLock::default(),
             log: log.map(|path| Mutex::new(Log { path, seen: HashSet::new() })),
             audit_only: std::env::var("MA2H_IAM_AUDIT").as_deref() == Ok("1"),
+            denials: Mutex::default(),
             secret_arns: Mutex::default(),
         }))
     }
@@ -175,7 +181,19 @@ impl Front {
         axum::serve(listener, app).await
     }
 
+    /// The denials so far (oldest first, the latest [`KEPT_DENIALS`]).
+    pub fn denials(&self) -> Vec<Logged> {
+        self.0.denials.lock().expect("lock").clone()
+    }
+
     fn record(&self, entry: Logged) {
+        if !entry.allowed {
+            let mut kept = self.0.denials.lock().expect("lock");
+            if kept.len() == KEPT_DENIALS {
+                kept.remove(0);
+            }
+            kept.push(entry.clone());
+        }
         let Some(log) = &self.0.log else { return };
         let mut log = log.lock().expect("lock");
         if log.seen.insert(entry.clone()) {
