@@ -21,6 +21,11 @@ run:
 AWS_TEST_ENV = AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
 	AWS_REGION=us-east-1 MA2H_REQUIRE_AWS_TESTS=1
 
+# Every function's AWS calls in make test are evaluated against its IAM policy (shared/sam);
+# the decisions land here for `make iam-report`.
+IAM_DIR = $(abspath $(or $(CARGO_TARGET_DIR),target))/iam
+SHELL = /bin/bash
+
 # The Router suite (shared/http/tests): `make test` runs it on each store (MA2H_TEST_STORE).
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
 ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi --test channels
@@ -28,7 +33,8 @@ ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test 
 ## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, the browser/first-hour/MCP/channels tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
 test:
 	bash scripts/moto.sh start
-	$(AWS_TEST_ENV) bash -c '$(CARGO) test --workspace --locked && \
+	rm -rf $(IAM_DIR) && mkdir -p $(IAM_DIR)
+	$(AWS_TEST_ENV) MA2H_IAM_LOG=$(IAM_DIR)/lambda.jsonl bash -c '$(CARGO) test --workspace --locked && \
 		for store in sqlite-file dynamodb; do echo "Router suite on $$store"; \
 		MA2H_TEST_STORE=$$store $(CARGO) test --locked --workspace $(ROUTER_SUITE) || exit 1; done'; \
 		status=$$?; bash scripts/moto.sh stop; exit $$status
@@ -40,8 +46,18 @@ test:
 	bash scripts/channels-test.sh
 	python3 scripts/bench_compare.py --self-test
 	bash scripts/conformance.sh
-	MA2H_CONFORMANCE_STACK=aws-local bash scripts/conformance.sh
+	MA2H_IAM_LOG=$(IAM_DIR)/aws-local.jsonl MA2H_CONFORMANCE_STACK=aws-local bash scripts/conformance.sh
+	$(MAKE) iam-report
 	$(MAKE) lint-infra
+
+## iam-report: every function's IAM grants beside the calls make test made (docs/iam.md); fails on a denied call or an unjustified unused grant
+.PHONY: iam-report
+iam-report:
+	bash scripts/venv.sh
+	cp docs/iam.md $(IAM_DIR)/iam.md
+	$(CARGO) run -q --locked -p ma2h-sam --bin ma2h-iam-report -- --log $(IAM_DIR)/lambda.jsonl --log $(IAM_DIR)/aws-local.jsonl --write $(IAM_DIR)/iam.md
+	@if ! diff -q <(sed -n '/iam-table:begin/,/iam-table:end/p' $(IAM_DIR)/iam.md) <(sed -n '/iam-table:begin/,/iam-table:end/p' docs/iam.md) >/dev/null; then \
+		echo "note: docs/iam.md's table differs from this run's ($(IAM_DIR)/iam.md): cp $(IAM_DIR)/iam.md docs/iam.md"; fi
 
 ## lint-infra: cfn-lint and `sam validate --lint` on the SAM template, the OpenAPI document's validity, then lint-workflows (offline)
 lint-infra:

@@ -82,6 +82,8 @@ LIMITED_KEY=$("${ADMIN[@]}" create-agent --account $ACCOUNT --agent conf-limited
 # §16.4/§16.4.1: the agent the kill-switch and hard-stop checks stop and resume
 STOP_KEY=$("${ADMIN[@]}" create-agent --account $ACCOUNT --agent conf-stop --label conformance --json | hub_field api_key)
 OP_KEY=$("${ADMIN[@]}" create-operator --account $ACCOUNT --human conf-alice --json | hub_field api_key)
+# scripts/smoke.sh, the deployed-stack check, runs after the runner with an agent of its own
+SMOKE_KEY=$("${ADMIN[@]}" create-agent --account $ACCOUNT --agent conf-smoke --label smoke --json | hub_field api_key)
 # §8.7/§13.2/§15.3: an agent of another account, for the cross-account mailbox and presence checks
 FOREIGN_KEY=$("${ADMIN[@]}" create-agent --account $ACCOUNT-elsewhere --agent conf-elsewhere --label conformance --json |
     hub_field api_key)
@@ -117,6 +119,11 @@ MA2H_CONFORMANCE_URL="http://$ADDR" \
     MA2H_CONFORMANCE_FOREIGN_AGENT_KEY="$FOREIGN_KEY" MA2H_CONFORMANCE_FOREIGN_AGENT_ID=conf-elsewhere \
     MA2H_CONFORMANCE_STOP_AGENT_KEY="$STOP_KEY" MA2H_CONFORMANCE_STOP_AGENT_ID=conf-stop \
     "$RUNNER" "$@" || status=$?
+if [ "$status" -eq 0 ]; then
+    MA2H_SMOKE_AGENT_KEY="$SMOKE_KEY" MA2H_SMOKE_AGENT_ID=conf-smoke \
+        MA2H_SMOKE_OPERATOR_KEY="$OP_KEY" MA2H_SMOKE_OPERATOR=conf-alice \
+        bash scripts/smoke.sh "http://$ADDR" || status=$?
+fi
 if [ "$status" -ne 0 ]; then
     echo "conformance ($STACK): runner exited $status; the hub's log (warnings and errors) follows" >&2
     tail -n 50 "$DATA/hub.err" >&2 || true

@@ -147,7 +147,10 @@ impl Stack {
         let mut host = tokio::task::spawn_blocking(move || LambdaHost::start(&cl, &ws, runtime_addr, &log)).await??;
 
         // Queue a warm-up for every function first, then start the processes that will take them.
-        let own = |k: &str| std::env::var_os(k).is_some();
+        // The key secrets' names come from the parameters (`--parameter HubSecretName=…`), never
+        // from the caller's environment: an exported MA2H_HUB_SECRET (the admin commands read
+        // it) must not hand the discovery function the key secret it is not given.
+        let own = |k: &str| !matches!(k, "MA2H_HUB_SECRET" | "MA2H_HUB_PUBLIC_SECRET") && std::env::var_os(k).is_some();
         let mut warm_ups = Vec::new();
         for f in &template.functions {
             let is_http = template.routes.iter().any(|r| r.function == f.binary);

@@ -121,18 +121,22 @@ pub struct Functions {
 pub const ACCOUNT: &str = "123456789012";
 
 impl Functions {
-    /// Every function of `template_text` over `aws`'s table and queue, with `settings`.
+    /// Every function of `template_text` over `aws`'s table and queue, with `settings`. Only a
+    /// run of the committed template (`report`) writes to `MA2H_IAM_LOG`: a test's edited copy
+    /// would report its deliberate denials as under-grants.
     pub async fn start(
         config: &aws_config::SdkConfig,
         template_text: &str,
         settings: &Settings,
         aws: &ma2h_aws::AwsSettings,
+        report: bool,
     ) -> Self {
         use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
         use ma2h_sam::iam::{Front, Resolver, access_key, identities};
         let template = ma2h_sam::template::Template::parse(template_text).expect("the template parses");
         let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("moto's endpoint");
-        let front = Front::new(&endpoint, ACCOUNT, std::env::var_os("MA2H_IAM_LOG").map(Into::into));
+        let log = std::env::var_os("MA2H_IAM_LOG").filter(|_| report).map(Into::into);
+        let front = Front::new(&endpoint, ACCOUNT, log);
         front.admit(&std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "test".into()));
         let url = front.clone().spawn().await.expect("the IAM front binds");
         let region = config.region().map(|r| r.to_string()).unwrap_or_else(|| "us-east-1".into());
