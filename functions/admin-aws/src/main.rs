@@ -70,7 +70,10 @@ async fn hub_keys(command: &Command, names: &HubKeyNames) -> Result<()> {
     let public = match command {
         Command::InitHubKeys(_) => {
             if !hub_secret::create(&sm, &names.secret).await.map_err(fail)? {
-                anyhow::bail!("{} exists already: rotate-hub-key rotates its signing key, publish-hub-keys republishes it", names.secret);
+                anyhow::bail!(
+                    "{} exists already: rotate-hub-key rotates its signing key, publish-hub-keys republishes it",
+                    names.secret
+                );
             }
             hub_secret::publish(&sm, &names.secret, &names.public_secret).await.map_err(fail)?
         }
@@ -80,7 +83,10 @@ async fn hub_keys(command: &Command, names: &HubKeyNames) -> Result<()> {
         _ => hub_secret::publish(&sm, &names.secret, &names.public_secret).await.map_err(fail)?,
     };
     let kid = ma2h_core::keys::kid(&ma2h_core::keys::HubKeys::parse_public(&public.ed25519_public).unwrap_or_default());
-    println!("{}", serde_json::json!({ "secret": names.secret, "public_secret": names.public_secret, "kid": kid, "public": public }));
+    println!(
+        "{}",
+        serde_json::json!({ "secret": names.secret, "public_secret": names.public_secret, "kid": kid, "public": public })
+    );
     Ok(())
 }
 
@@ -88,7 +94,8 @@ async fn hub_keys(command: &Command, names: &HubKeyNames) -> Result<()> {
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     ma2h_aws::init_tracing();
-    if let Command::InitHubKeys(n) | Command::PublishHubKeys(n) | Command::RotateHubKey { names: n, .. } = &cli.command {
+    if let Command::InitHubKeys(n) | Command::PublishHubKeys(n) | Command::RotateHubKey { names: n, .. } = &cli.command
+    {
         return hub_keys(&cli.command, n).await;
     }
     let deployment = ma2h_aws::build_admin().await.map_err(|e| anyhow::anyhow!(e))?;

@@ -68,7 +68,8 @@ pub fn env(roles: Option<&Roles>, f: &Function) -> Vec<(String, String)> {
 /// An SQS client acting as `f` (the event source mapping polls with the function's role).
 pub fn sqs_client(roles: Option<&Roles>, f: &Function, admin: &aws_sdk_sqs::Client) -> aws_sdk_sqs::Client {
     let Some(roles) = roles else { return admin.clone() };
-    let creds = aws_sdk_sqs::config::Credentials::new(&roles.keys[&f.logical_id], "local", None, None, "ma2h-iam-front");
+    let creds =
+        aws_sdk_sqs::config::Credentials::new(&roles.keys[&f.logical_id], "local", None, None, "ma2h-iam-front");
     let conf = admin.config().to_builder().endpoint_url(&roles.url).credentials_provider(creds).build();
     aws_sdk_sqs::Client::from_conf(conf)
 }

@@ -80,8 +80,8 @@ pub fn public_of(secret_json: &str) -> Result<PublicKeys, ConfigError> {
 pub fn published_keys(public_json: &str) -> Result<HubKeys, ConfigError> {
     let p: PublicKeys = serde_json::from_str(public_json)
         .map_err(|e| invalid(PUBLIC_VAR, format!("not a JSON object with ed25519_public: {e}")))?;
-    let current =
-        HubKeys::parse_public(&p.ed25519_public).ok_or_else(|| invalid(PUBLIC_VAR, "ed25519_public is not a public key"))?;
+    let current = HubKeys::parse_public(&p.ed25519_public)
+        .ok_or_else(|| invalid(PUBLIC_VAR, "ed25519_public is not a public key"))?;
     Ok(HubKeys::public_only(current, HubKeys::parse_previous(&p.ed25519_previous)?))
 }
 
@@ -111,9 +111,12 @@ pub fn rotate(secret_json: &str, keep_previous: usize) -> Result<String, ConfigE
 
 async fn read(config: &aws_config::SdkConfig, id: &str) -> Result<String, crate::Error> {
     let client = aws_sdk_secretsmanager::Client::new(config);
-    let out = client.get_secret_value().secret_id(id).send().await.map_err(|e| {
-        format!("reading the Hub's keys from Secrets Manager ({id}): {}", aws_sdk_secretsmanager::error::DisplayErrorContext(&e))
-    })?;
+    let out = client
+        .get_secret_value()
+        .secret_id(id)
+        .send()
+        .await
+        .map_err(sm_error("reading the Hub's keys from Secrets Manager: GetSecretValue", id))?;
     Ok(out.secret_string().ok_or_else(|| format!("{id}: the secret has no string value"))?.to_owned())
 }
 
@@ -133,9 +136,10 @@ pub async fn load_public(config: &aws_config::SdkConfig, secret_id: &str) -> Res
     Ok(published_keys(&read(config, secret_id).await?)?)
 }
 
-fn sm_error<E: std::error::Error + 'static>(op: &str, id: &str) -> impl Fn(aws_sdk_secretsmanager::error::SdkError<E>) -> crate::Error
+/// A Secrets Manager failure naming the operation and the secret (never a value).
+fn sm_error<E>(op: &str, id: &str) -> impl Fn(aws_sdk_secretsmanager::error::SdkError<E>) -> crate::Error
 where
-    E: Send + Sync,
+    E: std::error::Error + Send + Sync + 'static,
 {
     let what = format!("{op} {id}");
     move |e| format!("{what}: {}", aws_sdk_secretsmanager::error::DisplayErrorContext(&e)).into()
@@ -163,12 +167,22 @@ pub async fn publish(
     Ok(public)
 }
 
-async fn put_public(client: &aws_sdk_secretsmanager::Client, public_name: &str, public: &PublicKeys) -> Result<(), crate::Error> {
+async fn put_public(
+    client: &aws_sdk_secretsmanager::Client,
+    public_name: &str,
+    public: &PublicKeys,
+) -> Result<(), crate::Error> {
     let text = serde_json::to_string(public).expect("serializable");
     match client.create_secret().name(public_name).secret_string(&text).send().await {
         Ok(_) => Ok(()),
         Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_exists_exception()) => {
-            client.put_secret_value().secret_id(public_name).secret_string(text).send().await.map_err(sm_error("PutSecretValue", public_name))?;
+            client
+                .put_secret_value()
+                .secret_id(public_name)
+                .secret_string(text)
+                .send()
+                .await
+                .map_err(sm_error("PutSecretValue", public_name))?;
             Ok(())
         }
         Err(e) => Err(sm_error("CreateSecret", public_name)(e)),
@@ -188,7 +202,13 @@ pub async fn rotate_stored(
     let rotated = rotate(text.secret_string().unwrap_or_default(), keep_previous)?;
     let mut public = public_of(&rotated)?;
     put_public(client, public_name, &public).await?;
-    client.put_secret_value().secret_id(name).secret_string(rotated).send().await.map_err(sm_error("PutSecretValue", name))?;
+    client
+        .put_secret_value()
+        .secret_id(name)
+        .secret_string(rotated)
+        .send()
+        .await
+        .map_err(sm_error("PutSecretValue", name))?;
     public.ed25519_previous.truncate(keep_previous);
     Ok(public)
 }
@@ -236,7 +256,8 @@ mod tests {
     fn a_rotation_signs_with_a_new_key_and_still_publishes_the_old_one() {
         let before = generate();
         let after = rotate(&before, 2).unwrap();
-        let (b, a): (HubSecret, HubSecret) = (serde_json::from_str(&before).unwrap(), serde_json::from_str(&after).unwrap());
+        let (b, a): (HubSecret, HubSecret) =
+            (serde_json::from_str(&before).unwrap(), serde_json::from_str(&after).unwrap());
         assert_eq!(a.master_key, b.master_key, "the master key is never rotated in place");
         assert_ne!(a.ed25519_seed, b.ed25519_seed);
         let (old, new) = (public_of(&before).unwrap(), public_of(&after).unwrap());

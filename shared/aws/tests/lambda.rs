@@ -423,8 +423,12 @@ async fn an_agent_to_agent_ask_is_routed_answered_and_acknowledged_through_lambd
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_openapi_and_the_api_gateway_request_id_through_lambda_events() {
     let Some(e) = env().await else { return };
-    let resp =
-        { let req = event("GET", "/healthz", "", None); tower::ServiceExt::oneshot(ma2h_aws::http_app(e.fns.for_request(&req)), req) }.await.unwrap();
+    let resp = {
+        let req = event("GET", "/healthz", "", None);
+        tower::ServiceExt::oneshot(ma2h_aws::http_app(e.fns.for_request(&req)), req)
+    }
+    .await
+    .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     // the fixture's requestContext.requestId is the request id the Router answers and logs
     assert_eq!(resp.headers()["x-request-id"], "c6af9ac6-7b61-11e6-9a41-93e8deadbeef");
@@ -517,8 +521,14 @@ async fn a_read_repairs_the_bounce_a_sessions_end_missed_in_every_function_that_
         ids.push(ack["id"].as_str().unwrap().to_owned());
         // The session ends in the store alone: no bounce ran.
         let sid = ma2h_protocol::ids::SessionId::parse(&sess).unwrap();
-        let end = ma2h_core::session::SessionEnd { at: e.dep.hub.clock.now(), kind: ma2h_core::session::EndKind::Closed };
-        e.dep.hub.sessions.end_session(&acme, &sid, end, e.dep.hub.clock.now() + Duration::hours(1), None).await.unwrap();
+        let end =
+            ma2h_core::session::SessionEnd { at: e.dep.hub.clock.now(), kind: ma2h_core::session::EndKind::Closed };
+        e.dep
+            .hub
+            .sessions
+            .end_session(&acme, &sid, end, e.dep.hub.clock.now() + Duration::hours(1), None)
+            .await
+            .unwrap();
     }
 
     let (status, read) = call(&e, event("GET", &format!("/v1/messages/{}", ids[0]), &e.agent, None)).await;

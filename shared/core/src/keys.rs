@@ -102,7 +102,10 @@ impl HubKeys {
 
     /// Every key an agent may verify with, current first.
     pub fn verifying_keys(&self) -> Vec<VerifyingKey> {
-        std::iter::once(&self.current_public).chain(&self.previous).filter_map(VerifyingKey::ed25519_from_bytes).collect()
+        std::iter::once(&self.current_public)
+            .chain(&self.previous)
+            .filter_map(VerifyingKey::ed25519_from_bytes)
+            .collect()
     }
 
     /// The capability document's `signing_keys` array.

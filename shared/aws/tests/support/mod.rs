@@ -170,7 +170,8 @@ impl Functions {
 
     /// The function the template's HTTP API routes `req` to.
     pub fn for_request(&self, req: &lambda_http::Request) -> &Deployment {
-        let matched = self.routes.select(req.method().as_str(), req.uri().path()).expect("the template routes the request");
+        let matched =
+            self.routes.select(req.method().as_str(), req.uri().path()).expect("the template routes the request");
         let f = self.template.function_by_binary(&matched.route.function).expect("a routed function");
         &self.by_id[&f.logical_id]
     }
@@ -188,7 +189,8 @@ impl Functions {
 
     /// A Secrets Manager client acting as the function with this logical id.
     pub fn secretsmanager(&self, logical_id: &str) -> aws_sdk_secretsmanager::Client {
-        let conf = aws_sdk_secretsmanager::config::Builder::from(&self.configs[logical_id]).endpoint_url(&self.url).build();
+        let conf =
+            aws_sdk_secretsmanager::config::Builder::from(&self.configs[logical_id]).endpoint_url(&self.url).build();
         aws_sdk_secretsmanager::Client::from_conf(conf)
     }
 

@@ -45,9 +45,11 @@ impl SamTemplates {
     pub fn find(workspace: &Path) -> Result<Self, PolicyError> {
         let path = match std::env::var_os("MA2H_SAM_POLICY_TEMPLATES") {
             Some(p) => PathBuf::from(p),
-            None => venv_copy(workspace).ok_or_else(|| PolicyError::NoTemplates(workspace.join(".venv").display().to_string()))?,
+            None => venv_copy(workspace)
+                .ok_or_else(|| PolicyError::NoTemplates(workspace.join(".venv").display().to_string()))?,
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| PolicyError::NoTemplates(format!("{}: {e}", path.display())))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| PolicyError::NoTemplates(format!("{}: {e}", path.display())))?;
         Self::parse(&text)
     }
 
@@ -64,7 +66,9 @@ impl SamTemplates {
         }
         fn substitute(v: &Value, params: &Map<String, Value>, values: &Map<String, Value>) -> Value {
             match v {
-                Value::Object(m) if m.len() == 1 && m.get("Ref").and_then(Value::as_str).is_some_and(|r| params.contains_key(r)) => {
+                Value::Object(m)
+                    if m.len() == 1 && m.get("Ref").and_then(Value::as_str).is_some_and(|r| params.contains_key(r)) =>
+                {
                     values[m["Ref"].as_str().expect("checked")].clone()
                 }
                 Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), substitute(v, params, values))).collect(),
@@ -180,7 +184,10 @@ impl Resolver {
     }
 
     fn attribute(&self, res: &str, attr: &str) -> Result<String, PolicyError> {
-        self.attrs.get(&(res.to_owned(), attr.to_owned())).cloned().ok_or_else(|| shape(format!("Fn::GetAtt {res}.{attr}: unknown in this run")))
+        self.attrs
+            .get(&(res.to_owned(), attr.to_owned()))
+            .cloned()
+            .ok_or_else(|| shape(format!("Fn::GetAtt {res}.{attr}: unknown in this run")))
     }
 
     fn sub(&self, text: &str, vars: &Map<String, Value>) -> Result<String, PolicyError> {
@@ -226,7 +233,9 @@ impl Resolver {
                 match k.as_str() {
                     "Ref" => {
                         let name = inner.as_str().ok_or_else(|| shape("Ref of a non-string"))?;
-                        Value::String(self.reference(name).ok_or_else(|| shape(format!("Ref {name}: unknown in this run")))?)
+                        Value::String(
+                            self.reference(name).ok_or_else(|| shape(format!("Ref {name}: unknown in this run")))?,
+                        )
                     }
                     "Fn::GetAtt" => match inner.as_array().map(Vec::as_slice) {
                         Some([Value::String(r), Value::String(a)]) => Value::String(self.attribute(r, a)?),
@@ -241,16 +250,22 @@ impl Resolver {
                         _ => return Err(shape(format!("Fn::Sub {inner}"))),
                     },
                     "Fn::Join" => match inner.as_array().map(Vec::as_slice) {
-                        Some([Value::String(sep), Value::Array(parts)]) => {
-                            Value::String(parts.iter().map(|p| self.string(p)).collect::<Result<Vec<_>, _>>()?.join(sep))
-                        }
+                        Some([Value::String(sep), Value::Array(parts)]) => Value::String(
+                            parts.iter().map(|p| self.string(p)).collect::<Result<Vec<_>, _>>()?.join(sep),
+                        ),
                         _ => return Err(shape(format!("Fn::Join {inner}"))),
                     },
                     k if k.starts_with("Fn::") => return Err(shape(format!("{k} is not modelled in policies"))),
-                    _ => Value::Object(m.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect::<Result<_, PolicyError>>()?),
+                    _ => Value::Object(m.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect::<Result<
+                        _,
+                        PolicyError,
+                    >>(
+                    )?),
                 }
             }
-            Value::Object(m) => Value::Object(m.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect::<Result<_, PolicyError>>()?),
+            Value::Object(m) => Value::Object(
+                m.iter().map(|(k, v)| Ok((k.clone(), self.resolve(v)?))).collect::<Result<_, PolicyError>>()?,
+            ),
             Value::Array(a) => Value::Array(a.iter().map(|v| self.resolve(v)).collect::<Result<_, _>>()?),
             other => other.clone(),
         })

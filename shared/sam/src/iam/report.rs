@@ -26,7 +26,9 @@ pub struct Report {
     pub denied: BTreeSet<(String, String, String)>,
     /// Grants never used with no justification.
     pub unjustified: Vec<(String, String)>,
-    /// Justifications naming a grant that does not exist or that the run used.
+    /// Justifications naming a grant the template does not have. (A justified grant a run
+    /// happens to use is fine: some paths are timing-dependent — a lazy expiry read before the
+    /// sweeper gets to it — and a report must not flake.)
     pub stale: Vec<(String, String)>,
 }
 
@@ -34,10 +36,17 @@ pub struct Report {
 pub type Justifications = BTreeMap<String, BTreeMap<String, String>>;
 
 pub fn build(granted: &[Granted], log: &[Logged], justified: &Justifications) -> Report {
-    let used: BTreeSet<(String, String)> =
-        log.iter().filter(|l| l.allowed).flat_map(|l| l.grants.iter().map(|g| (l.function.clone(), g.clone()))).collect();
+    let used: BTreeSet<(String, String)> = log
+        .iter()
+        .filter(|l| l.allowed)
+        .flat_map(|l| l.grants.iter().map(|g| (l.function.clone(), g.clone())))
+        .collect();
     let mut report = Report {
-        denied: log.iter().filter(|l| !l.allowed).map(|l| (l.function.clone(), l.action.clone(), l.resource.clone())).collect(),
+        denied: log
+            .iter()
+            .filter(|l| !l.allowed)
+            .map(|l| (l.function.clone(), l.action.clone(), l.resource.clone()))
+            .collect(),
         ..Report::default()
     };
     let mut known = BTreeSet::new();
@@ -49,9 +58,6 @@ pub fn build(granted: &[Granted], log: &[Logged], justified: &Justifications) ->
             let why = justified.get(&f.function).and_then(|m| m.get(&key)).cloned();
             if !was_used && why.is_none() {
                 report.unjustified.push((f.function.clone(), key.clone()));
-            }
-            if was_used && why.is_some() {
-                report.stale.push((f.function.clone(), key.clone()));
             }
             report.rows.push((f.function.clone(), key, was_used, why));
         }
@@ -89,15 +95,12 @@ impl Report {
 
     /// What is wrong, one line each.
     pub fn problems(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .denied
-            .iter()
-            .map(|(f, a, r)| format!("under-grant: {f} was denied {a} on {r}"))
-            .collect();
+        let mut out: Vec<String> =
+            self.denied.iter().map(|(f, a, r)| format!("under-grant: {f} was denied {a} on {r}")).collect();
         out.extend(self.unjustified.iter().map(|(f, k)| {
             format!("over-grant: {f} is granted `{k}` but no call used it — remove it or justify it in infra/iam-unused.yaml")
         }));
-        out.extend(self.stale.iter().map(|(f, k)| format!("stale justification: {f} `{k}` (not granted, or used)")));
+        out.extend(self.stale.iter().map(|(f, k)| format!("stale justification: {f} `{k}` is not granted")));
         out
     }
 }
@@ -143,7 +146,11 @@ mod tests {
         assert!(r.problems()[0].starts_with("under-grant: SubmitFunction was denied dynamodb:Query"));
 
         let stale: Justifications =
-            [("SubmitFunction".to_owned(), [("dynamodb:GetItem Table".to_owned(), "why".to_owned())].into())].into();
-        assert!(!build(&granted, &used, &stale).stale.is_empty(), "a reason for a used grant is stale");
+            [("SubmitFunction".to_owned(), [("dynamodb:Scan Table".to_owned(), "why".to_owned())].into())].into();
+        assert!(!build(&granted, &used, &stale).stale.is_empty(), "a reason for a grant that does not exist is stale");
+        let used_anyway: Justifications =
+            [("SubmitFunction".to_owned(), [("dynamodb:GetItem Table".to_owned(), "timing".to_owned())].into())].into();
+        let r = build(&granted, &used, &used_anyway);
+        assert!(r.stale.is_empty() && r.unjustified.len() == 1, "a justified grant a run used is no failure");
     }
 }

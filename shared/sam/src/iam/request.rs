@@ -62,7 +62,8 @@ impl Scope<'_> {
     fn queue_from_url(&self, url: &str) -> String {
         let mut parts = url.trim_end_matches('/').rsplit('/');
         let name = parts.next().unwrap_or_default();
-        let account = parts.next().filter(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit())).unwrap_or(self.account);
+        let account =
+            parts.next().filter(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit())).unwrap_or(self.account);
         format!("arn:aws:sqs:{}:{account}:{name}", self.region)
     }
 
@@ -74,8 +75,11 @@ impl Scope<'_> {
 /// Classify a request from its `X-Amz-Target` header and JSON body.
 pub fn classify(target: &str, body: &[u8], scope: &Scope<'_>) -> Result<Call, Unmodelled> {
     let (prefix, op) = target.split_once('.').ok_or_else(|| Unmodelled(format!("X-Amz-Target `{target}`")))?;
-    let body: Value =
-        if body.is_empty() { Value::Object(Default::default()) } else { serde_json::from_slice(body).map_err(|_| Unmodelled("a body that is not JSON".into()))? };
+    let body: Value = if body.is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_json::from_slice(body).map_err(|_| Unmodelled("a body that is not JSON".into()))?
+    };
     let (service, checks) = match prefix {
         p if p.starts_with("DynamoDB_") => ("dynamodb", dynamodb(op, &body, scope)?),
         "AmazonSQS" => ("sqs", sqs(op, &body, scope)?),
@@ -108,10 +112,16 @@ fn dynamodb(op: &str, body: &Value, scope: &Scope<'_>) -> Result<Vec<Check>, Unm
             .map(|t| check(format!("dynamodb:{op}"), Target::Arn(scope.table(t))))
             .collect(),
         "TransactWriteItems" | "TransactGetItems" => {
-            let items = body.get("TransactItems").and_then(Value::as_array).ok_or_else(|| Unmodelled(format!("{op} without TransactItems")))?;
+            let items = body
+                .get("TransactItems")
+                .and_then(Value::as_array)
+                .ok_or_else(|| Unmodelled(format!("{op} without TransactItems")))?;
             let mut out = Vec::new();
             for item in items {
-                let (kind, inner) = item.as_object().and_then(|m| m.iter().next()).ok_or_else(|| Unmodelled(format!("{op}: an empty item")))?;
+                let (kind, inner) = item
+                    .as_object()
+                    .and_then(|m| m.iter().next())
+                    .ok_or_else(|| Unmodelled(format!("{op}: an empty item")))?;
                 let action = match kind.as_str() {
                     "Put" => "PutItem",
                     "Update" => "UpdateItem",
@@ -120,7 +130,8 @@ fn dynamodb(op: &str, body: &Value, scope: &Scope<'_>) -> Result<Vec<Check>, Unm
                     "Get" => "GetItem",
                     other => return Err(Unmodelled(format!("{op}: item kind {other}"))),
                 };
-                let table = s(inner, "TableName").ok_or_else(|| Unmodelled(format!("{op}: an item without TableName")))?;
+                let table =
+                    s(inner, "TableName").ok_or_else(|| Unmodelled(format!("{op}: an item without TableName")))?;
                 out.push(check(format!("dynamodb:{action}"), Target::Arn(scope.table(table))));
             }
             out
@@ -139,10 +150,12 @@ fn sqs(op: &str, body: &Value, scope: &Scope<'_>) -> Result<Vec<Check>, Unmodell
     };
     let resource = match op {
         "ListQueues" => Target::Any,
-        "CreateQueue" | "GetQueueUrl" => {
-            Target::Arn(scope.queue_named(s(body, "QueueName").ok_or_else(|| Unmodelled(format!("{op} without QueueName")))?))
-        }
-        _ => Target::Arn(scope.queue_from_url(s(body, "QueueUrl").ok_or_else(|| Unmodelled(format!("{op} without QueueUrl")))?)),
+        "CreateQueue" | "GetQueueUrl" => Target::Arn(
+            scope.queue_named(s(body, "QueueName").ok_or_else(|| Unmodelled(format!("{op} without QueueName")))?),
+        ),
+        _ => Target::Arn(
+            scope.queue_from_url(s(body, "QueueUrl").ok_or_else(|| Unmodelled(format!("{op} without QueueUrl")))?),
+        ),
     };
     Ok(vec![check(format!("sqs:{action}"), resource)])
 }
@@ -186,7 +199,8 @@ mod tests {
     #[test]
     fn a_transaction_needs_each_items_own_action() {
         let body = r#"{"TransactItems":[{"Put":{"TableName":"t"}},{"ConditionCheck":{"TableName":"t"}},{"Update":{"TableName":"u"}}]}"#;
-        let got: Vec<String> = checks("DynamoDB_20120810.TransactWriteItems", body).into_iter().map(|(a, _)| a).collect();
+        let got: Vec<String> =
+            checks("DynamoDB_20120810.TransactWriteItems", body).into_iter().map(|(a, _)| a).collect();
         assert_eq!(got, ["dynamodb:PutItem", "dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"]);
     }
 
