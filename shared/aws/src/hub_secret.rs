@@ -109,8 +109,8 @@ pub fn rotate(secret_json: &str, keep_previous: usize) -> Result<String, ConfigE
     Ok(serde_json::to_string(&s).expect("serializable"))
 }
 
-async fn read(config: &aws_config::SdkConfig, id: &str) -> Result<String, crate::Error> {
-    let client = aws_sdk_secretsmanager::Client::new(config);
+/// A secret's string value.
+async fn read(client: &aws_sdk_secretsmanager::Client, id: &str) -> Result<String, crate::Error> {
     let out = client
         .get_secret_value()
         .secret_id(id)
@@ -128,12 +128,12 @@ pub async fn load(
 ) -> Result<Settings, crate::Error> {
     let complete = settings.master_key.is_some() && settings.ed25519_seed.is_some();
     let Some(id) = secret_id.filter(|_| !complete) else { return Ok(settings) };
-    Ok(apply(settings, &read(config, &id).await?)?)
+    Ok(apply(settings, &read(&aws_sdk_secretsmanager::Client::new(config), &id).await?)?)
 }
 
 /// Read the public keys named by `MA2H_HUB_PUBLIC_SECRET`.
 pub async fn load_public(config: &aws_config::SdkConfig, secret_id: &str) -> Result<HubKeys, crate::Error> {
-    Ok(published_keys(&read(config, secret_id).await?)?)
+    Ok(published_keys(&read(&aws_sdk_secretsmanager::Client::new(config), secret_id).await?)?)
 }
 
 /// A Secrets Manager failure naming the operation and the secret (never a value).
@@ -161,8 +161,7 @@ pub async fn publish(
     name: &str,
     public_name: &str,
 ) -> Result<PublicKeys, crate::Error> {
-    let text = client.get_secret_value().secret_id(name).send().await.map_err(sm_error("GetSecretValue", name))?;
-    let public = public_of(text.secret_string().unwrap_or_default())?;
+    let public = public_of(&read(client, name).await?)?;
     put_public(client, public_name, &public).await?;
     Ok(public)
 }
@@ -198,9 +197,8 @@ pub async fn rotate_stored(
     public_name: &str,
     keep_previous: usize,
 ) -> Result<PublicKeys, crate::Error> {
-    let text = client.get_secret_value().secret_id(name).send().await.map_err(sm_error("GetSecretValue", name))?;
-    let rotated = rotate(text.secret_string().unwrap_or_default(), keep_previous)?;
-    let mut public = public_of(&rotated)?;
+    let rotated = rotate(&read(client, name).await?, keep_previous)?;
+    let public = public_of(&rotated)?;
     put_public(client, public_name, &public).await?;
     client
         .put_secret_value()
@@ -209,7 +207,6 @@ pub async fn rotate_stored(
         .send()
         .await
         .map_err(sm_error("PutSecretValue", name))?;
-    public.ed25519_previous.truncate(keep_previous);
     Ok(public)
 }
 

@@ -59,19 +59,22 @@ impl DynamoStore {
 
     /// The items of an agent's partition whose sort keys lie in `from..=to` (strongly consistent).
     async fn agent_items(&self, account: &AccountId, agent: &AgentId, from: &str, to: &str) -> R<Vec<Item>> {
+        self.partition_items(agent_pk(account, agent), Some((from, to))).await
+    }
+
+    /// A partition's items (sort keys in `range`, when given), strongly consistent.
+    async fn partition_items(&self, pk: String, range: Option<(&str, &str)>) -> R<Vec<Item>> {
         let mut out = Vec::new();
-        let mut items = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(agent_pk(account, agent)))
-            .expression_attribute_values(":from", s(from))
-            .expression_attribute_values(":to", s(to))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
+        let mut query =
+            self.client.query().table_name(&self.table).expression_attribute_values(":pk", s(pk)).consistent_read(true);
+        query = match range {
+            Some((from, to)) => query
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":from", s(from))
+                .expression_attribute_values(":to", s(to)),
+            None => query.key_condition_expression("pk = :pk"),
+        };
+        let mut items = query.into_paginator().items().send();
         while let Some(item) = items.next().await {
             out.push(item.map_err(|e| unavailable("Query", e))?);
         }
@@ -179,18 +182,7 @@ impl CredentialStore for DynamoStore {
 
     async fn credentials_of(&self, account: &AccountId, principal: &PrincipalId) -> R<Vec<CredentialRecord>> {
         let mut out = Vec::new();
-        let mut pointers = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(principal_pk(account, principal)))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
-        while let Some(p) = pointers.next().await {
-            let p = p.map_err(|e| unavailable("Query", e))?;
+        for p in self.partition_items(principal_pk(account, principal), None).await? {
             if let Some(c) = self.credential_by_hash(get_s(&p, "key_hash")?).await? {
                 out.push(c);
             }

@@ -85,3 +85,29 @@ async fn requests_per_phase_of_a_routed_ask() {
     })
     .await;
 }
+
+/// A Slack press or an email answer acts as its human only while they hold an active operator
+/// key: one `Query` of that human's credential pointers and one `GetItem` per credential of
+/// theirs — whatever the table holds (it used to be a `Scan` of every credential, per press).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_outside_the_api_reads_its_humans_credentials_never_the_table() {
+    use ma2h_core::records::PrincipalId;
+    use ma2h_protocol::ids::{AccountId, HumanId};
+    with_env("operator-check", false, |e| async move {
+        let hub = &e.dep.hub;
+        // alice's second key, and credentials of others that must not be read
+        ma2h_core::admin::create_operator(hub, "acme", "alice", None).await.unwrap();
+        for n in 0..5 {
+            ma2h_core::admin::create_agent(hub, "acme", &format!("bot-{n}"), None).await.unwrap();
+        }
+        ma2h_core::admin::create_operator(hub, "globex", "alice", None).await.unwrap();
+        e.phase().await;
+        let (acme, alice) =
+            (AccountId::parse("acme").unwrap(), PrincipalId::Operator(HumanId::parse("alice").unwrap()));
+        let creds = hub.credentials.credentials_of(&acme, &alice).await.unwrap();
+        assert_eq!(creds.len(), 2);
+        let t = e.phase().await;
+        assert_eq!(t.requests, expect(&[("dynamodb:Query", 1), ("dynamodb:GetItem", 2)]));
+    })
+    .await;
+}
