@@ -190,7 +190,9 @@ async fn an_addressed_ask_reaches_only_a_session_drain_signed_and_stripped_and_o
     let h = opted_in(settings()).await;
     let asker = h.session_of(&h.agent).await;
     let worker = h.session_of(&h.other_agent).await;
-    let r = h.submit(&h.agent, ask_to(&format!("agent:other#{worker}"), "k1", Some(&asker))).await;
+    // A forged `from` is ignored (§10, §8.7.1): the drained message carries the attested one.
+    let forged = with(ask_to(&format!("agent:other#{worker}"), "k1", Some(&asker)), "/from", json!("agent:mallory"));
+    let r = h.submit(&h.agent, forged).await;
     let id = accepted(&r);
     assert_eq!(r.body["status"], "open");
     assert_eq!(h.read(&id).await["mailbox"]["state"], "queued");

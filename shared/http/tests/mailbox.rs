@@ -169,7 +169,6 @@ async fn directive_bodies_are_validated_before_anything_is_written() {
         (json!({"to": "bot", "title": "x"}), StatusCode::BAD_REQUEST, "/to"),
         (json!({"to": "agent:bot", "title": "x", "request": {}}), StatusCode::BAD_REQUEST, "/request"),
         (json!({"to": "agent:bot", "title": "x", "state": 1}), StatusCode::BAD_REQUEST, "/state"),
-        (json!({"to": "agent:bot", "title": "x", "from": "human:mallory"}), StatusCode::BAD_REQUEST, "/from"),
         (json!({"to": "agent:bot", "title": "x", "priority": "now"}), StatusCode::BAD_REQUEST, "/priority"),
         (json!({"to": "agent:bot", "title": "x\ny"}), StatusCode::BAD_REQUEST, "/title"),
         (json!({"to": "agent:bot", "title": "x".repeat(201)}), StatusCode::BAD_REQUEST, "/title"),
@@ -190,6 +189,26 @@ async fn directive_bodies_are_validated_before_anything_is_written() {
     let raw = h.call_raw(Method::POST, "/v1/operator/directives", Some(&h.operator), Some(b"{nope".to_vec())).await;
     assert_eq!(raw.status, StatusCode::BAD_REQUEST);
     assert_eq!(h.drain(&h.agent, "").await.body["messages"], json!([]), "nothing was enqueued");
+}
+
+/// The Hub's own members in a directive request are ignored, as an agent's submit ignores a
+/// `from` (§10, §13.1): the delivered directive carries the attested author and the Hub's id,
+/// type, version and time — never the request's.
+#[tokio::test]
+async fn the_hubs_own_members_in_a_directive_request_are_ignored_never_taken() {
+    let h = hub().await;
+    let forged = json!({"to": "agent:bot", "title": "x", "from": "human:mallory", "id": "dir_forged",
+                        "type": "ask", "ma2h_version": "9.9", "created_at": "2001-01-01T00:00:00Z"});
+    let r = h.send(forged).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let drained = h.drain(&h.agent, "").await;
+    let d = &drained.body["messages"][0]["directive"];
+    assert_eq!(
+        (d["from"].as_str(), d["type"].as_str(), d["ma2h_version"].as_str()),
+        (Some("human:alice"), Some("directive"), Some("0.5"))
+    );
+    assert_ne!(d["id"], "dir_forged");
+    assert_ne!(d["created_at"], "2001-01-01T00:00:00Z");
 }
 
 #[tokio::test]

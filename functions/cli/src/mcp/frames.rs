@@ -4,6 +4,10 @@
 //! read (found by a black-box pass, session 19). This filter answers those lines itself and
 //! passes every other line to the SDK unchanged; the SDK's output and these answers reach stdout
 //! whole lines at a time, through one writer.
+//!
+//! A request nested deeper than the JSON parser's limit (128 levels, the SDK's too) is valid JSON
+//! the SDK would drop unanswered; it gets `-32602 Invalid params` with its own id, read by a
+//! shallow scan of the top level (issue 36).
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
@@ -18,6 +22,9 @@ fn refusal(line: &[u8]) -> Option<Value> {
         return None;
     }
     match serde_json::from_str::<Value>(text) {
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            Some(error(top_level_id(text), -32602, "Invalid params: nested deeper than 128 levels"))
+        }
         Err(_) => Some(error(Value::Null, -32700, "Parse error")),
         Ok(Value::Object(o)) if o.get("jsonrpc") != Some(&json!("2.0")) => {
             let id = o.get("id").filter(|id| id.is_string() || id.is_number()).cloned().unwrap_or(Value::Null);
@@ -25,6 +32,40 @@ fn refusal(line: &[u8]) -> Option<Value> {
         }
         Ok(_) => None,
     }
+}
+
+/// The `id` member of the top-level object (a string or a number), found without parsing what
+/// is nested — the line is too deep to parse whole. `null` if there is none.
+fn top_level_id(text: &str) -> Value {
+    let b = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // the string's end: past escapes, to the closing quote
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                let key = text.get(i + 1..j.min(b.len()));
+                i = j + 1;
+                let rest = text.get(i..).unwrap_or_default().trim_start();
+                if depth == 1 && key == Some("id") && rest.starts_with(':') {
+                    let value = serde_json::Deserializer::from_str(&rest[1..]).into_iter::<Value>().next();
+                    return match value {
+                        Some(Ok(id)) if id.is_string() || id.is_number() => id,
+                        _ => Value::Null,
+                    };
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Value::Null
 }
 
 fn error(id: Value, code: i64, message: &str) -> Value {
@@ -105,6 +146,31 @@ mod tests {
         ] {
             assert_eq!(refusal(fine), None, "{}", String::from_utf8_lossy(fine));
         }
+    }
+
+    #[test]
+    fn a_request_nested_too_deep_gets_invalid_params_with_its_own_id() {
+        let deep = |id: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"x","arguments":{}{}}},"id":{id}}}"#,
+                "[".repeat(200),
+                "]".repeat(200)
+            )
+        };
+        let answer = refusal(deep("42").as_bytes()).unwrap();
+        assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (json!(42), json!(-32602)));
+        let answer = refusal(deep(r#""req-\"7\"""#).as_bytes()).unwrap();
+        assert_eq!(answer["id"], json!("req-\"7\""));
+        // an `id` key nested inside the params is not the request's
+        let nested = format!(r#"{{"jsonrpc":"2.0","params":{{"id":5,"a":{}{}}}}}"#, "[".repeat(200), "]".repeat(200));
+        assert_eq!(refusal(nested.as_bytes()).unwrap()["id"], Value::Null);
+        // 100 levels is fine: the SDK gets it
+        let ok = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"a":{}{}}}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert_eq!(refusal(ok.as_bytes()), None);
     }
 
     #[tokio::test]

@@ -1,6 +1,8 @@
 //! §13 directives, the human side: an operator sends one agent a directive and reads its §14.2
 //! delivery track. The spec leaves the authoring binding to the product; the Hub mints the id,
-//! attests `from` and stamps the version — none of them is ever taken from the request.
+//! attests `from` and stamps the version — none of them is ever taken from the request: a value
+//! the request carries for them is ignored, as an agent's submit ignores a `from` (§10: unknown
+//! fields are ignored; §13.1/§8.7.1: `from` is Hub-attested, never request-supplied).
 
 use ma2h_protocol::envelope::Priority;
 use ma2h_protocol::error::FieldError;
@@ -17,8 +19,10 @@ use crate::{Hub, HubError};
 
 /// §13.1: a directive title is one line of at most 200 characters.
 pub const MAX_TITLE_CHARS: usize = 200;
-/// Members the Hub attests or that a directive must not carry (§13.1): refused, never replaced.
-const REFUSED: [&str; 8] = ["request", "action", "state", "from", "id", "type", "ma2h_version", "created_at"];
+/// Members a directive must not carry (§13.1: "MUST NOT carry `request`, `action` or `state`"):
+/// refused. The Hub's own members (`from`, `id`, `type`, `ma2h_version`, `created_at`) in a
+/// request are ignored — [`delivered_form`] sets them and copies only the authored members.
+const REFUSED: [&str; 3] = ["request", "action", "state"];
 
 /// The one answer for every undeliverable `to` — unknown agent, another account's, malformed,
 /// an unknown session — so the endpoint is no existence oracle (§4, §13.2).
@@ -43,7 +47,7 @@ pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<Ma
     let mut fields: Vec<FieldError> = REFUSED
         .iter()
         .filter(|k| input.contains_key(**k))
-        .map(|k| FieldError::new(format!("/{k}"), "is set by the Hub or not allowed on a directive"))
+        .map(|k| FieldError::new(format!("/{k}"), "is not allowed on a directive (§13.1)"))
         .collect();
     let to = input.get("to").and_then(Value::as_str);
     let agent_part = to.and_then(|t| t.strip_prefix("agent:")).filter(|rest| !rest.is_empty());
