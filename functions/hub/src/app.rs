@@ -150,7 +150,7 @@ pub async fn serve(
     let sender = push_sender(&local.hub.settings)?;
     let Local { hub, wake } = local;
     let hub = hub.with_outbound(sender.clone());
-    let deliverer = Arc::new(push::Deliverer::new(&hub, sender.clone(), push::WhenBusy::Defer));
+    let deliverer = Arc::new(push::Deliverer::new(&hub, sender.clone()));
     let sweeper = tokio::spawn(run_sweeper(hub.clone()));
     let worker = tokio::spawn(push::run_worker(hub.clone(), deliverer, wake));
     // Issue 20: channel notifications (Slack, webhooks), their reminders and escalations.

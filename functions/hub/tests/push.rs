@@ -298,7 +298,7 @@ fn a_stalled_receiver_delays_only_its_own_pushes() {
     admin_json(&s.dir, &["bind-callback", "--account", "acme", "--agent", "bot", "--host", "localhost"]);
     let (receiver, base) = start_receiver();
     let auth = json!({"scheme": "hmac", "secret_ref": "cb"});
-    for i in 0..24 {
+    for i in 0..12 {
         submit_and_answer(&s, &ask_with_callback(&format!("st{i}"), &format!("{base}/stall"), auth.clone()));
     }
     std::thread::sleep(Duration::from_millis(300)); // the stalled attempts are in flight
@@ -309,7 +309,40 @@ fn a_stalled_receiver_delays_only_its_own_pushes() {
     assert!(hit.at - resolved < Duration::from_millis(1500), "the other host's push waited {:?}", hit.at - resolved);
     verify(&hit, &fast, &hmac_key("whsec-test-123")).unwrap();
     // the stalled host still gets every push, a few at a time
-    receiver.wait_for("stall", 24);
+    receiver.wait_for("stall", 12);
+}
+
+#[test]
+fn one_accounts_stalled_receiver_never_delays_another_accounts_push_to_the_same_host() {
+    // issue 36: the per-host slots were shared by every account, so 12 stalled pushes of acme to
+    // 127.0.0.1 held them all and globex's push to its own receiver there waited seconds
+    let s = setup();
+    let globex = admin_json(&s.dir, &["create-agent", "--account", "globex", "--agent", "bot"]);
+    let globex_op = admin_json(&s.dir, &["create-operator", "--account", "globex", "--human", "alice"]);
+    admin_json(&s.dir, &["bind-callback", "--account", "globex", "--agent", "bot", "--host", "127.0.0.1"]);
+    admin_json(
+        &s.dir,
+        &["put-secret", "--account", "globex", "--agent", "bot", "--name", "cb", "--value", "whsec-globex"],
+    );
+    let (receiver, base) = start_receiver();
+    let auth = json!({"scheme": "hmac", "secret_ref": "cb"});
+    for i in 0..12 {
+        submit_and_answer(&s, &ask_with_callback(&format!("st{i}"), &format!("{base}/stall"), auth.clone()));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // acme's stalled attempts are in flight
+    let url = format!("{base}/globex");
+    let (status, ack) = submit(&s.hub, globex["api_key"].as_str().unwrap(), &ask_with_callback("g1", &url, auth));
+    assert_eq!(status, 202, "{ack}");
+    let id = ack["id"].as_str().unwrap();
+    let resolved = Instant::now();
+    let answer = json!({"resolution": "answered", "value": "ship"});
+    let (status, _) =
+        post(&s.hub, &format!("/v1/messages/{id}/resolve"), globex_op["api_key"].as_str().unwrap(), &answer);
+    assert_eq!(status, 200);
+    let hit = receiver.wait_for("globex", 1).remove(0);
+    assert!(hit.at - resolved < Duration::from_millis(1500), "globex's push waited {:?}", hit.at - resolved);
+    verify(&hit, &url, &hmac_key("whsec-globex")).unwrap();
+    receiver.wait_for("stall", 12);
 }
 
 #[test]

@@ -13,12 +13,13 @@ use ma2h_queue_sqs::PushJob;
 
 use crate::{Deployment, Error};
 
-/// The §9.4-guarded sender for this deployment, with its per-host cap. Built once per container:
-/// a batch's attempts to one host wait for that host's slots; other hosts' proceed.
+/// The §9.4-guarded sender for this deployment, with its delivery slots. Built once per
+/// container: an attempt whose (account, host), host or account is at its cap goes back to the
+/// queue for a second rather than holding up the rest of the batch.
 pub fn deliverer(dep: &Deployment) -> Result<Arc<push::Deliverer>, Error> {
     let policy = EgressPolicy::from_settings(&dep.hub.settings)?;
     let sender: Arc<dyn PushSender> = Arc::new(HttpPushSender::new(policy)?);
-    Ok(Arc::new(push::Deliverer::new(&dep.hub, sender, push::WhenBusy::Wait)))
+    Ok(Arc::new(push::Deliverer::new(&dep.hub, sender)))
 }
 
 /// How long an announced job whose terminal has not committed yet stays invisible.

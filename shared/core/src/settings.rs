@@ -267,9 +267,15 @@ pub struct PushSettings {
     pub total_timeout: Duration,
     /// Attempts in flight at once in the local worker (`MA2H_PUSH_MAX_IN_FLIGHT`).
     pub max_in_flight: usize,
-    /// Attempts in flight at once to one callback host (`MA2H_PUSH_PER_HOST`), so one slow
-    /// receiver never holds every slot.
+    /// Attempts in flight at once to one callback host over every account
+    /// (`MA2H_PUSH_PER_HOST`), so one slow receiver never holds every slot.
     pub per_host: usize,
+    /// Attempts in flight at once of one account to one host (`MA2H_PUSH_PER_ACCOUNT_HOST`): an
+    /// account's tarpit leaves other accounts the rest of that host's slots.
+    pub per_account_host: usize,
+    /// Attempts in flight at once of one account over every host (`MA2H_PUSH_PER_ACCOUNT`): an
+    /// account's tarpits spread over many hosts leave other accounts the rest of the worker.
+    pub per_account: usize,
 }
 
 impl Default for PushSettings {
@@ -282,7 +288,9 @@ impl Default for PushSettings {
             connect_timeout: Duration::from_secs(5),
             total_timeout: Duration::from_secs(10),
             max_in_flight: 64,
-            per_host: 8,
+            per_host: 16,
+            per_account_host: 4,
+            per_account: 16,
         }
     }
 }
@@ -400,6 +408,8 @@ impl Settings {
         dur("MA2H_PUSH_TIMEOUT_MS", 1, &mut s.push.total_timeout)?;
         num("MA2H_PUSH_MAX_IN_FLIGHT", get("MA2H_PUSH_MAX_IN_FLIGHT"), &mut s.push.max_in_flight)?;
         num("MA2H_PUSH_PER_HOST", get("MA2H_PUSH_PER_HOST"), &mut s.push.per_host)?;
+        num("MA2H_PUSH_PER_ACCOUNT_HOST", get("MA2H_PUSH_PER_ACCOUNT_HOST"), &mut s.push.per_account_host)?;
+        num("MA2H_PUSH_PER_ACCOUNT", get("MA2H_PUSH_PER_ACCOUNT"), &mut s.push.per_account)?;
         dur("MA2H_HEADER_TIMEOUT_SECONDS", 1000, &mut s.server.header_timeout)?;
         dur("MA2H_BODY_TIMEOUT_SECONDS", 1000, &mut s.server.body_timeout)?;
         num("MA2H_MAX_CONNECTIONS", get("MA2H_MAX_CONNECTIONS"), &mut s.server.max_connections)?;
@@ -502,8 +512,11 @@ impl Settings {
         {
             return err("push backoff and timeouts must be at least 1 ms");
         }
-        if self.push.max_in_flight == 0 || self.push.per_host == 0 {
-            return err("MA2H_PUSH_MAX_IN_FLIGHT and MA2H_PUSH_PER_HOST must be at least 1");
+        let p = &self.push;
+        if [p.max_in_flight, p.per_host, p.per_account_host, p.per_account].contains(&0) {
+            return err(
+                "MA2H_PUSH_MAX_IN_FLIGHT, MA2H_PUSH_PER_HOST, MA2H_PUSH_PER_ACCOUNT_HOST and MA2H_PUSH_PER_ACCOUNT must be at least 1",
+            );
         }
         if self.push.max_duration.is_zero() {
             return err("MA2H_PUSH_MAX_DURATION_SECONDS must be at least 1");

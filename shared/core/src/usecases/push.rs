@@ -13,7 +13,7 @@ use crate::ports::{AgentMaterial, PushOutcome, PushRequest};
 use crate::records::{Lookup, MessageRecord, PushStatus, PushTrack};
 use crate::{Hub, HubError};
 
-pub use super::push_worker::{Deliverer, HostSlots, WhenBusy, run_worker};
+pub use super::push_worker::{Deliverer, DeliverySlots, Slot, run_worker};
 
 /// Secret names under `hub:` are the Hub's own (the agent's signing secret and settings); a
 /// `secret_ref`/`token_ref` may not name them.
@@ -89,8 +89,9 @@ impl Deliverer {
         let outcome = match build_request(hub, &record, now).await {
             Ok(request) => {
                 let host = callback_host(&request.url).unwrap_or_default();
-                // One slow receiver must not hold every delivery slot (issue 13 item 6).
-                let Some(_slot) = self.slots.claim(&host, self.when_busy).await else {
+                // One slow receiver must not hold every delivery slot, nor another account's
+                // slots on the same host (issue 13 item 6, issue 36).
+                let Some(_slot) = self.slots.claim(account.as_str(), &host) else {
                     track.next_attempt_at = Some(now + HOST_BUSY_DELAY);
                     hub.messages.record_push(account, id, &track).await?;
                     return Ok(Some(track));

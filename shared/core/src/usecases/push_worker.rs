@@ -1,13 +1,17 @@
-//! Running push attempts so that deliveries are independent (issue 13 item 6): a receiver that
-//! stalls delays only its own pushes.
+//! Running push attempts so that deliveries are independent (issue 13 item 6, issue 36): a
+//! receiver that stalls delays only its own account's pushes to it.
 //!
-//! - [`HostSlots`] caps the attempts in flight per callback host (`MA2H_PUSH_PER_HOST`).
+//! - [`DeliverySlots`] caps the attempts in flight per (account, callback host)
+//!   (`MA2H_PUSH_PER_ACCOUNT_HOST`), per callback host over every account (`MA2H_PUSH_PER_HOST`)
+//!   and per account over every host (`MA2H_PUSH_PER_ACCOUNT`). So one account's tarpit takes
+//!   neither the slots another account needs on the same host (a shared `127.0.0.1`, a shared
+//!   SaaS host) nor, spread over many hosts, the worker's global slots.
+//! - A push that finds any of its caps full is put back for a second (recorded, not counted as
+//!   an attempt) instead of waiting while it holds a slot: on the local worker, and in the
+//!   `deliver` Lambda, where waiting would hold up the rest of the SQS batch (the job goes back
+//!   to the queue, invisible for that second).
 //! - [`run_worker`] (the local Hub) keeps up to `MA2H_PUSH_MAX_IN_FLIGHT` attempts running and
-//!   claims more the moment one ends — never "a batch, then wait for the whole batch". A push
-//!   whose host is at its cap is put back for a second ([`WhenBusy::Defer`]) instead of holding
-//!   a slot while it waits.
-//! - The `deliver` Lambda runs its SQS batch concurrently and waits for a host slot
-//!   ([`WhenBusy::Wait`]): its batch is small and another container serves the next one.
+//!   claims more the moment one ends — never "a batch, then wait for the whole batch".
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,50 +21,70 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::Hub;
 use crate::ports::{PushSender, WakeWorker};
+use crate::settings::PushSettings;
 
-/// What an attempt does when its callback host already has its share of attempts in flight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WhenBusy {
-    /// Put the push back for a moment (recorded, not counted as an attempt).
-    Defer,
-    /// Wait for a slot of that host.
-    Wait,
-}
-
-/// Attempts in flight per callback host.
+/// Counting slots per key; idle keys are forgotten once there are many.
 #[derive(Debug)]
-pub struct HostSlots {
-    per_host: usize,
-    hosts: Mutex<HashMap<String, Arc<Semaphore>>>,
+struct Keyed {
+    cap: usize,
+    keys: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
-impl HostSlots {
-    pub fn new(per_host: usize) -> Self {
-        Self { per_host: per_host.max(1), hosts: Mutex::default() }
+impl Keyed {
+    fn new(cap: usize) -> Self {
+        Self { cap: cap.max(1), keys: Mutex::default() }
     }
 
-    /// A slot for `host`, or `None` when it is at its cap and `when` is [`WhenBusy::Defer`].
-    pub async fn claim(&self, host: &str, when: WhenBusy) -> Option<OwnedSemaphorePermit> {
+    fn try_claim(&self, key: String) -> Option<OwnedSemaphorePermit> {
         let semaphore = {
-            let mut hosts = self.hosts.lock().expect("host slots poisoned");
-            if hosts.len() > 1024 {
-                // forget idle hosts (no permit out, nobody waiting)
-                hosts.retain(|_, s| Arc::strong_count(s) > 1 || s.available_permits() < self.per_host);
+            let mut keys = self.keys.lock().expect("delivery slots poisoned");
+            if keys.len() > 1024 {
+                // forget idle keys (no permit out)
+                keys.retain(|_, s| s.available_permits() < self.cap);
             }
-            hosts.entry(host.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(self.per_host))).clone()
+            keys.entry(key).or_insert_with(|| Arc::new(Semaphore::new(self.cap))).clone()
         };
-        match when {
-            WhenBusy::Defer => semaphore.try_acquire_owned().ok(),
-            WhenBusy::Wait => semaphore.acquire_owned().await.ok(),
+        semaphore.try_acquire_owned().ok()
+    }
+}
+
+/// Attempts in flight per (account, host), per host and per account.
+#[derive(Debug)]
+pub struct DeliverySlots {
+    account_host: Keyed,
+    host: Keyed,
+    account: Keyed,
+}
+
+/// One attempt's claim on its three caps; released on drop.
+#[derive(Debug)]
+pub struct Slot {
+    _permits: [OwnedSemaphorePermit; 3],
+}
+
+impl DeliverySlots {
+    pub fn new(settings: &PushSettings) -> Self {
+        Self {
+            account_host: Keyed::new(settings.per_account_host),
+            host: Keyed::new(settings.per_host),
+            account: Keyed::new(settings.per_account),
         }
     }
+
+    /// A slot for a push of `account` to `host`, or `None` when any of its caps is full.
+    pub fn claim(&self, account: &str, host: &str) -> Option<Slot> {
+        // `\n` cannot occur in an account id or a host name: the pair's key is unambiguous.
+        let pair = self.account_host.try_claim(format!("{account}\n{host}"))?;
+        let host = self.host.try_claim(host.to_owned())?;
+        let account = self.account.try_claim(account.to_owned())?;
+        Some(Slot { _permits: [pair, host, account] })
+    }
 }
 
-/// Everything an attempt needs besides the Hub: the sender and the per-host slots.
+/// Everything an attempt needs besides the Hub: the sender and the delivery slots.
 pub struct Deliverer {
     pub(super) sender: Arc<dyn PushSender>,
-    pub(super) slots: HostSlots,
-    pub(super) when_busy: WhenBusy,
+    pub(super) slots: DeliverySlots,
 }
 
 impl Deliverer {
@@ -69,8 +93,8 @@ impl Deliverer {
         super::notify::Notifier::new(self.sender.clone())
     }
 
-    pub fn new(hub: &Hub, sender: Arc<dyn PushSender>, when_busy: WhenBusy) -> Self {
-        Self { sender, slots: HostSlots::new(hub.settings.push.per_host), when_busy }
+    pub fn new(hub: &Hub, sender: Arc<dyn PushSender>) -> Self {
+        Self { sender, slots: DeliverySlots::new(&hub.settings.push) }
     }
 }
 
@@ -109,26 +133,29 @@ pub async fn run_worker(hub: Hub, deliverer: Arc<Deliverer>, wake: Arc<WakeWorke
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_busy_host_defers_while_another_host_still_gets_a_slot() {
-        let slots = HostSlots::new(2);
-        let a1 = slots.claim("a.example", WhenBusy::Defer).await.unwrap();
-        let _a2 = slots.claim("a.example", WhenBusy::Defer).await.unwrap();
-        assert!(slots.claim("a.example", WhenBusy::Defer).await.is_none());
-        assert!(slots.claim("b.example", WhenBusy::Defer).await.is_some());
-        drop(a1);
-        assert!(slots.claim("a.example", WhenBusy::Defer).await.is_some());
+    fn slots(per_account_host: usize, per_host: usize, per_account: usize) -> DeliverySlots {
+        DeliverySlots::new(&PushSettings { per_account_host, per_host, per_account, ..PushSettings::default() })
     }
 
-    #[tokio::test]
-    async fn a_waiting_claim_gets_the_slot_that_is_released() {
-        let slots = Arc::new(HostSlots::new(1));
-        let held = slots.claim("a.example", WhenBusy::Wait).await.unwrap();
-        let s2 = slots.clone();
-        let waiter = tokio::spawn(async move { s2.claim("a.example", WhenBusy::Wait).await.is_some() });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiter.is_finished());
-        drop(held);
-        assert!(waiter.await.unwrap());
+    #[test]
+    fn one_accounts_busy_receiver_leaves_another_account_the_same_host() {
+        let s = slots(2, 8, 16);
+        let a1 = s.claim("a", "127.0.0.1").unwrap();
+        let _a2 = s.claim("a", "127.0.0.1").unwrap();
+        assert!(s.claim("a", "127.0.0.1").is_none(), "account a is at its cap on that host");
+        assert!(s.claim("b", "127.0.0.1").is_some(), "account b still gets the same host");
+        assert!(s.claim("a", "other.example").is_some(), "and a gets another host");
+        drop(a1);
+        assert!(s.claim("a", "127.0.0.1").is_some(), "a released slot is claimable again");
+    }
+
+    #[test]
+    fn a_host_and_an_account_each_have_a_ceiling_over_the_other_key() {
+        let s = slots(2, 3, 4);
+        let _held: Vec<Slot> = ["a", "b", "c"].iter().map(|acct| s.claim(acct, "tarpit").unwrap()).collect();
+        assert!(s.claim("d", "tarpit").is_none(), "the host's cap over every account");
+        let _more: Vec<Slot> = ["h1", "h2", "h3"].iter().map(|h| s.claim("a", h).unwrap()).collect();
+        assert!(s.claim("a", "h4").is_none(), "the account's cap over every host (a holds 4)");
+        assert!(s.claim("e", "h4").is_some(), "another account is untouched");
     }
 }
