@@ -1,6 +1,12 @@
 //! The local server's accept loop: HTTP/1.1 over hyper with a header deadline (which is also the
-//! idle keep-alive deadline), a whole-body deadline, a global and a per-address connection cap,
-//! and a graceful shutdown.
+//! idle keep-alive deadline), a whole-body deadline, a write-stall deadline, a global and a
+//! per-address connection cap, and a graceful shutdown.
+//!
+//! The write-stall deadline ([`WriteStall`]): a response — a drain, an SSE stream, a page — is
+//! buffered by hyper until the client takes it. A client that reads nothing used to pin it for as
+//! long as the socket stayed open (issue 36: 24 never-reading drains took the Hub from 76 MB to
+//! 819 MB). A write that stays blocked for `MA2H_WRITE_STALL_SECONDS` now fails, and hyper drops
+//! the connection and everything it held; a slow reader that keeps taking bytes is never cut off.
 //!
 //! `axum::serve` has none of these knobs, and without them a client that sends half a request
 //! and waits — a thousand times — holds every file descriptor the process has (issue 13 item 3).
@@ -87,6 +93,7 @@ pub async fn serve(
             req.extensions_mut().insert(client);
             app.clone().oneshot(req)
         });
+        let stream = WriteStall::new(stream, limits.write_stall);
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -169,6 +176,87 @@ impl Drop for IpSlot {
     }
 }
 
+/// A connection whose writes must make progress: a write or flush that stays blocked for `limit`
+/// fails with `TimedOut`. The clock restarts at every write the socket accepts.
+struct WriteStall<S> {
+    inner: S,
+    limit: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteStall<S> {
+    fn new(inner: S, limit: Duration) -> Self {
+        Self { inner, limit, stalled: None }
+    }
+
+    /// The inner write is pending: pending too, until the stall deadline passes.
+    fn stall<T>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
+        let limit = self.limit;
+        let sleep = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client took nothing within MA2H_WRITE_STALL_SECONDS",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<T>(&mut self, r: Poll<std::io::Result<T>>, cx: &mut Context<'_>) -> Poll<std::io::Result<T>> {
+        match r {
+            Poll::Ready(r) => {
+                self.stalled = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.stall(cx),
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteStall<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteStall<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.progressed(r, cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.progressed(r, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_flush(cx);
+        this.progressed(r, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.progressed(r, cx)
+    }
+}
+
 /// A request body that must arrive in full within a deadline counted from the headers; after it,
 /// reading fails with [`BodyTimeout`] (a 408 from the Router's body extractor).
 struct Deadline {
@@ -221,6 +309,38 @@ mod tests {
         assert!(per_ip.try_claim(other).is_some(), "another address has its own slots");
         drop(a);
         assert!(per_ip.try_claim(ip).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_write_nobody_takes_fails_after_the_stall_limit_and_a_slow_reader_is_never_cut() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // A pipe with a 1 KiB buffer: writes block once the reader stops taking bytes.
+        let (client, server) = tokio::io::duplex(1024);
+        let mut stalled = WriteStall::new(server, Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        let err = stalled.write_all(&[0u8; 64 * 1024]).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        drop(client);
+
+        // A reader that takes 1 KiB every 5 ms needs over 300 ms for 64 KiB — past the limit in
+        // total, never stalled for it: the whole write goes through.
+        let (mut client, server) = tokio::io::duplex(1024);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1024];
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                match client.read(&mut buf).await {
+                    Ok(0) | Err(_) => break got.len(),
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        });
+        let mut slow = WriteStall::new(server, Duration::from_millis(200));
+        slow.write_all(&[1u8; 64 * 1024]).await.unwrap();
+        drop(slow);
+        assert_eq!(reader.await.unwrap(), 64 * 1024);
     }
 
     #[test]

@@ -186,6 +186,10 @@ pub struct MailboxSettings {
     /// Most live entries one mailbox holds; a directive beyond it answers 429
     /// (`MA2H_MAILBOX_DEPTH`).
     pub depth: u32,
+    /// Most bytes of entries one drain returns (`MA2H_DRAIN_MAX_BYTES`; at least one entry of
+    /// the largest size, `MA2H_MAX_ENVELOPE_BYTES`): what is left stays queued for the next
+    /// drain, so one response can never pin more than this much memory (issue 36).
+    pub drain_max_bytes: usize,
 }
 
 impl Default for MailboxSettings {
@@ -196,6 +200,7 @@ impl Default for MailboxSettings {
             retention_days: 30,
             presence_freshness: Duration::from_secs(90),
             depth: 1000,
+            drain_max_bytes: 8 << 20,
         }
     }
 }
@@ -229,6 +234,10 @@ pub struct ServerSettings {
     /// load, so one core is left to it. On a 2-core machine one request thread instead of two
     /// made durable submits 15–30 % faster (docs/BENCHMARKS.md): fewer wake-ups between threads.
     pub worker_threads: usize,
+    /// How long a response write may stay blocked on a reader that takes nothing
+    /// (`MA2H_WRITE_STALL_SECONDS`): then the connection is dropped and what it held is freed. A
+    /// slow reader that keeps taking bytes is never cut off (issue 36).
+    pub write_stall: Duration,
 }
 
 impl ServerSettings {
@@ -247,6 +256,7 @@ impl Default for ServerSettings {
             max_connections: 4096,
             max_connections_per_ip: 256,
             worker_threads: 0,
+            write_stall: Duration::from_secs(20),
         }
     }
 }
@@ -412,6 +422,7 @@ impl Settings {
         num("MA2H_PUSH_PER_ACCOUNT", get("MA2H_PUSH_PER_ACCOUNT"), &mut s.push.per_account)?;
         dur("MA2H_HEADER_TIMEOUT_SECONDS", 1000, &mut s.server.header_timeout)?;
         dur("MA2H_BODY_TIMEOUT_SECONDS", 1000, &mut s.server.body_timeout)?;
+        dur("MA2H_WRITE_STALL_SECONDS", 1000, &mut s.server.write_stall)?;
         num("MA2H_MAX_CONNECTIONS", get("MA2H_MAX_CONNECTIONS"), &mut s.server.max_connections)?;
         num("MA2H_MAX_CONNECTIONS_PER_IP", get("MA2H_MAX_CONNECTIONS_PER_IP"), &mut s.server.max_connections_per_ip)?;
         num("MA2H_WORKER_THREADS", get("MA2H_WORKER_THREADS"), &mut s.server.worker_threads)?;
@@ -420,6 +431,7 @@ impl Settings {
         num("MA2H_INBOUND_RETENTION_DAYS", get("MA2H_INBOUND_RETENTION_DAYS"), &mut s.mailbox.retention_days)?;
         dur("MA2H_PRESENCE_FRESHNESS_SECONDS", 1000, &mut s.mailbox.presence_freshness)?;
         num("MA2H_MAILBOX_DEPTH", get("MA2H_MAILBOX_DEPTH"), &mut s.mailbox.depth)?;
+        num("MA2H_DRAIN_MAX_BYTES", get("MA2H_DRAIN_MAX_BYTES"), &mut s.mailbox.drain_max_bytes)?;
         let ss = &mut s.sessions;
         num("MA2H_SESSION_MIN_TTL_SECONDS", get("MA2H_SESSION_MIN_TTL_SECONDS"), &mut ss.min_ttl_seconds)?;
         num("MA2H_SESSION_MAX_TTL_SECONDS", get("MA2H_SESSION_MAX_TTL_SECONDS"), &mut ss.max_ttl_seconds)?;
@@ -522,8 +534,13 @@ impl Settings {
             return err("MA2H_PUSH_MAX_DURATION_SECONDS must be at least 1");
         }
         let srv = &self.server;
-        if srv.header_timeout.is_zero() || srv.body_timeout.is_zero() {
-            return err("MA2H_HEADER_TIMEOUT_SECONDS and MA2H_BODY_TIMEOUT_SECONDS must be at least 1");
+        if srv.header_timeout.is_zero() || srv.body_timeout.is_zero() || srv.write_stall.is_zero() {
+            return err(
+                "MA2H_HEADER_TIMEOUT_SECONDS, MA2H_BODY_TIMEOUT_SECONDS and MA2H_WRITE_STALL_SECONDS must be at least 1",
+            );
+        }
+        if self.mailbox.drain_max_bytes < self.limits.max_envelope_bytes {
+            return err("MA2H_DRAIN_MAX_BYTES must be at least MA2H_MAX_ENVELOPE_BYTES (one entry always fits)");
         }
         if srv.max_connections == 0 || srv.max_connections_per_ip == 0 {
             return err("MA2H_MAX_CONNECTIONS and MA2H_MAX_CONNECTIONS_PER_IP must be at least 1");

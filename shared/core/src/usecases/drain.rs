@@ -97,14 +97,45 @@ pub(crate) async fn claim_signed(
         chrono::Duration::from_std(hub.settings.mailbox.visibility_timeout).unwrap_or(chrono::Duration::seconds(60));
     let audiences = Audience::for_drain(session.map(|s| &s.id));
     let by = Claimer { session: session.map(|s| s.id.clone()), evidence };
-    let claim = hub.mailbox.claim(mailbox, &audiences, &by, now, now + window, max).await?;
-    if claim.entries.is_empty() {
-        return Ok((Vec::new(), claim.next_visible_at));
+    // Issue 36: one drain holds at most `drain_max_bytes` of entries, so a reader that never
+    // reads cannot make one response pin more. An entry is at most `max_envelope_bytes` (plus the
+    // Hub's members and its signature): each claim asks for only as many as surely fit in what is
+    // left, and claiming stops when a claim comes back short. What is not claimed stays queued,
+    // untouched, for the next drain (no delivery is counted or stamped for it).
+    let per_entry = hub.settings.limits.max_envelope_bytes + ENTRY_HEADROOM;
+    let mut left = hub.settings.mailbox.drain_max_bytes;
+    let mut entries = Vec::new();
+    let mut next_visible_at = None;
+    loop {
+        let room = (left / per_entry).max(usize::from(entries.is_empty()));
+        let ask = (max - entries.len()).min(room);
+        if ask == 0 {
+            break;
+        }
+        let claim = hub.mailbox.claim(mailbox, &audiences, &by, now, now + window, ask).await?;
+        next_visible_at = claim.next_visible_at;
+        let got = claim.entries.len();
+        left = left.saturating_sub(claim.entries.iter().map(entry_bytes).sum());
+        entries.extend(claim.entries);
+        if got < ask {
+            break;
+        }
+    }
+    if entries.is_empty() {
+        return Ok((Vec::new(), next_visible_at));
     }
     if evidence {
-        stamp_responses(hub, mailbox, &claim.entries, now).await;
+        stamp_responses(hub, mailbox, &entries, now).await;
     }
-    Ok((sign_all(hub, mailbox, session, claim.entries).await?, claim.next_visible_at))
+    Ok((sign_all(hub, mailbox, session, entries).await?, next_visible_at))
+}
+
+/// Room for what a delivery adds to an entry's own bytes: the Hub's members, the §9.7 signature.
+const ENTRY_HEADROOM: usize = 16 << 10;
+
+/// An entry's size as delivered (its payload's JSON, plus the headroom).
+fn entry_bytes(entry: &MailboxEntry) -> usize {
+    serde_json::to_vec(&entry.payload).map_or(0, |v| v.len()) + ENTRY_HEADROOM
 }
 
 /// §14.2: a drain response is client-originated delivery evidence, so each drained `response`

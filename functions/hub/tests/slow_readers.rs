@@ -1,0 +1,101 @@
+//! Issue 36: slow readers cannot pin memory. Clients that ask for a drain of large entries and
+//! never read the answer used to hold it in the Hub for as long as their sockets stayed open
+//! (24 of them: 76 MB → 819 MB). Now a drain is bounded in bytes (`MA2H_DRAIN_MAX_BYTES`) and a
+//! write that stays blocked past `MA2H_WRITE_STALL_SECONDS` drops the connection: the Hub's
+//! resident memory comes back near where it was, with the sockets still open on the client side.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::*;
+
+/// The Hub's resident set, from /proc (Linux).
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb / 1024.0
+}
+
+const ENTRY_BYTES: usize = 900 * 1024;
+const READERS: usize = 8;
+const DRAIN_MAX_BYTES: usize = 4 << 20;
+
+#[test]
+fn never_reading_drains_are_dropped_and_their_memory_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = admin_json(dir.path(), &["create-agent", "--account", "acme", "--agent", "bot"]);
+    let op = admin_json(dir.path(), &["create-operator", "--account", "acme", "--human", "alice"]);
+    let (agent_key, op_key) = (agent["api_key"].as_str().unwrap(), op["api_key"].as_str().unwrap());
+    let hub = Hub::start_with(
+        dir.path(),
+        &[("MA2H_WRITE_STALL_SECONDS", "2"), ("MA2H_DRAIN_MAX_BYTES", &DRAIN_MAX_BYTES.to_string())],
+    );
+    // Enough ~0.9 MB directives that every reader's drain is full.
+    let per_drain = DRAIN_MAX_BYTES / (1 << 20);
+    // four text parts of 225 KiB each (a part is at most 256 KiB)
+    let part = json!({"kind": "text", "text": "x".repeat(ENTRY_BYTES / 4)});
+    let context = vec![part; 4];
+    for i in 0..READERS * per_drain + 4 {
+        let d = json!({"to": "agent:bot", "title": format!("big {i}"), "context": context});
+        let (status, reply) = post(&hub, "/v1/operator/directives", op_key, &d);
+        assert_eq!(status, 201, "{reply}");
+    }
+    let pid = hub.child.id();
+    std::thread::sleep(Duration::from_millis(500));
+    let baseline = rss_mb(pid);
+
+    // Readers that send their request and never read a byte of the answer.
+    let request = format!("GET /v1/inbox?max=32 HTTP/1.1\r\nhost: hub\r\nauthorization: Bearer {agent_key}\r\n\r\n");
+    let mut readers: Vec<TcpStream> = (0..READERS)
+        .map(|_| {
+            let mut s = TcpStream::connect(&hub.addr).unwrap();
+            s.write_all(request.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    let started = Instant::now();
+    let mut peak = baseline;
+    while started.elapsed() < Duration::from_millis(1500) {
+        peak = peak.max(rss_mb(pid));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Each answer is at most the drain bound (plus its JSON building): never the 32 entries asked.
+    let bound = (READERS * DRAIN_MAX_BYTES * 3) as f64 / (1 << 20) as f64 + 40.0;
+    assert!(peak - baseline < bound, "peak {peak:.0} MB over a {baseline:.0} MB baseline (bound {bound:.0} MB)");
+
+    // Past the write-stall limit the Hub has dropped every connection and freed what it held,
+    // though the clients never closed theirs.
+    std::thread::sleep(Duration::from_secs(4));
+    let after = rss_mb(pid);
+    assert!(
+        after - baseline < 40.0,
+        "{after:.0} MB held after the stall limit (baseline {baseline:.0} MB, peak {peak:.0} MB)"
+    );
+    for r in &mut readers {
+        r.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut sink = Vec::new();
+        // what the kernel had buffered, then the end (or a reset): the Hub closed its side;
+        // a timeout would mean the connection is still held open
+        match r.read_to_end(&mut sink) {
+            Ok(_) => {}
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "still open: {e}"),
+        }
+        assert!(sink.len() < DRAIN_MAX_BYTES + (1 << 20), "never more than one bounded drain: {}", sink.len());
+    }
+    eprintln!("slow readers: baseline {baseline:.0} MB, peak {peak:.0} MB, after {after:.0} MB");
+
+    // A reader that keeps up still gets its drain, and the entries the dropped ones were handed
+    // are delivered again after their visibility window (§8.7), never lost.
+    let (status, drained) = get(&hub, "/v1/inbox?max=32", agent_key);
+    assert_eq!(status, 200);
+    let n = drained["messages"].as_array().unwrap().len();
+    assert!((1..=per_drain).contains(&n), "a drain of {n} entries of ~0.9 MB under a {DRAIN_MAX_BYTES}-byte bound");
+}
