@@ -58,6 +58,10 @@ async fn record(
         hits.push((path.clone(), headers.clone(), parsed.clone()));
         hits.len()
     };
+    if path.starts_with("stall") {
+        // a receiver that hangs (shorter than the Hub's 10 s send timeout)
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
     if path == "webhook" {
         // the test's own HMAC over `{t}.{jti}.{body}` (not the Hub's signing code)
         let header = headers["ma2h-signature"].to_str().unwrap().to_owned();
@@ -319,4 +323,44 @@ fn an_unrouted_ask_and_a_notify_announce_nothing() {
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(standins.on("webhook").len(), 1, "only the urgent ask matched the route");
     assert_eq!(hits[0].1["message"]["priority"], "urgent");
+}
+
+#[test]
+fn one_accounts_stalled_webhook_never_delays_another_accounts_notification() {
+    // issue 36: due items were worked 50 at a time and each batch waited for its slowest, so 60
+    // items of acme to a hanging webhook held globex's notification back for seconds
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    let (standins, base) = start_standins();
+    let mut keys = Vec::new();
+    for (account, url) in [("acme", format!("{base}/stall")), ("globex", format!("{base}/webhook"))] {
+        let agent = admin_json(path, &["create-agent", "--account", account, "--agent", "bot"]);
+        keys.push(agent["api_key"].as_str().unwrap().to_owned());
+        admin_json(
+            path,
+            &[
+                "channels",
+                "add-webhook",
+                "--account",
+                account,
+                "--id",
+                "pager",
+                "--url",
+                &url,
+                "--secret",
+                WEBHOOK_SECRET,
+            ],
+        );
+        admin_json(path, &["channels", "add-route", "--account", account, "--id", "all", "--to", "pager"]);
+    }
+    let hub = Hub::start_with(path, &[("MA2H_DEV_EGRESS_ALLOW", "127.0.0.0/8")]);
+    for i in 0..60 {
+        assert_eq!(submit(&hub, &keys[0], &ask_envelope(&format!("a-{i}"))).0, 202);
+    }
+    std::thread::sleep(Duration::from_millis(700)); // acme's items are being worked
+    let sent = Instant::now();
+    assert_eq!(submit(&hub, &keys[1], &ask_envelope("g-1")).0, 202);
+    standins.wait_for("webhook", 1);
+    assert!(sent.elapsed() < Duration::from_millis(1500), "globex's notification waited {:?}", sent.elapsed());
+    assert_eq!(standins.on("webhook-verified")[0].1, json!(true));
 }

@@ -36,7 +36,13 @@ fn never_reading_drains_are_dropped_and_their_memory_returns() {
     let (agent_key, op_key) = (agent["api_key"].as_str().unwrap(), op["api_key"].as_str().unwrap());
     let hub = Hub::start_with(
         dir.path(),
-        &[("MA2H_WRITE_STALL_SECONDS", "2"), ("MA2H_DRAIN_MAX_BYTES", &DRAIN_MAX_BYTES.to_string())],
+        // A reader whose whole answer fit in the kernel's socket buffers is an idle keep-alive
+        // connection, closed by the header deadline (3 s here); the others by the stall limit.
+        &[
+            ("MA2H_WRITE_STALL_SECONDS", "2"),
+            ("MA2H_HEADER_TIMEOUT_SECONDS", "3"),
+            ("MA2H_DRAIN_MAX_BYTES", &DRAIN_MAX_BYTES.to_string()),
+        ],
     );
     // Enough ~0.9 MB directives that every reader's drain is full.
     let per_drain = DRAIN_MAX_BYTES / (1 << 20);
@@ -80,7 +86,7 @@ fn never_reading_drains_are_dropped_and_their_memory_returns() {
         "{after:.0} MB held after the stall limit (baseline {baseline:.0} MB, peak {peak:.0} MB)"
     );
     for r in &mut readers {
-        r.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        r.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
         let mut sink = Vec::new();
         // what the kernel had buffered, then the end (or a reset): the Hub closed its side;
         // a timeout would mean the connection is still held open

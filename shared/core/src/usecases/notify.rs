@@ -471,13 +471,59 @@ fn backoff(attempts: u32) -> chrono::Duration {
     chrono::Duration::seconds((5i64 << attempts.saturating_sub(1).min(7)).min(600))
 }
 
-/// The local worker: every tick, work the items that are due.
+/// The local worker: keeps up to `MA2H_PUSH_MAX_IN_FLIGHT` due items being worked, and at most
+/// `MA2H_PUSH_PER_ACCOUNT` of one account's, refilling as each ends — never "a batch, then wait
+/// for the whole batch". So one account's receiver that stalls for its whole timeout holds only
+/// that account's share, and another account's notification starts at once (issue 36).
 pub async fn run_worker(hub: Hub, notifier: Arc<Notifier>) {
+    let max = hub.settings.push.max_in_flight.max(1);
+    let per_account = hub.settings.push.per_account.max(1);
+    let mut in_flight = tokio::task::JoinSet::new();
+    let mut working: std::collections::HashSet<(AccountId, MessageId)> = Default::default();
+    let mut per: std::collections::HashMap<AccountId, usize> = Default::default();
     loop {
-        if let Err(e) = work_due(&hub, &notifier, 50).await {
-            tracing::error!(error = %e, "notification worker failed");
+        if in_flight.len() < max {
+            match hub.notifications.due_notifications(hub.clock.now(), max).await {
+                Ok(due) => {
+                    for key in due {
+                        let busy = per.get(&key.0).copied().unwrap_or(0);
+                        if in_flight.len() >= max || busy >= per_account || working.contains(&key) {
+                            continue; // still due: taken on a later turn
+                        }
+                        *per.entry(key.0.clone()).or_default() += 1;
+                        working.insert(key.clone());
+                        let (hub, notifier) = (hub.clone(), notifier.clone());
+                        in_flight.spawn(async move {
+                            // a panic still hands the key back, so its account's share is freed
+                            let work = std::panic::AssertUnwindSafe(notifier.process(&hub, &key.0, &key.1));
+                            let result = futures_util::FutureExt::catch_unwind(work).await;
+                            (key, result)
+                        });
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "claiming due notifications failed"),
+            }
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::select! {
+            Some(joined) = in_flight.join_next(), if !in_flight.is_empty() => match joined {
+                Ok((key, result)) => {
+                    match result {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::error!(error = %e, "notification item failed"),
+                        Err(_) => tracing::error!("notification item panicked"),
+                    }
+                    working.remove(&key);
+                    if let Some(n) = per.get_mut(&key.0) {
+                        *n -= 1;
+                        if *n == 0 {
+                            per.remove(&key.0);
+                        }
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "notification task panicked"),
+            },
+            () = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
     }
 }
 
