@@ -479,49 +479,49 @@ pub async fn run_worker(hub: Hub, notifier: Arc<Notifier>) {
     let max = hub.settings.push.max_in_flight.max(1);
     let per_account = hub.settings.push.per_account.max(1);
     let mut in_flight = tokio::task::JoinSet::new();
-    let mut working: std::collections::HashSet<(AccountId, MessageId)> = Default::default();
-    let mut per: std::collections::HashMap<AccountId, usize> = Default::default();
+    // each task's item, by task id: a task that panics still frees its account's share
+    let mut working: HashMap<tokio::task::Id, (AccountId, MessageId)> = HashMap::new();
+    let mut per: HashMap<AccountId, usize> = HashMap::new();
     loop {
         if in_flight.len() < max {
             match hub.notifications.due_notifications(hub.clock.now(), max).await {
                 Ok(due) => {
                     for key in due {
                         let busy = per.get(&key.0).copied().unwrap_or(0);
-                        if in_flight.len() >= max || busy >= per_account || working.contains(&key) {
+                        if in_flight.len() >= max || busy >= per_account || working.values().any(|k| *k == key) {
                             continue; // still due: taken on a later turn
                         }
                         *per.entry(key.0.clone()).or_default() += 1;
-                        working.insert(key.clone());
-                        let (hub, notifier) = (hub.clone(), notifier.clone());
-                        in_flight.spawn(async move {
-                            // a panic still hands the key back, so its account's share is freed
-                            let work = std::panic::AssertUnwindSafe(notifier.process(&hub, &key.0, &key.1));
-                            let result = futures_util::FutureExt::catch_unwind(work).await;
-                            (key, result)
-                        });
+                        let (hub, notifier, (account, id)) = (hub.clone(), notifier.clone(), key.clone());
+                        let task = in_flight.spawn(async move { notifier.process(&hub, &account, &id).await });
+                        working.insert(task.id(), key);
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "claiming due notifications failed"),
             }
         }
         tokio::select! {
-            Some(joined) = in_flight.join_next(), if !in_flight.is_empty() => match joined {
-                Ok((key, result)) => {
-                    match result {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => tracing::error!(error = %e, "notification item failed"),
-                        Err(_) => tracing::error!("notification item panicked"),
+            Some(joined) = in_flight.join_next_with_id(), if !in_flight.is_empty() => {
+                let task = match joined {
+                    Ok((task, Ok(()))) => task,
+                    Ok((task, Err(e))) => {
+                        tracing::error!(error = %e, "notification item failed");
+                        task
                     }
-                    working.remove(&key);
-                    if let Some(n) = per.get_mut(&key.0) {
-                        *n -= 1;
-                        if *n == 0 {
-                            per.remove(&key.0);
-                        }
+                    Err(e) => {
+                        tracing::error!(error = %e, "notification task panicked");
+                        e.id()
+                    }
+                };
+                if let Some((account, _)) = working.remove(&task)
+                    && let Some(n) = per.get_mut(&account)
+                {
+                    *n -= 1;
+                    if *n == 0 {
+                        per.remove(&account);
                     }
                 }
-                Err(e) => tracing::error!(error = %e, "notification task panicked"),
-            },
+            }
             () = tokio::time::sleep(Duration::from_millis(250)) => {}
         }
     }
