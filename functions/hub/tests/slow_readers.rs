@@ -129,3 +129,47 @@ fn never_reading_drains_are_dropped_and_their_memory_returns() {
     assert!(took > Duration::from_secs(2), "slower than the stall limit in total ({took:?}), never stalled");
     eprintln!("slow link: {} bytes in {took:?}", answer.len());
 }
+
+#[test]
+fn a_never_reading_stream_is_dropped_long_before_its_hold_ends() {
+    // §8.7.2 stream, issue 36: events the client never takes used to wait in the Hub for the
+    // whole hold; a blocked write now ends the stream at the stall limit
+    let dir = tempfile::tempdir().unwrap();
+    let agent = admin_json(dir.path(), &["create-agent", "--account", "acme", "--agent", "bot"]);
+    let op = admin_json(dir.path(), &["create-operator", "--account", "acme", "--human", "alice"]);
+    let (agent_key, op_key) = (agent["api_key"].as_str().unwrap(), op["api_key"].as_str().unwrap());
+    let hub = Hub::start_with(
+        dir.path(),
+        &[
+            ("MA2H_WRITE_STALL_SECONDS", "2"),
+            ("MA2H_STREAM_MAX_HOLD_SECONDS", "60"),
+            ("MA2H_HEADER_TIMEOUT_SECONDS", "3"),
+        ],
+    );
+    let (status, reg) = post(&hub, "/v1/sessions", agent_key, &json!({"ttl_seconds": 600}));
+    assert_eq!(status, 201, "{reg}");
+    let session = reg["session"]["id"].as_str().unwrap().to_owned();
+    let part = json!({"kind": "text", "text": "x".repeat(ENTRY_BYTES / 4)});
+    for i in 0..16 {
+        let d = json!({"to": "agent:bot", "title": format!("big {i}"), "context": vec![part.clone(); 4]});
+        assert_eq!(post(&hub, "/v1/operator/directives", op_key, &d).0, 201);
+    }
+    let mut stream = TcpStream::connect(&hub.addr).unwrap();
+    let request = format!(
+        "GET /v1/inbox/stream?session={session} HTTP/1.1\r\nhost: hub\r\nauthorization: Bearer {agent_key}\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let opened = Instant::now();
+    std::thread::sleep(Duration::from_secs(5));
+    // now read: what the kernel buffered, then the end — well inside the 60 s hold
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut sink = Vec::new();
+    match stream.read_to_end(&mut sink) {
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "still open: {e}"),
+    }
+    let ended = opened.elapsed();
+    assert!(ended < Duration::from_secs(20), "the stream lasted {ended:?} of its 60 s hold");
+    assert!(sink.len() < 16 * ENTRY_BYTES, "the client took only part of it: {} bytes", sink.len());
+    eprintln!("never-reading stream: ended after {ended:?}, {} bytes had reached the client", sink.len());
+}
