@@ -28,32 +28,37 @@ const ENTRY_BYTES: usize = 900 * 1024;
 const READERS: usize = 8;
 const DRAIN_MAX_BYTES: usize = 4 << 20;
 
-#[test]
-fn never_reading_drains_are_dropped_and_their_memory_returns() {
+/// A Hub with `env`, an agent `bot` and an operator of its account, and `directives` ~0.9 MB
+/// directives queued for the agent (four text parts of 225 KiB: a part is at most 256 KiB).
+/// The data directory (dropped last), the Hub and the agent's key.
+fn hub_with_big_directives(env: &[(&str, &str)], directives: usize) -> (tempfile::TempDir, Hub, String) {
     let dir = tempfile::tempdir().unwrap();
     let agent = admin_json(dir.path(), &["create-agent", "--account", "acme", "--agent", "bot"]);
     let op = admin_json(dir.path(), &["create-operator", "--account", "acme", "--human", "alice"]);
-    let (agent_key, op_key) = (agent["api_key"].as_str().unwrap(), op["api_key"].as_str().unwrap());
-    let hub = Hub::start_with(
-        dir.path(),
-        // A reader whose whole answer fit in the kernel's socket buffers is an idle keep-alive
-        // connection, closed by the header deadline (3 s here); the others by the stall limit.
+    let hub = Hub::start_with(dir.path(), env);
+    let part = json!({"kind": "text", "text": "x".repeat(ENTRY_BYTES / 4)});
+    for i in 0..directives {
+        let d = json!({"to": "agent:bot", "title": format!("big {i}"), "context": vec![part.clone(); 4]});
+        let (status, reply) = post(&hub, "/v1/operator/directives", op["api_key"].as_str().unwrap(), &d);
+        assert_eq!(status, 201, "{reply}");
+    }
+    (dir, hub, agent["api_key"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn never_reading_drains_are_dropped_and_their_memory_returns() {
+    // Enough ~0.9 MB directives that every reader's drain is full. A reader whose whole answer
+    // fit in the kernel's socket buffers is an idle keep-alive connection, closed by the header
+    // deadline (3 s here); the others by the stall limit.
+    let per_drain = DRAIN_MAX_BYTES / (1 << 20);
+    let (_dir, hub, agent_key) = hub_with_big_directives(
         &[
             ("MA2H_WRITE_STALL_SECONDS", "2"),
             ("MA2H_HEADER_TIMEOUT_SECONDS", "3"),
             ("MA2H_DRAIN_MAX_BYTES", &DRAIN_MAX_BYTES.to_string()),
         ],
+        READERS * per_drain + 4,
     );
-    // Enough ~0.9 MB directives that every reader's drain is full.
-    let per_drain = DRAIN_MAX_BYTES / (1 << 20);
-    // four text parts of 225 KiB each (a part is at most 256 KiB)
-    let part = json!({"kind": "text", "text": "x".repeat(ENTRY_BYTES / 4)});
-    let context = vec![part; 4];
-    for i in 0..READERS * per_drain + 4 {
-        let d = json!({"to": "agent:bot", "title": format!("big {i}"), "context": context});
-        let (status, reply) = post(&hub, "/v1/operator/directives", op_key, &d);
-        assert_eq!(status, 201, "{reply}");
-    }
     let pid = hub.child.id();
     std::thread::sleep(Duration::from_millis(500));
     let baseline = rss_mb(pid);
@@ -134,26 +139,17 @@ fn never_reading_drains_are_dropped_and_their_memory_returns() {
 fn a_never_reading_stream_is_dropped_long_before_its_hold_ends() {
     // §8.7.2 stream, issue 36: events the client never takes used to wait in the Hub for the
     // whole hold; a blocked write now ends the stream at the stall limit
-    let dir = tempfile::tempdir().unwrap();
-    let agent = admin_json(dir.path(), &["create-agent", "--account", "acme", "--agent", "bot"]);
-    let op = admin_json(dir.path(), &["create-operator", "--account", "acme", "--human", "alice"]);
-    let (agent_key, op_key) = (agent["api_key"].as_str().unwrap(), op["api_key"].as_str().unwrap());
-    let hub = Hub::start_with(
-        dir.path(),
+    let (_dir, hub, agent_key) = hub_with_big_directives(
         &[
             ("MA2H_WRITE_STALL_SECONDS", "2"),
             ("MA2H_STREAM_MAX_HOLD_SECONDS", "60"),
             ("MA2H_HEADER_TIMEOUT_SECONDS", "3"),
         ],
+        16,
     );
-    let (status, reg) = post(&hub, "/v1/sessions", agent_key, &json!({"ttl_seconds": 600}));
+    let (status, reg) = post(&hub, "/v1/sessions", &agent_key, &json!({"ttl_seconds": 600}));
     assert_eq!(status, 201, "{reg}");
     let session = reg["session"]["id"].as_str().unwrap().to_owned();
-    let part = json!({"kind": "text", "text": "x".repeat(ENTRY_BYTES / 4)});
-    for i in 0..16 {
-        let d = json!({"to": "agent:bot", "title": format!("big {i}"), "context": vec![part.clone(); 4]});
-        assert_eq!(post(&hub, "/v1/operator/directives", op_key, &d).0, 201);
-    }
     let mut stream = TcpStream::connect(&hub.addr).unwrap();
     let request = format!(
         "GET /v1/inbox/stream?session={session} HTTP/1.1\r\nhost: hub\r\nauthorization: Bearer {agent_key}\r\n\r\n"

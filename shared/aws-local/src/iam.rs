@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, anyhow};
-use ma2h_sam::iam::{Front, Resolver, access_key, identities};
+use ma2h_sam::iam::{Front, Resolver, register_functions};
 
 use crate::Config;
 use crate::provision::Provisioned;
@@ -44,12 +44,10 @@ pub async fn start(
         resolver = resolver.queue(id, url);
     }
     let run = format!("{}-{}", cfg.prefix, std::process::id());
-    let mut keys = BTreeMap::new();
-    for (f, identity) in identities(template, &cfg.workspace, &resolver)? {
-        let key = access_key(&f, &run);
-        front.register(&key, identity);
-        keys.insert(f.logical_id.clone(), key);
-    }
+    let keys: BTreeMap<String, String> = register_functions(&front, template, &cfg.workspace, &resolver, &run)?
+        .into_iter()
+        .map(|(f, key)| (f.logical_id, key))
+        .collect();
     let url = front.spawn().await.context("binding the IAM front")?;
     tracing::info!(%url, functions = keys.len(), "IAM enforced: every function calls AWS through the checking front");
     Ok(Roles { url, keys })

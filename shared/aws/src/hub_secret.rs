@@ -175,17 +175,16 @@ async fn put_public(
     match client.create_secret().name(public_name).secret_string(&text).send().await {
         Ok(_) => Ok(()),
         Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_exists_exception()) => {
-            client
-                .put_secret_value()
-                .secret_id(public_name)
-                .secret_string(text)
-                .send()
-                .await
-                .map_err(sm_error("PutSecretValue", public_name))?;
-            Ok(())
+            put(client, public_name, text).await
         }
         Err(e) => Err(sm_error("CreateSecret", public_name)(e)),
     }
+}
+
+/// Replace the value of the existing secret `id`.
+async fn put(client: &aws_sdk_secretsmanager::Client, id: &str, text: String) -> Result<(), crate::Error> {
+    client.put_secret_value().secret_id(id).secret_string(text).send().await.map_err(sm_error("PutSecretValue", id))?;
+    Ok(())
 }
 
 /// Rotate the signing key stored in `name`: the new public key is published first (beside the
@@ -200,13 +199,7 @@ pub async fn rotate_stored(
     let rotated = rotate(&read(client, name).await?, keep_previous)?;
     let public = public_of(&rotated)?;
     put_public(client, public_name, &public).await?;
-    client
-        .put_secret_value()
-        .secret_id(name)
-        .secret_string(rotated)
-        .send()
-        .await
-        .map_err(sm_error("PutSecretValue", name))?;
+    put(client, name, rotated).await?;
     Ok(public)
 }
 

@@ -132,7 +132,7 @@ impl Functions {
         report: bool,
     ) -> Self {
         use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
-        use ma2h_sam::iam::{Front, Resolver, access_key, identities};
+        use ma2h_sam::iam::{Front, Resolver, register_functions};
         let template = ma2h_sam::template::Template::parse(template_text).expect("the template parses");
         let endpoint = std::env::var("AWS_ENDPOINT_URL").expect("moto's endpoint");
         let log = std::env::var_os("MA2H_IAM_LOG").filter(|_| report).map(Into::into);
@@ -148,9 +148,9 @@ impl Functions {
         let run = unique("run");
         let mut by_id = std::collections::BTreeMap::new();
         let mut configs = std::collections::BTreeMap::new();
-        for (function, identity) in identities(&template, &workspace, &resolver).expect("every policy resolves") {
-            let key = access_key(&function, &run);
-            front.register(&key, identity);
+        let functions =
+            register_functions(&front, &template, &workspace, &resolver, &run).expect("every policy resolves");
+        for (function, key) in functions {
             let creds = Credentials::new(key, "local", None, None, "ma2h-iam-front");
             // The endpoint on each service's own config: AWS_ENDPOINT_URL (moto) would win over
             // an SdkConfig's.

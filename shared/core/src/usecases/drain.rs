@@ -114,10 +114,13 @@ pub(crate) async fn claim_signed(
         }
         let claim = hub.mailbox.claim(mailbox, &audiences, &by, now, now + window, ask).await?;
         next_visible_at = claim.next_visible_at;
-        let got = claim.entries.len();
-        left = left.saturating_sub(claim.entries.iter().map(entry_bytes).sum());
+        let full = claim.entries.len() == ask;
+        // sizes matter only if another claim may follow (most drains end at their first)
+        if full {
+            left = left.saturating_sub(claim.entries.iter().map(entry_bytes).sum());
+        }
         entries.extend(claim.entries);
-        if got < ask {
+        if !full {
             break;
         }
     }

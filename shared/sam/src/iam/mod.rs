@@ -14,18 +14,16 @@ use crate::template::{Function, Template};
 pub use front::{Front, Identity};
 pub use policy::{Grant, Resolver, SamTemplates};
 
-/// The access key a function signs with in a local run: its logical id and a run-unique tag,
-/// so parallel tests never share an identity.
-pub fn access_key(function: &Function, run: &str) -> String {
-    format!("{}.{run}", function.logical_id)
-}
-
-/// Every function's identity for one run (resources resolved by `run`), keyed by logical id.
-pub fn identities(
+/// Register every function of `template` with `front`, its policy resolved by `run` (the
+/// resources of this run), under an access key of its own: the function's logical id and a
+/// run-unique `tag`, so parallel tests never share an identity. Each function with its key.
+pub fn register_functions(
+    front: &Front,
     template: &Template,
     workspace: &Path,
     run: &Resolver,
-) -> Result<Vec<(Function, Identity)>, anyhow::Error> {
+    tag: &str,
+) -> Result<Vec<(Function, String)>, anyhow::Error> {
     let sam = SamTemplates::find(workspace)?;
     let shown = policy::display_resolver(template);
     template
@@ -33,7 +31,9 @@ pub fn identities(
         .iter()
         .map(|f| {
             let (docs, grants) = policy::resolved(f, &sam, run, &shown)?;
-            Ok((f.clone(), Identity::new(&f.logical_id, &run.account, &docs, grants)?))
+            let key = format!("{}.{tag}", f.logical_id);
+            front.register(&key, Identity::new(&f.logical_id, &run.account, &docs, grants)?);
+            Ok((f.clone(), key))
         })
         .collect()
 }
