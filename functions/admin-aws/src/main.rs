@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use ma2h_hub::admin::{self, AdminCommand};
+use ma2h_admin::{self as admin, AdminCommand};
 
 #[derive(Parser)]
 #[command(name = "ma2h-admin-aws", version, about = "MA2H Hub admin commands against DynamoDB")]

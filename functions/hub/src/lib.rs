@@ -2,7 +2,6 @@
 //! parses the command line and calls into here; integration tests call the same functions.
 
 pub mod admin;
-pub mod admin_channels;
 pub mod app;
 pub mod bootstrap;
 pub mod metrics;

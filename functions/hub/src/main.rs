@@ -23,7 +23,7 @@ enum Command {
     Serve,
     /// Manage credentials.
     #[command(subcommand)]
-    Admin(Box<admin::AdminCommand>),
+    Admin(Box<ma2h_admin::AdminCommand>),
 }
 
 fn main() -> Result<()> {

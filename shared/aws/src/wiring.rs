@@ -7,7 +7,7 @@ use ma2h_core::Hub;
 use ma2h_core::changes::PollingChanges;
 use ma2h_core::keys::{HubKeys, KeyError};
 use ma2h_core::secrets::MasterKey;
-use ma2h_core::settings::Settings;
+use ma2h_core::settings::{Env, Settings, SettingsError};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::DynamoStore;
 
@@ -22,6 +22,8 @@ pub enum ConfigError {
     Invalid { var: &'static str, reason: String },
     #[error(transparent)]
     Keys(#[from] KeyError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
 }
 
 /// The AWS-only settings, from `MA2H_*` variables (the SAM template sets them).
@@ -42,35 +44,37 @@ pub struct AwsSettings {
 impl AwsSettings {
     /// For the admin commands, which never enqueue: the queue URL may be absent.
     pub fn for_admin(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        Self::from_vars(|k| get(k).or_else(|| (k == "MA2H_PUSH_QUEUE_URL").then(String::new)))
+        Self::read(get, false)
     }
 
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        const INTERVAL: &str = "MA2H_LONG_POLL_INTERVAL_MS";
-        let interval = match get(INTERVAL) {
-            Some(v) => v.parse::<u64>().map_err(|_| ConfigError::Invalid {
-                var: INTERVAL,
-                reason: format!("must be an integer, got `{v}`"),
-            })?,
-            None => 500,
+        Self::read(get, true)
+    }
+
+    /// Every variable named once; every bad one reported together.
+    fn read(get: impl Fn(&str) -> Option<String>, queue_required: bool) -> Result<Self, ConfigError> {
+        let mut e = Env::new(get);
+        let mut s = Self {
+            table: e.raw("MA2H_TABLE").unwrap_or_else(|| "ma2h".into()),
+            push_queue_url: String::new(),
+            long_poll_interval: Duration::from_millis(500),
+            purge_grace: Duration::from_secs(72 * 3600),
         };
-        if interval == 0 {
-            return Err(ConfigError::Invalid { var: INTERVAL, reason: "must be at least 1".into() });
+        e.duration("MA2H_LONG_POLL_INTERVAL_MS", &mut s.long_poll_interval);
+        e.duration("MA2H_PURGE_GRACE_HOURS", &mut s.purge_grace);
+        if s.long_poll_interval.is_zero() {
+            e.refuse("MA2H_LONG_POLL_INTERVAL_MS must be at least 1");
         }
-        const GRACE: &str = "MA2H_PURGE_GRACE_HOURS";
-        let grace = match get(GRACE) {
-            Some(v) => v.parse::<u64>().ok().filter(|h| *h <= 24 * 365).ok_or_else(|| ConfigError::Invalid {
-                var: GRACE,
-                reason: format!("must be a whole number of hours up to 8760, got `{v}`"),
-            })?,
-            None => 72,
-        };
-        Ok(Self {
-            table: get("MA2H_TABLE").unwrap_or_else(|| "ma2h".into()),
-            push_queue_url: get("MA2H_PUSH_QUEUE_URL").ok_or(ConfigError::Missing("MA2H_PUSH_QUEUE_URL"))?,
-            long_poll_interval: Duration::from_millis(interval),
-            purge_grace: Duration::from_secs(grace * 3600),
-        })
+        if s.purge_grace > Duration::from_secs(8760 * 3600) {
+            e.refuse("MA2H_PURGE_GRACE_HOURS must be at most 8760");
+        }
+        match e.raw("MA2H_PUSH_QUEUE_URL") {
+            Some(url) => s.push_queue_url = url,
+            None if queue_required => e.refuse("MA2H_PUSH_QUEUE_URL is required on AWS"),
+            None => {}
+        }
+        e.finish()?;
+        Ok(s)
     }
 }
 
@@ -159,4 +163,35 @@ fn assemble_keys(
     let changes = Arc::new(PollingChanges { interval: aws.long_poll_interval });
     let hub = Hub::new(Arc::new(store.clone()), settings, master_key, keys, changes, Arc::new(queue.clone()));
     Deployment { hub, store, queue }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn a_function_needs_the_queue_and_the_admin_commands_do_not() {
+        let e = AwsSettings::from_vars(vars(&[])).unwrap_err().to_string();
+        assert!(e.contains("MA2H_PUSH_QUEUE_URL"), "{e}");
+        let admin = AwsSettings::for_admin(vars(&[("MA2H_TABLE", "t")])).unwrap();
+        assert_eq!((admin.table.as_str(), admin.push_queue_url.as_str()), ("t", ""));
+        let f = AwsSettings::from_vars(vars(&[("MA2H_PUSH_QUEUE_URL", "http://q"), ("MA2H_PURGE_GRACE_HOURS", "2")]))
+            .unwrap();
+        assert_eq!((f.long_poll_interval, f.purge_grace), (Duration::from_millis(500), Duration::from_secs(7200)));
+    }
+
+    #[test]
+    fn every_bad_aws_variable_is_named_at_once() {
+        let e =
+            AwsSettings::from_vars(vars(&[("MA2H_LONG_POLL_INTERVAL_MS", "0"), ("MA2H_PURGE_GRACE_HOURS", "9000")]))
+                .unwrap_err()
+                .to_string();
+        for name in ["MA2H_LONG_POLL_INTERVAL_MS", "MA2H_PURGE_GRACE_HOURS", "MA2H_PUSH_QUEUE_URL"] {
+            assert!(e.contains(name), "{name} missing from {e}");
+        }
+    }
 }

@@ -1,32 +1,24 @@
 //! The store contract suite against DynamoDB — a moto server at `AWS_ENDPOINT_URL` (`make test`
-//! starts one). Each check gets its own freshly created table.
+//! starts one). Each check is a test of its own on a freshly created table.
 //!
 //! Without an endpoint the tests are skipped loudly, unless `MA2H_REQUIRE_AWS_TESTS=1` (set by
 //! `make test`), which turns a missing endpoint into a failure.
-
-use std::sync::Mutex;
 
 use ma2h_store_dynamodb::{DynamoStore, provision};
 
 use ma2h_test_support::{dynamodb as client, unique};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_store_contract_holds_on_dynamodb() {
-    let Some(client) = client().await else { return };
-    // The factory is synchronous, so every table is created up front.
-    let mut tables = Vec::new();
-    for i in 0..ma2h_store_contract::CHECKS.len() {
-        let name = unique(&format!("contract-{i}"));
+/// Every store-contract check, each on a table of its own.
+mod contract {
+    use super::*;
+
+    async fn fresh() -> Option<(DynamoStore, ())> {
+        let client = client().await?;
+        let name = unique("contract");
         provision::create_table(&client, &name).await.unwrap();
-        tables.push(name);
+        Some((DynamoStore::new(client, name), ()))
     }
-    tables.reverse();
-    let tables = Mutex::new(tables);
-    ma2h_store_contract::run_all(|| {
-        let table = tables.lock().unwrap().pop().expect("one table per check");
-        DynamoStore::new(client.clone(), table)
-    })
-    .await;
+    ma2h_store_contract::store_contract_tests!(fresh);
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 //! SQLite-specific guarantees: durability settings, reopen, index use, migrations, bad rows.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::Duration;
 use ma2h_core::listing::{ListCursor, ListFilter, ListQuery};
@@ -13,24 +12,28 @@ use ma2h_protocol::lifecycle::Status;
 use ma2h_store_contract::fixtures::{
     account, agent, ask, at, claim, completed, credential, expiring_ask, notify, t0, task, terminal,
 };
-use ma2h_store_contract::run_all;
 use ma2h_store_sqlite::{MIGRATIONS, SCHEMA_VERSION, SqliteStore, listing, sql};
 use rusqlite::Connection;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn contract_in_memory() {
-    run_all(|| SqliteStore::open_in_memory().expect("open in memory")).await;
+/// Every store-contract check, on an in-memory database.
+mod contract_in_memory {
+    use super::*;
+
+    async fn fresh() -> Option<(SqliteStore, ())> {
+        Some((SqliteStore::open_in_memory().expect("open in memory"), ()))
+    }
+    ma2h_store_contract::store_contract_tests!(fresh);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn contract_on_disk() {
-    let dir = tempfile::tempdir().unwrap();
-    let n = AtomicUsize::new(0);
-    run_all(|| {
-        let path = dir.path().join(format!("hub-{}.db", n.fetch_add(1, Ordering::Relaxed)));
-        SqliteStore::open(path).expect("open file")
-    })
-    .await;
+/// Every store-contract check, on a file (the temporary directory lives as long as the check).
+mod contract_on_disk {
+    use super::*;
+
+    async fn fresh() -> Option<(SqliteStore, tempfile::TempDir)> {
+        let dir = tempfile::tempdir().unwrap();
+        Some((SqliteStore::open(dir.path().join("hub.db")).expect("open file"), dir))
+    }
+    ma2h_store_contract::store_contract_tests!(fresh);
 }
 
 fn raw(path: &Path) -> Connection {

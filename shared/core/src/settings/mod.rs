@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use ma2h_protocol::rules::SizeLimits;
 
+mod env;
+pub use env::Env;
+
 /// `dev` relaxes what production forbids (plain-http public URL, dev credentials); production is
 /// the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -347,135 +350,93 @@ impl Settings {
         Self::from_vars(std::env::vars())
     }
 
-    /// Defaults overridden by `MA2H_*` variables from `vars`, then validated.
+    /// Defaults overridden by `MA2H_*` variables from `vars`, then validated. Every bad
+    /// variable is named in the one error, not only the first.
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Self, SettingsError> {
         let vars: HashMap<String, String> = vars.into_iter().filter(|(k, _)| k.starts_with("MA2H_")).collect();
+        let mut e = Env::new(|k| vars.get(k).cloned());
         let mut s = Self::default();
-        let get = |k: &str| vars.get(k).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        fn num<T: std::str::FromStr>(k: &str, v: Option<String>, into: &mut T) -> Result<(), SettingsError> {
-            if let Some(v) = v {
-                *into =
-                    v.parse().map_err(|_| SettingsError(format!("{k} must be a non-negative integer, got `{v}`")))?;
-            }
-            Ok(())
-        }
-        if let Some(m) = get("MA2H_MODE") {
-            s.mode = match m.as_str() {
-                "dev" => Mode::Dev,
-                "production" | "prod" => Mode::Production,
-                _ => return Err(SettingsError(format!("MA2H_MODE must be `dev` or `production`, got `{m}`"))),
-            };
-        }
-        if let Some(b) = get("MA2H_BIND") {
-            s.bind = b.parse().map_err(|_| SettingsError(format!("MA2H_BIND must be HOST:PORT, got `{b}`")))?;
-        }
-        if let Some(u) = get("MA2H_PUBLIC_URL") {
-            s.public_url = u.trim_end_matches('/').to_owned();
-        }
-        if let Some(d) = get("MA2H_DATA_DIR") {
-            s.data_dir = PathBuf::from(d);
-        }
-        s.master_key = get("MA2H_MASTER_KEY").map(Secret);
-        num("MA2H_MAX_BODY_BYTES", get("MA2H_MAX_BODY_BYTES"), &mut s.limits.max_body_bytes)?;
-        num("MA2H_MAX_PART_BYTES", get("MA2H_MAX_PART_BYTES"), &mut s.limits.max_part_bytes)?;
-        num("MA2H_MAX_CONTEXT_PARTS", get("MA2H_MAX_CONTEXT_PARTS"), &mut s.limits.max_context_parts)?;
-        num("MA2H_MAX_STATE_BYTES", get("MA2H_MAX_STATE_BYTES"), &mut s.limits.max_state_bytes)?;
-        num("MA2H_MAX_ENVELOPE_BYTES", get("MA2H_MAX_ENVELOPE_BYTES"), &mut s.limits.max_envelope_bytes)?;
-        num("MA2H_REQUESTS_PER_MINUTE", get("MA2H_REQUESTS_PER_MINUTE"), &mut s.requests_per_minute)?;
-        num("MA2H_INBOX_DEPTH", get("MA2H_INBOX_DEPTH"), &mut s.inbox_depth)?;
-        num("MA2H_AUTH_FAILURES_PER_MINUTE", get("MA2H_AUTH_FAILURES_PER_MINUTE"), &mut s.auth_failures_per_minute)?;
-        let mut cache_ms: u64 = s.credential_cache.as_millis() as u64;
-        num("MA2H_CREDENTIAL_CACHE_MS", get("MA2H_CREDENTIAL_CACHE_MS"), &mut cache_ms)?;
-        s.credential_cache = Duration::from_millis(cache_ms);
-        if let Some(u) = get("MA2H_SLACK_API_URL") {
+        s.read(&mut e);
+        s.check(&mut e);
+        e.finish()?;
+        Ok(s)
+    }
+
+    /// Each variable, named once.
+    fn read(&mut self, e: &mut Env<'_>) {
+        let s = self;
+        e.parse("MA2H_MODE", &mut s.mode, |m| match m {
+            "dev" => Ok(Mode::Dev),
+            "production" | "prod" => Ok(Mode::Production),
+            _ => Err("must be `dev` or `production`".into()),
+        });
+        e.parse("MA2H_BIND", &mut s.bind, |b| b.parse().map_err(|_| "must be HOST:PORT".into()));
+        e.parse("MA2H_PUBLIC_URL", &mut s.public_url, |u| Ok(u.trim_end_matches('/').to_owned()));
+        e.parse("MA2H_DATA_DIR", &mut s.data_dir, |d| Ok(PathBuf::from(d)));
+        s.master_key = e.secret("MA2H_MASTER_KEY");
+        e.size("MA2H_MAX_BODY_BYTES", &mut s.limits.max_body_bytes);
+        e.size("MA2H_MAX_PART_BYTES", &mut s.limits.max_part_bytes);
+        e.int("MA2H_MAX_CONTEXT_PARTS", &mut s.limits.max_context_parts);
+        e.size("MA2H_MAX_STATE_BYTES", &mut s.limits.max_state_bytes);
+        e.size("MA2H_MAX_ENVELOPE_BYTES", &mut s.limits.max_envelope_bytes);
+        e.int("MA2H_REQUESTS_PER_MINUTE", &mut s.requests_per_minute);
+        e.int("MA2H_INBOX_DEPTH", &mut s.inbox_depth);
+        e.int("MA2H_AUTH_FAILURES_PER_MINUTE", &mut s.auth_failures_per_minute);
+        e.duration("MA2H_CREDENTIAL_CACHE_MS", &mut s.credential_cache);
+        e.parse("MA2H_SLACK_API_URL", &mut s.channels.slack_api_url, |u| {
             let u = u.trim_end_matches('/');
-            if !(u.starts_with("https://") || u.starts_with("http://")) {
-                return Err(SettingsError("MA2H_SLACK_API_URL must be an http(s) URL".into()));
+            match u.starts_with("https://") || u.starts_with("http://") {
+                true => Ok(u.to_owned()),
+                false => Err("must be an http(s) URL".into()),
             }
-            s.channels.slack_api_url = u.to_owned();
-        }
-        let mut channels_ms: u64 = s.channels.config_cache.as_millis() as u64;
-        num("MA2H_CHANNELS_CACHE_MS", get("MA2H_CHANNELS_CACHE_MS"), &mut channels_ms)?;
-        s.channels.config_cache = Duration::from_millis(channels_ms);
-        num("MA2H_RETENTION_DAYS", get("MA2H_RETENTION_DAYS"), &mut s.retention_days)?;
-        num("MA2H_IDEMPOTENCY_TTL_HOURS", get("MA2H_IDEMPOTENCY_TTL_HOURS"), &mut s.idempotency_ttl_hours)?;
-        num("MA2H_REPLAY_WINDOW_SECONDS", get("MA2H_REPLAY_WINDOW_SECONDS"), &mut s.replay_window_seconds)?;
-        num("MA2H_LONG_POLL_MAX_SECONDS", get("MA2H_LONG_POLL_MAX_SECONDS"), &mut s.long_poll_max_seconds)?;
-        let mut sweep_ms: u64 = s.sweep_interval.as_millis() as u64;
-        num("MA2H_SWEEP_INTERVAL_MS", get("MA2H_SWEEP_INTERVAL_MS"), &mut sweep_ms)?;
-        s.sweep_interval = Duration::from_millis(sweep_ms);
-        num("MA2H_PUSH_MAX_ATTEMPTS", get("MA2H_PUSH_MAX_ATTEMPTS"), &mut s.push.max_attempts)?;
-        let dur = |k: &str, unit_ms: u64, into: &mut Duration| -> Result<(), SettingsError> {
-            let mut n = into.as_millis() as u64 / unit_ms;
-            num(k, get(k), &mut n)?;
-            *into = Duration::from_millis(n * unit_ms);
-            Ok(())
-        };
-        dur("MA2H_PUSH_MAX_DURATION_SECONDS", 1000, &mut s.push.max_duration)?;
-        dur("MA2H_PUSH_BACKOFF_MS", 1, &mut s.push.backoff_base)?;
-        dur("MA2H_PUSH_BACKOFF_MAX_MS", 1, &mut s.push.backoff_max)?;
-        dur("MA2H_PUSH_CONNECT_TIMEOUT_MS", 1, &mut s.push.connect_timeout)?;
-        dur("MA2H_PUSH_TIMEOUT_MS", 1, &mut s.push.total_timeout)?;
-        num("MA2H_PUSH_MAX_IN_FLIGHT", get("MA2H_PUSH_MAX_IN_FLIGHT"), &mut s.push.max_in_flight)?;
-        num("MA2H_PUSH_PER_HOST", get("MA2H_PUSH_PER_HOST"), &mut s.push.per_host)?;
-        num("MA2H_PUSH_PER_ACCOUNT_HOST", get("MA2H_PUSH_PER_ACCOUNT_HOST"), &mut s.push.per_account_host)?;
-        num("MA2H_PUSH_PER_ACCOUNT", get("MA2H_PUSH_PER_ACCOUNT"), &mut s.push.per_account)?;
-        dur("MA2H_HEADER_TIMEOUT_SECONDS", 1000, &mut s.server.header_timeout)?;
-        dur("MA2H_BODY_TIMEOUT_SECONDS", 1000, &mut s.server.body_timeout)?;
-        dur("MA2H_WRITE_STALL_SECONDS", 1000, &mut s.server.write_stall)?;
-        num("MA2H_MAX_CONNECTIONS", get("MA2H_MAX_CONNECTIONS"), &mut s.server.max_connections)?;
-        num("MA2H_MAX_CONNECTIONS_PER_IP", get("MA2H_MAX_CONNECTIONS_PER_IP"), &mut s.server.max_connections_per_ip)?;
-        num("MA2H_WORKER_THREADS", get("MA2H_WORKER_THREADS"), &mut s.server.worker_threads)?;
-        num("MA2H_INBOX_MAX_BATCH", get("MA2H_INBOX_MAX_BATCH"), &mut s.mailbox.max_batch)?;
-        dur("MA2H_VISIBILITY_TIMEOUT_SECONDS", 1000, &mut s.mailbox.visibility_timeout)?;
-        num("MA2H_INBOUND_RETENTION_DAYS", get("MA2H_INBOUND_RETENTION_DAYS"), &mut s.mailbox.retention_days)?;
-        dur("MA2H_PRESENCE_FRESHNESS_SECONDS", 1000, &mut s.mailbox.presence_freshness)?;
-        num("MA2H_MAILBOX_DEPTH", get("MA2H_MAILBOX_DEPTH"), &mut s.mailbox.depth)?;
-        num("MA2H_DRAIN_MAX_BYTES", get("MA2H_DRAIN_MAX_BYTES"), &mut s.mailbox.drain_max_bytes)?;
+        });
+        e.duration("MA2H_CHANNELS_CACHE_MS", &mut s.channels.config_cache);
+        e.int("MA2H_RETENTION_DAYS", &mut s.retention_days);
+        e.int("MA2H_IDEMPOTENCY_TTL_HOURS", &mut s.idempotency_ttl_hours);
+        e.int("MA2H_REPLAY_WINDOW_SECONDS", &mut s.replay_window_seconds);
+        e.int("MA2H_LONG_POLL_MAX_SECONDS", &mut s.long_poll_max_seconds);
+        e.duration("MA2H_SWEEP_INTERVAL_MS", &mut s.sweep_interval);
+        let p = &mut s.push;
+        e.int("MA2H_PUSH_MAX_ATTEMPTS", &mut p.max_attempts);
+        e.duration("MA2H_PUSH_MAX_DURATION_SECONDS", &mut p.max_duration);
+        e.duration("MA2H_PUSH_BACKOFF_MS", &mut p.backoff_base);
+        e.duration("MA2H_PUSH_BACKOFF_MAX_MS", &mut p.backoff_max);
+        e.duration("MA2H_PUSH_CONNECT_TIMEOUT_MS", &mut p.connect_timeout);
+        e.duration("MA2H_PUSH_TIMEOUT_MS", &mut p.total_timeout);
+        e.int("MA2H_PUSH_MAX_IN_FLIGHT", &mut p.max_in_flight);
+        e.int("MA2H_PUSH_PER_HOST", &mut p.per_host);
+        e.int("MA2H_PUSH_PER_ACCOUNT_HOST", &mut p.per_account_host);
+        e.int("MA2H_PUSH_PER_ACCOUNT", &mut p.per_account);
+        let srv = &mut s.server;
+        e.duration("MA2H_HEADER_TIMEOUT_SECONDS", &mut srv.header_timeout);
+        e.duration("MA2H_BODY_TIMEOUT_SECONDS", &mut srv.body_timeout);
+        e.duration("MA2H_WRITE_STALL_SECONDS", &mut srv.write_stall);
+        e.int("MA2H_MAX_CONNECTIONS", &mut srv.max_connections);
+        e.int("MA2H_MAX_CONNECTIONS_PER_IP", &mut srv.max_connections_per_ip);
+        e.int("MA2H_WORKER_THREADS", &mut srv.worker_threads);
+        let mb = &mut s.mailbox;
+        e.int("MA2H_INBOX_MAX_BATCH", &mut mb.max_batch);
+        e.duration("MA2H_VISIBILITY_TIMEOUT_SECONDS", &mut mb.visibility_timeout);
+        e.int("MA2H_INBOUND_RETENTION_DAYS", &mut mb.retention_days);
+        e.duration("MA2H_PRESENCE_FRESHNESS_SECONDS", &mut mb.presence_freshness);
+        e.int("MA2H_MAILBOX_DEPTH", &mut mb.depth);
+        e.size("MA2H_DRAIN_MAX_BYTES", &mut mb.drain_max_bytes);
         let ss = &mut s.sessions;
-        num("MA2H_SESSION_MIN_TTL_SECONDS", get("MA2H_SESSION_MIN_TTL_SECONDS"), &mut ss.min_ttl_seconds)?;
-        num("MA2H_SESSION_MAX_TTL_SECONDS", get("MA2H_SESSION_MAX_TTL_SECONDS"), &mut ss.max_ttl_seconds)?;
-        num("MA2H_SESSION_DEFAULT_TTL_SECONDS", get("MA2H_SESSION_DEFAULT_TTL_SECONDS"), &mut ss.default_ttl_seconds)?;
-        num("MA2H_SESSION_MAX_LIVE", get("MA2H_SESSION_MAX_LIVE"), &mut ss.max_live_per_agent)?;
-        num(
-            "MA2H_SESSION_RETENTION_SECONDS",
-            get("MA2H_SESSION_RETENTION_SECONDS"),
-            &mut ss.terminal_retention_seconds,
-        )?;
-        if let Some(v) = get("MA2H_INTER_AGENT") {
-            s.inter_agent.enabled = match v.as_str() {
-                "1" | "true" | "yes" | "on" => true,
-                "0" | "false" | "no" | "off" => false,
-                _ => return Err(SettingsError(format!("MA2H_INTER_AGENT must be true or false, got `{v}`"))),
-            };
-        }
+        e.int("MA2H_SESSION_MIN_TTL_SECONDS", &mut ss.min_ttl_seconds);
+        e.int("MA2H_SESSION_MAX_TTL_SECONDS", &mut ss.max_ttl_seconds);
+        e.int("MA2H_SESSION_DEFAULT_TTL_SECONDS", &mut ss.default_ttl_seconds);
+        e.int("MA2H_SESSION_MAX_LIVE", &mut ss.max_live_per_agent);
+        e.int("MA2H_SESSION_RETENTION_SECONDS", &mut ss.terminal_retention_seconds);
         let ia = &mut s.inter_agent;
-        num(
-            "MA2H_INTER_AGENT_REQUESTS_PER_MINUTE",
-            get("MA2H_INTER_AGENT_REQUESTS_PER_MINUTE"),
-            &mut ia.requests_per_minute,
-        )?;
-        let mut hold = ia.stream_max_hold.as_secs();
-        num("MA2H_STREAM_MAX_HOLD_SECONDS", get("MA2H_STREAM_MAX_HOLD_SECONDS"), &mut hold)?;
-        ia.stream_max_hold = Duration::from_secs(hold);
-        s.ed25519_seed = get("MA2H_ED25519_SEED").map(Secret);
-        let list = |k: &str| -> Vec<String> {
-            get(k)
-                .map(|v| v.split(',').map(|x| x.trim().to_owned()).filter(|x| !x.is_empty()).collect())
-                .unwrap_or_default()
-        };
-        s.ed25519_previous = list("MA2H_ED25519_PREVIOUS");
+        e.bool("MA2H_INTER_AGENT", &mut ia.enabled);
+        e.int("MA2H_INTER_AGENT_REQUESTS_PER_MINUTE", &mut ia.requests_per_minute);
+        e.duration("MA2H_STREAM_MAX_HOLD_SECONDS", &mut ia.stream_max_hold);
+        s.ed25519_seed = e.secret("MA2H_ED25519_SEED");
+        s.ed25519_previous = e.list("MA2H_ED25519_PREVIOUS").unwrap_or_default();
         // `none` says "nothing" explicitly (the local binary's dev default is loopback, see
         // [`Settings::local_dev_egress`]). Production ignores the list (§9.4 fails closed).
-        s.dev_egress_allow = match get("MA2H_DEV_EGRESS_ALLOW").as_deref() {
-            None | Some("none") => Vec::new(),
-            Some(_) => list("MA2H_DEV_EGRESS_ALLOW"),
-        };
-        if let Some(j) = get("MA2H_LOG_JSON") {
-            s.log_json = matches!(j.as_str(), "1" | "true" | "yes");
-        }
-        s.validate()?;
-        Ok(s)
+        s.dev_egress_allow = e.list("MA2H_DEV_EGRESS_ALLOW").filter(|l| l != &["none"]).unwrap_or_default();
+        e.bool("MA2H_LOG_JSON", &mut s.log_json);
     }
 
     /// The local binary in dev mode reaches a receiver on this machine out of the box (`ma2h
@@ -489,78 +450,85 @@ impl Settings {
 
     /// Start-up checks: refuse a configuration that would misbehave later.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        let err = |m: &str| Err(SettingsError(m.to_owned()));
+        let mut e = Env::new(|_| None);
+        self.check(&mut e);
+        e.finish()
+    }
+
+    /// Every start-up check, each failure recorded (not only the first).
+    fn check(&self, e: &mut Env<'_>) {
+        let mut err = |m: &str| e.refuse(m);
         if !(self.public_url.starts_with("https://") || self.public_url.starts_with("http://")) {
-            return err("MA2H_PUBLIC_URL must be an http(s) URL");
+            err("MA2H_PUBLIC_URL must be an http(s) URL");
         }
         if self.mode == Mode::Production && !self.public_url.starts_with("https://") {
-            return err(
+            err(
                 "MA2H_PUBLIC_URL must be https:// in production mode (§8: plaintext MUST NOT be offered); set MA2H_MODE=dev for local use",
             );
         }
         let l = &self.limits;
         if l.max_body_bytes == 0 || l.max_part_bytes == 0 || l.max_state_bytes == 0 {
-            return err("MA2H_MAX_BODY_BYTES, MA2H_MAX_PART_BYTES and MA2H_MAX_STATE_BYTES must be at least 1");
+            err("MA2H_MAX_BODY_BYTES, MA2H_MAX_PART_BYTES and MA2H_MAX_STATE_BYTES must be at least 1");
         }
         if l.max_envelope_bytes < 4096 {
-            return err("MA2H_MAX_ENVELOPE_BYTES must be at least 4096");
+            err("MA2H_MAX_ENVELOPE_BYTES must be at least 4096");
         }
         if self.retention_days == 0 {
-            return err("MA2H_RETENTION_DAYS must be at least 1");
+            err("MA2H_RETENTION_DAYS must be at least 1");
         }
         if self.idempotency_ttl_hours < 24 {
-            return err("MA2H_IDEMPOTENCY_TTL_HOURS must be at least 24 (§8.1)");
+            err("MA2H_IDEMPOTENCY_TTL_HOURS must be at least 24 (§8.1)");
         }
         if self.replay_window_seconds == 0 {
-            return err("MA2H_REPLAY_WINDOW_SECONDS must be at least 1");
+            err("MA2H_REPLAY_WINDOW_SECONDS must be at least 1");
         }
         if self.long_poll_max_seconds > 60 {
-            return err("MA2H_LONG_POLL_MAX_SECONDS must be at most 60 (§8.2)");
+            err("MA2H_LONG_POLL_MAX_SECONDS must be at most 60 (§8.2)");
         }
         if self.push.max_attempts < 5 {
-            return err("MA2H_PUSH_MAX_ATTEMPTS must be at least 5 (§8.3)");
+            err("MA2H_PUSH_MAX_ATTEMPTS must be at least 5 (§8.3)");
         }
         if self.push.backoff_base.is_zero() || self.push.total_timeout.is_zero() || self.push.connect_timeout.is_zero()
         {
-            return err("push backoff and timeouts must be at least 1 ms");
+            err("MA2H_PUSH_BACKOFF_MS, MA2H_PUSH_TIMEOUT_MS and MA2H_PUSH_CONNECT_TIMEOUT_MS must be at least 1");
         }
         let p = &self.push;
         if [p.max_in_flight, p.per_host, p.per_account_host, p.per_account].contains(&0) {
-            return err(
+            err(
                 "MA2H_PUSH_MAX_IN_FLIGHT, MA2H_PUSH_PER_HOST, MA2H_PUSH_PER_ACCOUNT_HOST and MA2H_PUSH_PER_ACCOUNT must be at least 1",
             );
         }
         if self.push.max_duration.is_zero() {
-            return err("MA2H_PUSH_MAX_DURATION_SECONDS must be at least 1");
+            err("MA2H_PUSH_MAX_DURATION_SECONDS must be at least 1");
         }
         let srv = &self.server;
         if srv.header_timeout.is_zero() || srv.body_timeout.is_zero() || srv.write_stall.is_zero() {
-            return err(
+            err(
                 "MA2H_HEADER_TIMEOUT_SECONDS, MA2H_BODY_TIMEOUT_SECONDS and MA2H_WRITE_STALL_SECONDS must be at least 1",
             );
         }
         if self.mailbox.drain_max_bytes < self.limits.max_envelope_bytes {
-            return err("MA2H_DRAIN_MAX_BYTES must be at least MA2H_MAX_ENVELOPE_BYTES (one entry always fits)");
+            err("MA2H_DRAIN_MAX_BYTES must be at least MA2H_MAX_ENVELOPE_BYTES (one entry always fits)");
         }
         if srv.max_connections == 0 || srv.max_connections_per_ip == 0 {
-            return err("MA2H_MAX_CONNECTIONS and MA2H_MAX_CONNECTIONS_PER_IP must be at least 1");
+            err("MA2H_MAX_CONNECTIONS and MA2H_MAX_CONNECTIONS_PER_IP must be at least 1");
         }
         if srv.worker_threads > 1024 {
-            return err("MA2H_WORKER_THREADS must be at most 1024 (0 = the cores less one)");
+            err("MA2H_WORKER_THREADS must be at most 1024 (0 = the cores less one)");
         }
         let ss = &self.sessions;
         if ss.min_ttl_seconds == 0 || ss.min_ttl_seconds > ss.max_ttl_seconds {
-            return err("MA2H_SESSION_MIN_TTL_SECONDS must be at least 1 and at most MA2H_SESSION_MAX_TTL_SECONDS");
+            err("MA2H_SESSION_MIN_TTL_SECONDS must be at least 1 and at most MA2H_SESSION_MAX_TTL_SECONDS");
         }
         if ss.max_live_per_agent == 0 {
-            return err("MA2H_SESSION_MAX_LIVE must be at least 1");
+            err("MA2H_SESSION_MAX_LIVE must be at least 1");
         }
         let mb = &self.mailbox;
         if !(1..=100).contains(&mb.max_batch) {
-            return err("MA2H_INBOX_MAX_BATCH must be between 1 and 100");
+            err("MA2H_INBOX_MAX_BATCH must be between 1 and 100");
         }
         if mb.visibility_timeout.is_zero() || mb.retention_days == 0 || mb.depth == 0 {
-            return err(
+            err(
                 "MA2H_VISIBILITY_TIMEOUT_SECONDS, MA2H_INBOUND_RETENTION_DAYS and MA2H_MAILBOX_DEPTH must be at least 1",
             );
         }
@@ -568,17 +536,16 @@ impl Settings {
         if mb.presence_freshness
             <= Duration::from_secs(u64::from(self.long_poll_max_seconds)) + mb.presence_granularity()
         {
-            return err(
+            err(
                 "MA2H_PRESENCE_FRESHNESS_SECONDS must exceed MA2H_LONG_POLL_MAX_SECONDS by more than its sixth (at least 1 s)",
             );
         }
         if self.sweep_interval.is_zero() {
-            return err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
+            err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
         }
         if self.inter_agent.stream_max_hold.is_zero() {
-            return err("MA2H_STREAM_MAX_HOLD_SECONDS must be at least 1");
+            err("MA2H_STREAM_MAX_HOLD_SECONDS must be at least 1");
         }
-        Ok(())
     }
 
     /// §8.0/§8.7.2: the stream hold in force — never longer than the presence window, or a
@@ -695,6 +662,21 @@ mod tests {
         let bad =
             [("MA2H_MODE", "dev"), ("MA2H_SESSION_MIN_TTL_SECONDS", "700"), ("MA2H_SESSION_MAX_TTL_SECONDS", "600")];
         assert!(Settings::from_vars(bad.map(|(k, v)| (k.to_owned(), v.to_owned()))).is_err());
+    }
+
+    #[test]
+    fn start_up_names_every_bad_variable_at_once() {
+        let e = Settings::from_vars(vars(&[
+            ("MA2H_MODE", "dev"),
+            ("MA2H_INBOX_DEPTH", "-1"),
+            ("MA2H_LOG_JSON", "maybe"),
+            ("MA2H_LONG_POLL_MAX_SECONDS", "61"),
+            ("MA2H_PUSH_BACKOFF_MS", "soon"),
+        ]))
+        .unwrap_err();
+        for name in ["MA2H_INBOX_DEPTH", "MA2H_LOG_JSON", "MA2H_LONG_POLL_MAX_SECONDS", "MA2H_PUSH_BACKOFF_MS"] {
+            assert!(e.0.contains(name), "{name} missing from {e}");
+        }
     }
 
     #[test]
