@@ -1,13 +1,13 @@
 //! Protocol-level rejections. Each variant maps to exactly one §8.5 status/code pair; the HTTP
 //! crate does that mapping in one place.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// One thing a request got wrong: where (a JSON pointer into the request body, `/` for the
 /// whole of it) and what. Carried beside the message so clients — the web inbox included — mark
 /// the field without parsing text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldError {
     pub pointer: String,
     pub message: String,

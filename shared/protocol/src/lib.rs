@@ -23,5 +23,6 @@ pub mod signature;
 pub mod time;
 pub mod verbatim;
 pub mod version;
+pub mod wire;
 
 pub use error::ProtocolError;

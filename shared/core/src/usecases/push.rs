@@ -51,7 +51,18 @@ impl Deliverer {
     /// One attempt for one message: the push track as recorded after it (a `Pending` one carries
     /// the backoff's `next_attempt_at`). `None` if there was nothing (left) to deliver.
     pub async fn attempt(&self, hub: &Hub, account: &AccountId, id: &MessageId) -> Result<Option<PushTrack>, HubError> {
-        let Lookup::Found(record) = hub.messages.get_message(account, id).await? else { return Ok(None) };
+        Ok(self.attempt_or_defer(hub, account, id).await?.0)
+    }
+
+    /// [`Self::attempt`], also saying whether the push was put back because a delivery cap was
+    /// full (the local worker then claims less, see [`super::push_worker::run_worker`]).
+    pub(super) async fn attempt_or_defer(
+        &self,
+        hub: &Hub,
+        account: &AccountId,
+        id: &MessageId,
+    ) -> Result<(Option<PushTrack>, bool), HubError> {
+        let Lookup::Found(record) = hub.messages.get_message(account, id).await? else { return Ok((None, false)) };
         self.attempt_record(hub, record).await
     }
 
@@ -77,13 +88,14 @@ impl Deliverer {
             // Another terminal won the CAS; its own job (or the sweeper) carries its push.
             return Ok(Announced::Tried(None));
         }
-        Ok(Announced::Tried(self.attempt_record(hub, record).await?))
+        Ok(Announced::Tried(self.attempt_record(hub, record).await?.0))
     }
 
-    async fn attempt_record(&self, hub: &Hub, record: MessageRecord) -> Result<Option<PushTrack>, HubError> {
+    /// The attempt, and whether it was deferred for a full delivery cap.
+    async fn attempt_record(&self, hub: &Hub, record: MessageRecord) -> Result<(Option<PushTrack>, bool), HubError> {
         let (account, id) = (&record.account, &record.id);
         let Some(mut track) = record.push.clone().filter(|t| t.status == PushStatus::Pending) else {
-            return Ok(None);
+            return Ok((None, false));
         };
         let now = hub.clock.now();
         let outcome = match build_request(hub, &record, now).await {
@@ -94,13 +106,13 @@ impl Deliverer {
                 let Some(_slot) = self.slots.claim(account.as_str(), &host) else {
                     track.next_attempt_at = Some(now + HOST_BUSY_DELAY);
                     hub.messages.record_push(account, id, &track).await?;
-                    return Ok(Some(track));
+                    return Ok((Some(track), true));
                 };
                 self.sender.send(&request).await
             }
             Err(refusal) => PushOutcome::Refused { reason: refusal.to_string() },
         };
-        record_outcome(hub, &record, track, outcome, now).await.map(Some)
+        record_outcome(hub, &record, track, outcome, now).await.map(|t| (Some(t), false))
     }
 }
 

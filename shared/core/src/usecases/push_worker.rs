@@ -11,7 +11,10 @@
 //!   `deliver` Lambda, where waiting would hold up the rest of the SQS batch (the job goes back
 //!   to the queue, invisible for that second).
 //! - [`run_worker`] (the local Hub) keeps up to `MA2H_PUSH_MAX_IN_FLIGHT` attempts running and
-//!   claims more the moment one ends — never "a batch, then wait for the whole batch".
+//!   claims more the moment one ends — never "a batch, then wait for the whole batch". Its claim
+//!   window shrinks by half on each deferral and grows by one per attempt that ran: a backlog
+//!   behind one busy receiver is then claimed about as fast as its slots free, instead of every
+//!   queued push being read, signed and put back each second (a write each).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -103,15 +106,16 @@ impl Deliverer {
 /// and for obligations left pending by a crash (§3.1).
 pub async fn run_worker(hub: Hub, deliverer: Arc<Deliverer>, wake: Arc<WakeWorker>) {
     let max_in_flight = hub.settings.push.max_in_flight.max(1);
+    let mut window = max_in_flight;
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
-        let free = max_in_flight - in_flight.len();
+        let free = window.saturating_sub(in_flight.len());
         if free > 0 {
             match super::push::claim_due(&hub, free).await {
                 Ok(due) => {
                     for (account, id) in due {
                         let (hub, deliverer) = (hub.clone(), deliverer.clone());
-                        in_flight.spawn(async move { deliverer.attempt(&hub, &account, &id).await });
+                        in_flight.spawn(async move { deliverer.attempt_or_defer(&hub, &account, &id).await });
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "claiming due pushes failed"),
@@ -119,14 +123,20 @@ pub async fn run_worker(hub: Hub, deliverer: Arc<Deliverer>, wake: Arc<WakeWorke
         }
         tokio::select! {
             Some(joined) = in_flight.join_next(), if !in_flight.is_empty() => match joined {
-                Ok(Ok(_)) => {}
+                Ok(Ok((_, deferred))) => window = next_window(window, deferred, max_in_flight),
                 Ok(Err(e)) => tracing::error!(error = %e, "push attempt failed"),
                 Err(e) => tracing::error!(error = %e, "push task panicked"),
             },
             () = wake.0.notified() => {}
-            () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            () = tokio::time::sleep(Duration::from_millis(200)) => window = next_window(window, false, max_in_flight),
         }
     }
+}
+
+/// The claim window after an attempt: halved on a deferral, one more after an attempt that ran
+/// (or a quiet tick), within `1..=max`.
+fn next_window(window: usize, deferred: bool, max: usize) -> usize {
+    if deferred { (window / 2).max(1) } else { (window + 1).min(max) }
 }
 
 #[cfg(test)]
@@ -135,6 +145,14 @@ mod tests {
 
     fn slots(per_account_host: usize, per_host: usize, per_account: usize) -> DeliverySlots {
         DeliverySlots::new(&PushSettings { per_account_host, per_host, per_account, ..PushSettings::default() })
+    }
+
+    #[test]
+    fn the_claim_window_halves_on_a_deferral_and_grows_back_one_at_a_time() {
+        assert_eq!(next_window(64, true, 64), 32);
+        assert_eq!(next_window(1, true, 64), 1, "never below one");
+        assert_eq!(next_window(32, false, 64), 33);
+        assert_eq!(next_window(64, false, 64), 64, "never above the cap");
     }
 
     #[test]
