@@ -302,7 +302,7 @@ impl AdminCommand {
 }
 
 fn stop_json(t: &Agent, stop: Option<&ma2h_core::session::StopRecord>) -> Value {
-    let mut v = ma2h_core::session::StopRecord::status_json(&t.agent, stop);
+    let mut v = serde_json::to_value(ma2h_core::session::StopRecord::status(&t.agent, stop)).unwrap_or_default();
     v["account"] = json!(t.account);
     v
 }

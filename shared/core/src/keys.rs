@@ -5,7 +5,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_protocol::signature::{SigningKey, VerifyingKey};
-use serde_json::{Value, json};
+use ma2h_protocol::wire::{KeyStatus, SigningKey as PublishedKey};
 use sha2::{Digest, Sha256};
 
 pub struct HubKeys {
@@ -109,15 +109,12 @@ impl HubKeys {
     }
 
     /// The capability document's `signing_keys` array.
-    pub fn published(&self) -> Value {
-        let mut out = vec![json!({
-            "kid": self.current_kid, "alg": "ed25519",
-            "public_key": self.current_public(), "status": "current"
-        })];
-        for p in &self.previous {
-            out.push(json!({ "kid": kid(p), "alg": "ed25519", "public_key": URL_SAFE_NO_PAD.encode(p), "status": "previous" }));
-        }
-        Value::Array(out)
+    pub fn published(&self) -> Vec<PublishedKey> {
+        let key =
+            |kid: String, public_key: String, status| PublishedKey { kid, alg: "ed25519".into(), public_key, status };
+        std::iter::once(key(self.current_kid.clone(), self.current_public(), KeyStatus::Current))
+            .chain(self.previous.iter().map(|p| key(kid(p), URL_SAFE_NO_PAD.encode(p), KeyStatus::Previous)))
+            .collect()
     }
 }
 
@@ -129,10 +126,10 @@ mod tests {
     #[test]
     fn configured_keys_decode_once_for_every_binary() {
         let seed = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
-        let previous = HubKeys::from_seed(&[9u8; 32], vec![]).published()[0]["public_key"].as_str().unwrap().to_owned();
+        let previous = HubKeys::from_seed(&[9u8; 32], vec![]).published()[0].public_key.clone();
         let keys = HubKeys::from_config(&format!(" {seed}\n"), std::slice::from_ref(&previous)).unwrap();
         assert_eq!(keys.current_kid, HubKeys::from_seed(&[7u8; 32], vec![]).current_kid);
-        assert_eq!(keys.published()[1]["public_key"], previous.as_str());
+        assert_eq!(keys.published()[1].public_key, previous);
         assert_eq!(HubKeys::from_config("c2hvcnQ=", &[]).unwrap_err(), KeyError::BadSeed);
         let bad = vec!["not-a-key".to_owned()];
         assert_eq!(HubKeys::from_config(&seed, &bad).unwrap_err(), KeyError::BadPrevious("not-a-key".into()));
@@ -159,10 +156,9 @@ mod tests {
         let old_public = old.signer().unwrap().verifying_key().ed25519_bytes().unwrap();
         let new = HubKeys::from_seed(&[2u8; 32], vec![old_public]);
         let published = new.published();
-        assert_eq!(published.as_array().unwrap().len(), 2);
-        assert_eq!(published[0]["status"], "current");
-        assert_eq!(published[1]["status"], "previous");
-        assert_eq!(HubKeys::parse_public(published[1]["public_key"].as_str().unwrap()), Some(old_public));
+        assert_eq!(published.len(), 2);
+        assert_eq!((published[0].status, published[1].status), (KeyStatus::Current, KeyStatus::Previous));
+        assert_eq!(HubKeys::parse_public(&published[1].public_key), Some(old_public));
         // a Response signed before the rotation still verifies with the published set
         let v1_old = signature::sign(&ctx(), old.signer().unwrap());
         let v1_new = signature::sign(&ctx(), new.signer().unwrap());

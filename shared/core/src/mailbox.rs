@@ -6,6 +6,7 @@
 
 use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::Timestamp;
+use ma2h_protocol::wire::{AckEnvelope, AckType, TrackState};
 use serde_json::Value;
 
 /// The credential-selected mailbox (§8.7): one per agent of an account.
@@ -22,34 +23,7 @@ impl Mailbox {
     }
 }
 
-/// The §8.7.1 entry kinds; the delivered entry's member name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EntryKind {
-    Directive,
-    Message,
-    Response,
-    Receipt,
-}
-
-impl EntryKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Directive => "directive",
-            Self::Message => "message",
-            Self::Response => "response",
-            Self::Receipt => "receipt",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "directive" => Self::Directive,
-            "message" => Self::Message,
-            "response" => Self::Response,
-            "receipt" => Self::Receipt,
-            _ => return None,
-        })
-    }
-}
+pub use ma2h_protocol::wire::EntryKind;
 
 /// Which drains may claim an entry. A session-less drain sees only `Any` (§8.7.1: exactly the
 /// v0.4 shape); a drain presenting session `s` sees `Any`, `Sessions` and `Session(s)`.
@@ -109,21 +83,16 @@ pub struct AckRecord {
 impl AckRecord {
     /// The §14.1 ack object acknowledging `in_reply_to` (a directive, or a message whose
     /// Response carried `resolution_id`).
-    pub fn to_json(&self, in_reply_to: &str, resolution_id: Option<&str>) -> Value {
-        let mut a = serde_json::json!({
-            "ma2h_version": ma2h_protocol::version::HUB_VERSION,
-            "type": "ack",
-            "in_reply_to": in_reply_to,
-            "by": self.by,
-            "acked_at": ma2h_protocol::time::format(self.acked_at),
-        });
-        if let Some(note) = &self.note {
-            a["note"] = Value::String(note.clone());
+    pub fn envelope(&self, in_reply_to: &str, resolution_id: Option<&str>) -> AckEnvelope {
+        AckEnvelope {
+            ma2h_version: ma2h_protocol::version::HUB_VERSION.to_owned(),
+            kind: AckType::Ack,
+            in_reply_to: in_reply_to.to_owned(),
+            by: self.by.clone(),
+            acked_at: self.acked_at,
+            note: self.note.clone(),
+            resolution_id: resolution_id.map(str::to_owned),
         }
-        if let Some(r) = resolution_id {
-            a["resolution_id"] = Value::String(r.to_owned());
-        }
-        a
     }
 }
 
@@ -198,21 +167,25 @@ pub enum Track {
 }
 
 impl Track {
-    pub fn as_str(&self) -> &'static str {
+    pub fn state(&self) -> TrackState {
         match self {
-            Self::Queued => "queued",
-            Self::Delivered { .. } => "delivered",
-            Self::Acknowledged { .. } => "acknowledged",
-            Self::Expired => "expired",
-            Self::Bounced { .. } => "bounced",
+            Self::Queued => TrackState::Queued,
+            Self::Delivered { .. } => TrackState::Delivered,
+            Self::Acknowledged { .. } => TrackState::Acknowledged,
+            Self::Expired => TrackState::Expired,
+            Self::Bounced { .. } => TrackState::Bounced,
         }
     }
 
+    pub fn as_str(&self) -> &'static str {
+        self.state().as_str()
+    }
+
     /// The §14.2 `prior` of a bounce.
-    pub fn prior(&self) -> Option<&'static str> {
+    pub fn prior(&self) -> Option<TrackState> {
         match self {
-            Self::Bounced { delivered_at: Some(_), .. } => Some("delivered"),
-            Self::Bounced { delivered_at: None, .. } => Some("queued"),
+            Self::Bounced { delivered_at: Some(_), .. } => Some(TrackState::Delivered),
+            Self::Bounced { delivered_at: None, .. } => Some(TrackState::Queued),
             _ => None,
         }
     }
@@ -371,11 +344,11 @@ mod tests {
     fn a_bounce_keeps_whether_the_entry_was_seen() {
         let mut e = entry();
         e.closed = Some(Closed { at: from_millis(3_000), reason: CloseReason::Bounced });
-        assert_eq!(e.track(from_millis(9_000)).prior(), Some("queued"));
+        assert_eq!(e.track(from_millis(9_000)).prior().map(|p| p.as_str()), Some("queued"));
         e.delivered_at = Some(from_millis(2_000));
         assert_eq!(
             (e.track(from_millis(9_000)).as_str(), e.track(from_millis(9_000)).prior()),
-            ("bounced", Some("delivered"))
+            ("bounced", Some(TrackState::Delivered))
         );
         let sess = Audience::Session(SessionId::from_parts(1, 1));
         assert_eq!(Audience::parse(sess.as_str()), Some(sess));

@@ -51,34 +51,7 @@ impl MessageRecord {
     }
 }
 
-/// Where a push obligation stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PushStatus {
-    /// Waiting for its next attempt (or being attempted).
-    Pending,
-    /// A 2xx was received: the response track reads `delivered-to-agent` (§14.2).
-    Delivered,
-    /// Retries exhausted, a 4xx, or refused by the egress guard. The Response stays pullable.
-    Failed,
-}
-
-impl PushStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Delivered => "delivered",
-            Self::Failed => "failed",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(Self::Pending),
-            "delivered" => Some(Self::Delivered),
-            "failed" => Some(Self::Failed),
-            _ => None,
-        }
-    }
-}
+pub use ma2h_protocol::wire::PushStatus;
 
 /// The outbox entry of one message, stored with the message row so it commits atomically with
 /// the terminal transition (§3.1: a crash between commit and send cannot lose it).
@@ -97,15 +70,14 @@ impl PushTrack {
     /// The track as the operator listing and the owning agent's GET show it (a Hub extension:
     /// the §8.2 body admits additional members). `last_error` is the Hub's own words — an HTTP
     /// status, a timeout, an egress refusal — never the receiver's response body.
-    pub fn to_json(&self) -> serde_json::Value {
-        let fmt = ma2h_protocol::time::format;
-        serde_json::json!({
-            "status": self.status.as_str(),
-            "attempts": self.attempts,
-            "last_error": self.last_error,
-            "next_attempt_at": self.next_attempt_at.map(fmt),
-            "delivered_at": self.delivered_at.map(fmt),
-        })
+    pub fn view(&self) -> ma2h_protocol::wire::PushTrackView {
+        ma2h_protocol::wire::PushTrackView {
+            status: self.status,
+            attempts: self.attempts,
+            last_error: self.last_error.clone(),
+            next_attempt_at: self.next_attempt_at,
+            delivered_at: self.delivered_at,
+        }
     }
 
     pub fn pending(at: Timestamp) -> Self {

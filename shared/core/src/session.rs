@@ -8,8 +8,9 @@
 //! lease (§16.2, §16.3).
 
 use ma2h_protocol::ids::{AccountId, AgentId, SessionId};
-use ma2h_protocol::time::{self, Timestamp};
-use serde_json::{Map, Value, json};
+use ma2h_protocol::time::Timestamp;
+use ma2h_protocol::wire::{self, SessionObject, StopStatus};
+use serde_json::{Map, Value};
 
 use crate::mailbox::Mailbox;
 
@@ -104,38 +105,27 @@ impl SessionRecord {
     }
 
     /// The §16 session resource at `now` (`closed_by_operator` is emitted only when true).
-    pub fn to_json(&self, now: Timestamp) -> Value {
-        let mut body = json!({
-            "id": self.id.as_str(),
-            "agent_id": self.agent.as_str(),
-            "created_at": time::format(self.created_at),
-            "expires_at": time::format(self.expires_at),
-            "ttl_seconds": self.ttl_seconds,
-        });
-        let state = match self.state(now) {
-            SessionState::Active => "active",
-            SessionState::Ended(end) => {
-                body["closed_at"] = json!(time::format(end.at));
-                match end.kind {
-                    EndKind::Expired => "expired",
-                    EndKind::Closed => "closed",
-                    EndKind::ClosedByOperator => {
-                        body["closed_by_operator"] = json!(true);
-                        "closed"
-                    }
-                }
-            }
+    pub fn view(&self, now: Timestamp) -> SessionObject {
+        let (state, closed_at, by_operator) = match self.state(now) {
+            SessionState::Active => (wire::SessionState::Active, None, false),
+            SessionState::Ended(end) => match end.kind {
+                EndKind::Expired => (wire::SessionState::Expired, Some(end.at), false),
+                EndKind::Closed => (wire::SessionState::Closed, Some(end.at), false),
+                EndKind::ClosedByOperator => (wire::SessionState::Closed, Some(end.at), true),
+            },
         };
-        body["state"] = json!(state);
-        if let Some(seen) = self.last_seen {
-            body["last_seen"] = json!(time::format(seen));
+        SessionObject {
+            id: self.id.to_string(),
+            agent_id: self.agent.to_string(),
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            ttl_seconds: Some(self.ttl_seconds),
+            closed_at,
+            closed_by_operator: by_operator,
+            state,
+            last_seen: self.last_seen,
+            meta: self.meta.clone(),
         }
-        if let Some(obj) = body.as_object_mut() {
-            for (k, v) in &self.meta {
-                obj.insert(k.clone(), v.clone());
-            }
-        }
-        body
     }
 }
 
@@ -152,18 +142,14 @@ pub struct StopRecord {
 
 impl StopRecord {
     /// `{agent_id, stopped, stopped_by, stopped_at, session_id?}` — or `stopped: false` for none.
-    pub fn status_json(agent: &str, stop: Option<&StopRecord>) -> Value {
-        let Some(s) = stop else { return json!({ "agent_id": agent, "stopped": false }) };
-        let mut body = json!({
-            "agent_id": agent,
-            "stopped": true,
-            "stopped_by": s.by,
-            "stopped_at": time::format(s.at),
-        });
-        if let Some(sess) = &s.session {
-            body["session_id"] = json!(sess.as_str());
+    pub fn status(agent: &str, stop: Option<&StopRecord>) -> StopStatus {
+        StopStatus {
+            agent_id: agent.to_owned(),
+            stopped: stop.is_some(),
+            stopped_by: stop.map(|s| s.by.clone()),
+            stopped_at: stop.map(|s| s.at),
+            session_id: stop.and_then(|s| s.session.as_ref()).map(|s| s.to_string()),
         }
-        body
     }
 }
 
@@ -220,17 +206,17 @@ mod tests {
     fn closed_by_operator_is_emitted_only_when_true() {
         let mut s = session();
         s.end = Some(SessionEnd { at: from_millis(2_000), kind: EndKind::Closed });
-        let body = s.to_json(from_millis(3_000));
+        let body = serde_json::to_value(s.view(from_millis(3_000))).unwrap();
         assert_eq!(body["state"], "closed");
         assert!(body.get("closed_by_operator").is_none(), "§16.4: never `false`");
         s.end = Some(SessionEnd { at: from_millis(2_000), kind: EndKind::ClosedByOperator });
-        assert_eq!(s.to_json(from_millis(3_000))["closed_by_operator"], true);
+        assert!(s.view(from_millis(3_000)).closed_by_operator);
     }
 
     #[test]
     fn a_stored_close_is_not_overridden_by_the_lease_lapsing_later() {
         let mut s = session();
         s.end = Some(SessionEnd { at: from_millis(2_000), kind: EndKind::Closed });
-        assert_eq!(s.to_json(from_millis(9_000))["state"], "closed", "§16.3: terminals are immutable");
+        assert_eq!(s.view(from_millis(9_000)).state, wire::SessionState::Closed, "§16.3: terminals are immutable");
     }
 }

@@ -6,7 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::HubError;
 use ma2h_protocol::ProtocolError;
-use serde_json::{Value, json};
+use ma2h_protocol::wire::{ErrorEnvelope, ExistingOutcome};
 
 /// A handler failure.
 #[derive(Debug)]
@@ -20,7 +20,7 @@ impl<E: Into<HubError>> From<E> for ApiError {
 
 /// The §8.5 envelope.
 pub fn envelope(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response()
+    (status, Json(ErrorEnvelope::new(code, message))).into_response()
 }
 
 /// The status and §8.5 code of an error a client may see; `None` for the opaque 5xx.
@@ -56,18 +56,16 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %e, "request failed");
             return envelope(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error");
         };
-        let mut body = json!({ "error": { "code": code, "message": e.to_string() } });
+        let mut body = ErrorEnvelope::new(code, e.to_string());
         if let HubError::Protocol(p) = &e
             && !p.fields().is_empty()
         {
             // Additive to the §8.5 envelope: every offending field as a JSON pointer.
-            body["error"]["fields"] = json!(p.fields());
+            body.error.fields = Some(p.fields().to_vec());
         }
         if let HubError::AlreadyTerminal { id, status, resolution } = &e {
             // §8.4/§8.8: the 409 carries the existing outcome so the caller reads the real result.
-            body["id"] = Value::String(id.to_string());
-            body["status"] = Value::String(status.as_str().to_owned());
-            body["resolution"] = resolution.map_or(Value::Null, |r| Value::String(r.as_str().to_owned()));
+            body.outcome = Some(ExistingOutcome { id: id.to_string(), status: *status, resolution: *resolution });
         }
         let mut resp = (status, Json(body)).into_response();
         if let HubError::RateLimited { retry_after_secs, .. } = &e {

@@ -11,8 +11,8 @@ use ma2h_core::mailbox::{MailboxEntry, Track};
 use ma2h_core::{Hub, HubError, directives, drain, presence, receipt};
 use ma2h_protocol::ProtocolError;
 use ma2h_protocol::error::FieldError;
-use ma2h_protocol::time;
-use serde_json::{Map, Value, json};
+use ma2h_protocol::wire::{AckEnvelope, DirectiveDelivery, DirectiveTrack, DrainBody, InboxAcked, Presence};
+use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 use crate::extract::{Body, Caller, Params, Path};
@@ -41,45 +41,41 @@ pub async fn track(
     State(hub): State<Hub>,
     Caller(who): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DirectiveTrack>, ApiError> {
     let (entry, track) = directives::read(&hub, &who, &id).await?;
     Ok(Json(track_body(&entry, &track)))
 }
 
 /// The operator's view of one directive. The `note` is untrusted agent text, returned as data.
-pub fn track_body(entry: &MailboxEntry, track: &Track) -> Value {
-    let mut delivery = Map::new();
-    delivery.insert("state".into(), json!(track.as_str()));
+pub fn track_body(entry: &MailboxEntry, track: &Track) -> DirectiveTrack {
+    let mut delivery = DirectiveDelivery {
+        state: track.state(),
+        delivered_at: None,
+        bounced_at: None,
+        acknowledged_at: None,
+        ack: None,
+        // §14.2: stamped once at the bounce; equal to what a receipt would carry.
+        prior: track.prior(),
+        deliveries: entry.deliveries,
+    };
     match track {
         Track::Queued | Track::Expired => {}
         Track::Bounced { delivered_at, at } => {
-            if let Some(d) = delivered_at {
-                delivery.insert("delivered_at".into(), json!(time::format(*d)));
-            }
-            delivery.insert("bounced_at".into(), json!(time::format(*at)));
+            (delivery.delivered_at, delivery.bounced_at) = (*delivered_at, Some(*at))
         }
-        Track::Delivered { delivered_at } => {
-            delivery.insert("delivered_at".into(), json!(time::format(*delivered_at)));
-        }
+        Track::Delivered { delivered_at } => delivery.delivered_at = Some(*delivered_at),
         Track::Acknowledged { delivered_at, ack } => {
-            if let Some(d) = delivered_at {
-                delivery.insert("delivered_at".into(), json!(time::format(*d)));
-            }
-            delivery.insert("acknowledged_at".into(), json!(time::format(ack.acked_at)));
-            delivery.insert("ack".into(), ack.to_json(&entry.key, None));
+            delivery.delivered_at = *delivered_at;
+            delivery.acknowledged_at = Some(ack.acked_at);
+            delivery.ack = Some(ack.envelope(&entry.key, None));
         }
     }
-    if let Some(prior) = track.prior() {
-        // §14.2: stamped once at the bounce; equal to what a receipt would carry.
-        delivery.insert("prior".into(), json!(prior));
+    DirectiveTrack {
+        id: entry.key.clone(),
+        agent_id: entry.mailbox.agent.to_string(),
+        directive: entry.payload.clone(),
+        delivery,
     }
-    delivery.insert("deliveries".into(), json!(entry.deliveries));
-    json!({
-        "id": entry.key,
-        "agent_id": entry.mailbox.agent.as_str(),
-        "directive": entry.payload,
-        "delivery": delivery,
-    })
 }
 
 /// `GET /v1/inbox?max=N&wait=S[&session=sess_…]` (agent credential).
@@ -90,16 +86,7 @@ pub async fn drain(State(hub): State<Hub>, Caller(who): Caller, params: Params) 
     }
     let wait = Duration::from_secs(u64::from(params.u32("wait")?.unwrap_or(0)));
     let deliveries = drain::drain(&hub, &who, params.get("session"), max, wait).await?;
-    let messages: Vec<Value> = deliveries
-        .into_iter()
-        .map(|d| {
-            let mut entry = Map::new();
-            entry.insert(d.kind.as_str().into(), d.payload);
-            entry.insert("signature".into(), json!(d.signature));
-            Value::Object(entry)
-        })
-        .collect();
-    let mut resp = Json(json!({ "messages": messages })).into_response();
+    let mut resp = Json(DrainBody { messages: deliveries }).into_response();
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(resp)
 }
@@ -110,10 +97,10 @@ pub async fn ack(
     Caller(who): Caller,
     params: Params,
     Body(body): Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<InboxAcked>, ApiError> {
     let (ids, note) = parse_ack(&json_body(&body)?)?;
     let acked = drain::ack(&hub, &who, params.get("session"), &ids, note).await?;
-    Ok(Json(json!({ "acked": acked })))
+    Ok(Json(InboxAcked { acked: acked as u64 }))
 }
 
 /// The ack body: `ids` (at most 100 strings of at most 128 bytes) and an optional `note`.
@@ -151,8 +138,8 @@ pub async fn ack_response(
     Caller(who): Caller,
     Path(id): Path<String>,
     Body(body): Body,
-) -> Result<Json<Value>, ApiError> {
-    let input = if body.iter().all(u8::is_ascii_whitespace) { json!({}) } else { json_body(&body)? };
+) -> Result<Json<AckEnvelope>, ApiError> {
+    let input = if body.iter().all(u8::is_ascii_whitespace) { Value::Object(Map::new()) } else { json_body(&body)? };
     let Some(obj) = input.as_object() else {
         return Err(HubError::validation("`/`: the body must be a JSON object").into());
     };
@@ -170,7 +157,7 @@ pub async fn ack_response(
         return Err(ProtocolError::validation_at(fields).into());
     }
     let r = receipt::ack(&hub, &who, &id, note, resolution_id).await?;
-    Ok(Json(r.ack.to_json(r.in_reply_to.as_str(), r.resolution_id.as_deref())))
+    Ok(Json(r.ack.envelope(r.in_reply_to.as_str(), r.resolution_id.as_deref())))
 }
 
 /// An ack's optional `note`: a string of at most 2,000 characters (untrusted text for the human).
@@ -191,18 +178,9 @@ pub async fn presence(
     State(hub): State<Hub>,
     Caller(who): Caller,
     Path(rest): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Presence>, ApiError> {
     let Some(agent_id) = rest.strip_suffix("/presence").filter(|a| !a.is_empty()) else {
         return Err(HubError::NoSuchEndpoint.into());
     };
-    let p = presence::read(&hub, &who, agent_id).await?;
-    let mut body = json!({
-        "agent_id": p.agent_id,
-        "state": p.state.as_str(),
-        "freshness_seconds": p.freshness_seconds,
-    });
-    if let Some(seen) = p.last_seen {
-        body["last_seen"] = json!(time::format(seen));
-    }
-    Ok(Json(body))
+    Ok(Json(presence::read(&hub, &who, agent_id).await?))
 }

@@ -8,8 +8,7 @@ use ma2h_core::listing::{ListFilter, MessageSummary};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::AgentId;
-use ma2h_protocol::time;
-use serde_json::{Value, json};
+use ma2h_protocol::wire::{self, OpenCountsView, PriorityCounts, RowAgent, RowResolution, SummaryRow, TypeCounts};
 
 use crate::error::ApiError;
 use crate::extract::{Caller, Params};
@@ -39,7 +38,11 @@ pub(crate) fn filter_from(params: &Params) -> Result<ListFilter, HubError> {
     })
 }
 
-pub async fn list(State(hub): State<Hub>, Caller(who): Caller, params: Params) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    params: Params,
+) -> Result<Json<wire::Listing>, ApiError> {
     let resolved = match params.get("status").unwrap_or("open") {
         "open" => false,
         "resolved" => true,
@@ -65,48 +68,51 @@ pub async fn list(State(hub): State<Hub>, Caller(who): Caller, params: Params) -
 }
 
 /// The body of `GET /v1/operator/messages`: `{count, messages, next_cursor?, counts?}`.
-pub(crate) fn listing_json(listing: &Listing) -> Value {
-    let items: Vec<Value> = listing.page.items.iter().map(summary_json).collect();
-    let mut out = json!({ "count": items.len(), "messages": items });
-    if let Some(next) = &listing.page.next {
-        out["next_cursor"] = Value::String(next.encode());
+pub(crate) fn listing_json(listing: &Listing) -> wire::Listing {
+    let messages: Vec<SummaryRow> = listing.page.items.iter().map(summary_row).collect();
+    let counts = listing.counts.as_ref().map(|c| OpenCountsView {
+        open: c.total,
+        matching: c.matching,
+        priority: PriorityCounts {
+            urgent: c.priority(Priority::Urgent),
+            high: c.priority(Priority::High),
+            normal: c.priority(Priority::Normal),
+            low: c.priority(Priority::Low),
+        },
+        kind: TypeCounts {
+            notify: c.kind(MessageType::Notify),
+            ask: c.kind(MessageType::Ask),
+            task: c.kind(MessageType::Task),
+        },
+    });
+    wire::Listing {
+        count: messages.len(),
+        messages,
+        next_cursor: listing.page.next.as_ref().map(|n| n.encode()),
+        counts,
     }
-    if let Some(c) = &listing.counts {
-        let priorities = [Priority::Urgent, Priority::High, Priority::Normal, Priority::Low];
-        let kinds = [MessageType::Notify, MessageType::Ask, MessageType::Task];
-        out["counts"] = json!({
-            "open": c.total,
-            "matching": c.matching,
-            "priority": Value::Object(priorities.iter().map(|p| (p.as_str().to_owned(), json!(c.priority(*p)))).collect()),
-            "type": Value::Object(kinds.iter().map(|k| (k.as_str().to_owned(), json!(c.kind(*k)))).collect()),
-        });
-    }
-    out
 }
 
 /// One listing row. Summaries hold no `state`, `client_ref` or envelope (§9.1, §9.3).
-fn summary_json(s: &MessageSummary) -> Value {
-    let mut out = json!({
-        "id": s.id.as_str(),
-        "type": s.kind.as_str(),
-        "status": s.status.as_str(),
-        "title": s.title,
-        "priority": s.priority.as_str(),
-        "agent": { "id": s.agent_id.as_str(), "project": s.project },
-        "tags": s.tags,
-        "created_at": time::format(s.created_at),
-        "expires_at": s.expires_at.map(time::format),
-    });
-    if let Some(p) = &s.push {
-        out["push"] = p.to_json();
-    }
-    if let Some(rid) = &s.resolution_id {
+fn summary_row(s: &MessageSummary) -> SummaryRow {
+    SummaryRow {
+        id: s.id.to_string(),
+        kind: s.kind,
+        status: s.status,
+        title: s.title.clone(),
+        priority: s.priority,
+        agent: RowAgent { id: s.agent_id.to_string(), project: s.project.clone() },
+        tags: s.tags.clone(),
+        created_at: s.created_at,
+        expires_at: s.expires_at,
+        push: s.push.as_ref().map(|p| p.view()),
         // §6: the resolution is the terminal status the Response records.
-        out["resolution"] = Value::String(s.status.as_str().to_owned());
-        out["resolution_id"] = Value::String(rid.as_str().to_owned());
-        out["actor"] = json!(s.actor);
-        out["comment"] = json!(s.comment);
-        out["resolved_at"] = Value::String(time::format(s.updated_at));
+        resolution: s.resolution_id.as_ref().map(|rid| RowResolution {
+            resolution: s.status,
+            resolution_id: rid.to_string(),
+            actor: s.actor.clone(),
+            comment: s.comment.clone(),
+            resolved_at: s.updated_at,
+        }),
     }
-    out
 }

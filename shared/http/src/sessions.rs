@@ -7,7 +7,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::session::StopRecord;
 use ma2h_core::{Hub, HubError, sessions};
-use serde_json::{Value, json};
+use ma2h_protocol::wire::{SessionEnvelope, SessionList, StopStatus};
+use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::extract::{Body, Caller, Path};
@@ -15,14 +16,15 @@ use crate::extract::{Body, Caller, Path};
 /// `POST /v1/sessions` (agent credential) → 201 `{session}` with `Location`.
 pub async fn register(State(hub): State<Hub>, Caller(who): Caller, Body(body): Body) -> Result<Response, ApiError> {
     let input = if body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
+        Value::Object(serde_json::Map::new())
     } else {
         serde_json::from_slice(&body)
             .map_err(|e| HubError::validation(format!("`/`: the body is not valid JSON ({e})")))?
     };
     let session = sessions::register(&hub, &who, &input).await?;
     let location = format!("/v1/sessions/{}", session.id);
-    let mut resp = (StatusCode::CREATED, Json(json!({ "session": session.to_json(hub.clock.now()) }))).into_response();
+    let mut resp =
+        (StatusCode::CREATED, Json(SessionEnvelope { session: session.view(hub.clock.now()) })).into_response();
     if let Ok(v) = HeaderValue::from_str(&location) {
         resp.headers_mut().insert(header::LOCATION, v);
     }
@@ -30,10 +32,10 @@ pub async fn register(State(hub): State<Hub>, Caller(who): Caller, Body(body): B
 }
 
 /// `GET /v1/sessions` → `{sessions, scope}` (§16.4: the scope actually applied).
-pub async fn list(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
+pub async fn list(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<SessionList>, ApiError> {
     let (list, scope) = sessions::list(&hub, &who).await?;
     let now = hub.clock.now();
-    Ok(Json(json!({ "sessions": list.iter().map(|s| s.to_json(now)).collect::<Vec<_>>(), "scope": scope })))
+    Ok(Json(SessionList { sessions: list.iter().map(|s| s.view(now)).collect(), scope: Some(scope) }))
 }
 
 /// `GET /v1/sessions/{id}` → `{session}`.
@@ -41,9 +43,9 @@ pub async fn read(
     State(hub): State<Hub>,
     Caller(who): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionEnvelope>, ApiError> {
     let s = sessions::read(&hub, &who, &id).await?;
-    Ok(Json(json!({ "session": s.to_json(hub.clock.now()) })))
+    Ok(Json(SessionEnvelope { session: s.view(hub.clock.now()) }))
 }
 
 /// `DELETE /v1/sessions/{id}` → 200 `{session}` (idempotent; an operator's close is the
@@ -52,9 +54,9 @@ pub async fn close(
     State(hub): State<Hub>,
     Caller(who): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionEnvelope>, ApiError> {
     let s = sessions::close(&hub, &who, &id).await?;
-    Ok(Json(json!({ "session": s.to_json(hub.clock.now()) })))
+    Ok(Json(SessionEnvelope { session: s.view(hub.clock.now()) }))
 }
 
 /// `/v1/agents/{agent_id}/…`: the agent id may itself contain `/` (raw or `%2F`), so the
@@ -63,8 +65,8 @@ fn split_agent(rest: &str, resource: &str) -> Option<String> {
     rest.strip_suffix(resource).and_then(|a| a.strip_suffix('/')).filter(|a| !a.is_empty()).map(str::to_owned)
 }
 
-fn stop_body(agent: &str, stop: Option<&StopRecord>) -> Value {
-    StopRecord::status_json(agent, stop)
+fn stop_body(agent: &str, stop: Option<&StopRecord>) -> StopStatus {
+    StopRecord::status(agent, stop)
 }
 
 /// `GET /v1/agents/{agent_id}/presence` (§15.3) or `/stop` (§16.4.1, operator).
@@ -81,7 +83,7 @@ pub async fn agent_post(
     State(hub): State<Hub>,
     Caller(who): Caller,
     Path(rest): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StopStatus>, ApiError> {
     let agent = split_agent(&rest, "stop").ok_or(HubError::NoSuchEndpoint)?;
     let stop = sessions::stop_agent(&hub, &who, &agent).await?;
     Ok(Json(stop_body(&agent, Some(&stop))))
@@ -92,7 +94,7 @@ pub async fn agent_delete(
     State(hub): State<Hub>,
     Caller(who): Caller,
     Path(rest): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StopStatus>, ApiError> {
     let agent = split_agent(&rest, "stop").ok_or(HubError::NoSuchEndpoint)?;
     sessions::lift_stop(&hub, &who, &agent).await?;
     Ok(Json(stop_body(&agent, None)))

@@ -31,7 +31,7 @@ use futures_util::stream;
 use ma2h_core::drain::Delivery;
 use ma2h_core::stream::Next;
 use ma2h_core::{Hub, HubError};
-use serde_json::{Map, Value, json};
+use ma2h_protocol::wire::StreamClose;
 
 use crate::error::{ApiError, status_and_code};
 use crate::extract::{Caller, Params};
@@ -68,24 +68,17 @@ const RECONNECT: &[u8] = b"event: close\ndata: {\"reconnect\":true}\n\n";
 /// The close frame of a stream whose session or credential ended: do not reconnect, and why.
 fn ended_frame(why: &HubError) -> String {
     let code = status_and_code(why).map_or("internal_error", |(_, code)| code);
-    format!("event: close\ndata: {}\n\n", json!({ "reconnect": false, "code": code }))
+    let close = StreamClose { reconnect: false, code: Some(code.to_owned()) };
+    format!("event: close\ndata: {}\n\n", serde_json::to_string(&close).unwrap_or_default())
 }
 
 /// One SSE event per delivery: `event` = kind, `id` = ack key, `data` = the drain item.
 fn frames(batch: &[Delivery]) -> String {
     let mut out = String::new();
     for d in batch {
-        let mut item = Map::new();
-        item.insert(d.kind.as_str().into(), d.payload.clone());
-        item.insert("signature".into(), json!(d.signature));
-        let key = ack_key(d);
-        out.push_str(&format!("event: {}\nid: {key}\ndata: {}\n\n", d.kind.as_str(), Value::Object(item)));
+        let key = d.ack_key().unwrap_or_default().replace(['\n', '\r'], "");
+        let data = serde_json::to_string(d).unwrap_or_default();
+        out.push_str(&format!("event: {}\nid: {key}\ndata: {data}\n\n", d.kind.as_str()));
     }
     out
-}
-
-/// §8.7.1 pinned ack keys: `resolution_id` for a response, `id` for every other kind.
-fn ack_key(d: &Delivery) -> String {
-    let member = if d.kind == ma2h_core::mailbox::EntryKind::Response { "resolution_id" } else { "id" };
-    d.payload.get(member).and_then(Value::as_str).unwrap_or_default().replace(['\n', '\r'], "")
 }

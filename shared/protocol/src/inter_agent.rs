@@ -12,6 +12,7 @@
 //! `receipt_sha256` digests the fixed six-key wrapper of [`RECEIPT_DIGEST_FIELDS`] with absent
 //! members as `null`. Both are recomputed by the verifier from what it received.
 
+use crate::wire::{ReceiptEntry, ReceiptEvent, ReceiptType, TrackState};
 use serde_json::{Map, Value};
 
 use crate::ids::AgentId;
@@ -96,18 +97,19 @@ pub fn delivered_message(envelope: &Map<String, Value>, id: &str, from: &str) ->
 }
 
 /// The bounce receipt (§8.7.1): `prior` is `queued` (never seen) or `delivered` (seen, orphaned).
-pub fn bounce_receipt(id: &str, in_reply_to: &str, prior: &str, at: &str, session: &str, to: &str) -> Value {
-    serde_json::json!({
-        "ma2h_version": crate::version::HUB_VERSION,
-        "type": "receipt",
-        "id": id,
-        "in_reply_to": in_reply_to,
-        "event": "bounced",
-        "prior": prior,
-        "at": at,
-        "session": session,
-        "to": to,
-    })
+pub fn bounce_receipt(id: &str, in_reply_to: &str, prior: TrackState, at: &str, session: &str, to: &str) -> Value {
+    let receipt = ReceiptEntry {
+        ma2h_version: crate::version::HUB_VERSION.to_owned(),
+        kind: ReceiptType::Receipt,
+        id: id.to_owned(),
+        in_reply_to: in_reply_to.to_owned(),
+        event: ReceiptEvent::Bounced,
+        prior,
+        at: at.to_owned(),
+        session: session.to_owned(),
+        to: to.to_owned(),
+    };
+    serde_json::to_value(receipt).unwrap_or(Value::Null)
 }
 
 /// The §9.8 `message_signed_context` has exactly §9.7's key set — `{from, id, jti, ma2h_version,

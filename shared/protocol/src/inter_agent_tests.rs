@@ -106,7 +106,7 @@ fn dp016_receipt_signature_is_reproduced_byte_for_byte() {
     let built = bounce_receipt(
         "rcpt_01J5RCPT0001",
         "msg_01J5MSG0003",
-        "queued",
+        crate::wire::TrackState::Queued,
         "2026-08-10T12:20:00Z",
         "sess_01J5WRK0007",
         "agent:overseer/fleet#sess_01J5OVR0001",

@@ -1,11 +1,12 @@
 //! The §6 Response envelope, built once at the terminal transition and then stored immutably.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::envelope::{ChecklistItem, MessageType, Request};
 use crate::ids::{Actor, MessageId, ResolutionId};
 use crate::lifecycle::Resolution;
 use crate::time::{self, Timestamp};
+use crate::wire::{self, ResponseAgent, ResponseDetail};
 
 /// Everything about the message a Response needs.
 #[derive(Debug, Clone, Copy)]
@@ -90,43 +91,29 @@ impl Terminal {
     /// Build the §6 Response. `response` is always present for an ask; for a task only when it
     /// carries a comment or checklist; `state` is copied verbatim.
     pub fn response(&self, subject: Subject<'_>) -> Value {
-        let mut detail = Map::new();
-        if let Some(v) = &self.value {
-            detail.insert("value".into(), v.clone());
-        }
-        if self.resolution == Resolution::Answered {
-            detail.insert("edited".into(), Value::Bool(self.edited));
-        }
-        detail.insert("actor".into(), Value::String(self.actor.to_string()));
-        detail.insert("resolved_at".into(), Value::String(time::format(self.resolved_at)));
-        if let Some(c) = &self.comment {
-            detail.insert("comment".into(), Value::String(c.clone()));
-        }
-        if let Some(items) = &self.checklist {
-            detail.insert(
-                "checklist".into(),
-                json!(items.iter().map(|i| json!({"text": i.text, "done": i.done})).collect::<Vec<_>>()),
-            );
-        }
         let include_detail = match subject.kind {
             MessageType::Task => self.comment.is_some() || self.checklist.is_some(),
             _ => true,
         };
-
-        let mut out = Map::new();
-        out.insert("ma2h_version".into(), Value::String(subject.version.to_owned()));
-        out.insert("in_reply_to".into(), Value::String(subject.id.to_string()));
-        out.insert("resolution_id".into(), Value::String(self.resolution_id.to_string()));
-        out.insert("agent".into(), json!({ "id": subject.agent_id, "run_id": subject.run_id }));
-        out.insert("resolution".into(), Value::String(self.resolution.as_str().to_owned()));
-        if include_detail {
-            out.insert("response".into(), Value::Object(detail));
+        let detail = ResponseDetail {
+            value: self.value.clone(),
+            edited: (self.resolution == Resolution::Answered).then_some(self.edited),
+            actor: self.actor.to_string(),
+            resolved_at: time::format(self.resolved_at),
+            comment: self.comment.clone(),
+            checklist: self.checklist.clone(),
+        };
+        wire::Response {
+            ma2h_version: subject.version.to_owned(),
+            in_reply_to: subject.id.to_string(),
+            resolution_id: self.resolution_id.to_string(),
+            agent: ResponseAgent { id: subject.agent_id.to_owned(), run_id: subject.run_id.to_owned() },
+            resolution: self.resolution,
+            response: include_detail.then_some(detail),
+            defaulted: self.defaulted,
+            state: subject.state.cloned(),
         }
-        out.insert("defaulted".into(), Value::Bool(self.defaulted));
-        if let Some(state) = subject.state {
-            out.insert("state".into(), state.clone());
-        }
-        Value::Object(out)
+        .to_value()
     }
 }
 
@@ -134,6 +121,7 @@ impl Terminal {
 mod tests {
     use super::*;
     use crate::envelope::{Mode, Permissions};
+    use serde_json::json;
 
     fn subject<'a>(id: &'a MessageId, kind: MessageType, state: Option<&'a Value>) -> Subject<'a> {
         Subject { version: "0.5", id, kind, agent_id: "bot", run_id: "run_1", state }

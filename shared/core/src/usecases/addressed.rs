@@ -12,8 +12,9 @@ use ma2h_protocol::ids::{AgentId, SessionId};
 use ma2h_protocol::inter_agent::{Destination, delivered_message};
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::response::Terminal;
-use ma2h_protocol::time::{self, Timestamp};
-use serde_json::{Value, json};
+use ma2h_protocol::time::Timestamp;
+use ma2h_protocol::wire::{MailboxTrack, Reach, Reachability};
+use serde_json::Value;
 
 use super::directives::unknown_destination;
 use crate::mailbox::{Audience, EntryKind, Mailbox, MailboxEntry, Track};
@@ -32,7 +33,7 @@ pub(crate) struct Route {
     /// The Hub-attested `from` (§8.7.1).
     pub from: String,
     /// The §8.1 reachability snapshot.
-    pub destination: Value,
+    pub destination: Reachability,
 }
 
 /// §4 submit-time validation of `to` within the sender's account. Unknown agent, another
@@ -79,16 +80,13 @@ pub(crate) async fn route(
             }
         }
     };
-    let destination = if visible { reachability(hub, &mailbox, session.as_ref(), now).await? } else { unknown() };
+    let destination =
+        if visible { reachability(hub, &mailbox, session.as_ref(), now).await? } else { Reachability::unknown() };
     let from = match sender_session {
         Some(s) => session_address(sender.agent.as_str(), s.id.as_str()),
         None => format!("agent:{}", sender.agent),
     };
     Ok(Route { mailbox, audience, from, destination })
-}
-
-fn unknown() -> Value {
-    json!({ "state": "unknown" })
 }
 
 /// §15.1 session-bearing reachability: the addressed session's `last_seen`, or the freshest of
@@ -98,13 +96,13 @@ async fn reachability(
     mailbox: &Mailbox,
     session: Option<&SessionRecord>,
     now: Timestamp,
-) -> Result<Value, HubError> {
+) -> Result<Reachability, HubError> {
     let last_seen = match session {
         // An ended session is nobody's address any more: `offline` since it was last seen.
         Some(s) if !s.is_live(now) => {
             return Ok(s
                 .last_seen
-                .map_or_else(unknown, |t| json!({ "state": "offline", "last_seen": time::format(t) })));
+                .map_or_else(Reachability::unknown, |t| Reachability { state: Reach::Offline, last_seen: Some(t) }));
         }
         Some(s) => s.last_seen,
         None => hub
@@ -116,10 +114,10 @@ async fn reachability(
             .filter_map(|s| s.last_seen)
             .max(),
     };
-    let Some(seen) = last_seen else { return Ok(unknown()) };
+    let Some(seen) = last_seen else { return Ok(Reachability::unknown()) };
     let fresh = chrono::Duration::from_std(hub.settings.mailbox.presence_freshness).unwrap_or_default();
-    let state = if now - seen <= fresh { "online" } else { "offline" };
-    Ok(json!({ "state": state, "last_seen": time::format(seen) }))
+    let state = if now - seen <= fresh { Reach::Online } else { Reach::Offline };
+    Ok(Reachability { state, last_seen: Some(seen) })
 }
 
 /// §8.6 per-sender budget for addressed submits (`rate_limit.inter_agent_requests_per_minute`).
@@ -207,19 +205,17 @@ pub(crate) fn status(record: &MessageRecord, outbound: Option<&MailboxEntry>, no
 }
 
 /// The §8.2 `mailbox` object: `{state, delivered_at?, acknowledged_at?, prior?}`.
-pub(crate) fn mailbox_json(entry: &MailboxEntry, now: Timestamp) -> Value {
+pub(crate) fn mailbox_track(entry: &MailboxEntry, now: Timestamp) -> MailboxTrack {
     let track = entry.track(now);
-    let mut out = json!({ "state": track.as_str() });
-    if let Some(at) = entry.delivered_at {
-        out["delivered_at"] = json!(time::format(at));
+    MailboxTrack {
+        state: track.state(),
+        delivered_at: entry.delivered_at,
+        acknowledged_at: match &track {
+            Track::Acknowledged { ack, .. } => Some(ack.acked_at),
+            _ => None,
+        },
+        prior: track.prior(),
     }
-    if let Track::Acknowledged { ack, .. } = &track {
-        out["acknowledged_at"] = json!(time::format(ack.acked_at));
-    }
-    if let Some(prior) = track.prior() {
-        out["prior"] = json!(prior);
-    }
-    out
 }
 
 /// §7: an addressed ask/task whose delivery track reached `bounced` or `expired` auto-resolves
@@ -250,12 +246,12 @@ pub(crate) fn addressee(envelope: &Envelope) -> Option<AgentId> {
 
 /// The §8.1 snapshot for a replayed addressed ack: re-derived for the original destination under
 /// the same visibility rule as the first ack.
-pub(crate) async fn replay_snapshot(hub: &Hub, record: &MessageRecord) -> Result<Value, HubError> {
+pub(crate) async fn replay_snapshot(hub: &Hub, record: &MessageRecord) -> Result<Reachability, HubError> {
     let Some(dest) = record.envelope.get("to").and_then(Value::as_str).and_then(Destination::parse) else {
-        return Ok(unknown());
+        return Ok(Reachability::unknown());
     };
     if dest.agent != record.agent_id {
-        return Ok(unknown());
+        return Ok(Reachability::unknown());
     }
     let mailbox = Mailbox { account: record.account.clone(), agent: dest.agent };
     let now = hub.clock.now();

@@ -3,8 +3,6 @@
 use ma2h_protocol::envelope::MessageType;
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::response::Terminal;
-use serde::Serialize;
-use serde_json::Value;
 
 use super::lifecycle::{already_terminal, apply_terminal, load_owned};
 use crate::auth::Principal;
@@ -12,13 +10,7 @@ use crate::records::{Completion, MessageRecord, PrincipalId};
 use crate::{Hub, HubError};
 
 /// 200 `{id, status: "cancelled", response}` — the same body for a repeat cancel.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Cancelled {
-    pub id: String,
-    pub status: &'static str,
-    /// The stored §6 Response.
-    pub response: Option<Value>,
-}
+pub use ma2h_protocol::wire::CancelResult as Cancelled;
 
 pub async fn cancel(hub: &Hub, principal: &Principal, id: &str) -> Result<Cancelled, HubError> {
     // §9.1: only the submitting principal may cancel; anyone else sees the unknown-id 404.
@@ -50,5 +42,5 @@ pub async fn cancel(hub: &Hub, principal: &Principal, id: &str) -> Result<Cancel
 }
 
 fn cancelled_body(rec: &MessageRecord) -> Cancelled {
-    Cancelled { id: rec.id.to_string(), status: Status::Cancelled.as_str(), response: rec.response.clone() }
+    Cancelled { id: rec.id.to_string(), status: Status::Cancelled, response: rec.response.clone() }
 }

@@ -26,12 +26,7 @@ pub const MAX_ACK_IDS: usize = 100;
 pub const MAX_NOTE_CHARS: usize = 2000;
 
 /// One delivered entry: `{"<kind>": payload, "signature": "MA2H-Signature: t=…,jti=…,v1=…"}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Delivery {
-    pub kind: EntryKind,
-    pub payload: Value,
-    pub signature: String,
-}
+pub use ma2h_protocol::wire::MailboxItem as Delivery;
 
 /// The agent's own mailbox, or 403 for an operator credential.
 pub fn own_mailbox(principal: &Principal) -> Result<Mailbox, HubError> {

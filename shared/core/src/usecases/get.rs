@@ -4,12 +4,13 @@ use std::time::Duration;
 
 use ma2h_protocol::time::Timestamp;
 use ma2h_protocol::verbatim;
+use ma2h_protocol::wire::{DeliveryState, MailboxTrack, MessageTracks, ResponseDelivery, TrackState};
 use serde_json::Value;
 
 use super::lifecycle::load_owned;
 use crate::auth::Principal;
 use crate::mailbox::MailboxEntry;
-use crate::records::{MessageRecord, PrincipalId};
+use crate::records::{MessageRecord, PrincipalId, PushStatus};
 use crate::{Hub, HubError};
 
 /// What the read produced.
@@ -85,39 +86,37 @@ pub fn body(record: &MessageRecord, outbound: Option<&MailboxEntry>, now: Timest
         Value::Object(m) => m.clone(),
         _ => serde_json::Map::new(),
     };
-    out.insert("id".into(), Value::String(record.id.to_string()));
-    let status = super::addressed::status(record, outbound, now);
-    out.insert("status".into(), Value::String(status.as_str().to_owned()));
-    if super::addressed::is_addressed(record) {
+    let tracks = MessageTracks {
+        id: record.id.to_string(),
+        status: super::addressed::status(record, outbound, now),
         // §8.2: the sender's authoritative view of the outbound track (purged → `expired`).
-        let track = outbound
-            .map_or_else(|| serde_json::json!({"state": "expired"}), |e| super::addressed::mailbox_json(e, now));
-        out.insert("mailbox".into(), track);
-    }
-    if let Some(r) = &record.response {
-        out.insert("response".into(), r.clone());
-    }
-    // A push that failed for good, and why (unbound host, refused address, receiver errors), so
-    // the agent that owns it learns it without asking an operator. Only the final failure: a
-    // terminal body reads the same on every GET (§8.2), and a delivered push is already the
-    // `delivery` track. The schema admits the extra member (the envelope is open, §10).
-    if let Some(track) = record.push.as_ref().filter(|p| p.status == crate::records::PushStatus::Failed) {
-        out.insert("push".into(), track.to_json());
-    }
-    // §14.2 response track: a 2xx push or the submitter's first read is delivery evidence; the
-    // agent's ack closes it.
-    if let Some(at) = record.delivered_to_agent() {
-        let fmt = ma2h_protocol::time::format;
-        let delivery = match &record.ack {
-            Some(ack) => serde_json::json!({
-                "state": "acknowledged",
-                "delivered_at": fmt(at),
-                "acknowledged_at": fmt(ack.acked_at),
-                "ack": ack.to_json(record.id.as_str(), record.resolution_id.as_ref().map(|r| r.as_str())),
-            }),
-            None => serde_json::json!({ "state": "delivered-to-agent", "delivered_at": fmt(at) }),
-        };
-        out.insert("delivery".into(), delivery);
-    }
+        mailbox: super::addressed::is_addressed(record).then(|| match outbound {
+            Some(e) => super::addressed::mailbox_track(e, now),
+            None => MailboxTrack { state: TrackState::Expired, delivered_at: None, acknowledged_at: None, prior: None },
+        }),
+        response: record.response.clone(),
+        // A push that failed for good, and why (unbound host, refused address, receiver errors),
+        // so the agent that owns it learns it without asking an operator. Only the final
+        // failure: a terminal body reads the same on every GET (§8.2), and a delivered push is
+        // already the `delivery` track. The schema admits the extra member (§10).
+        push: record.push.as_ref().filter(|p| p.status == PushStatus::Failed).map(|t| t.view()),
+        // §14.2 response track: a 2xx push or the submitter's first read is delivery evidence;
+        // the agent's ack closes it.
+        delivery: record.delivered_to_agent().map(|at| match &record.ack {
+            Some(ack) => ResponseDelivery {
+                state: DeliveryState::Acknowledged,
+                delivered_at: at,
+                acknowledged_at: Some(ack.acked_at),
+                ack: Some(ack.envelope(record.id.as_str(), record.resolution_id.as_ref().map(|r| r.as_str()))),
+            },
+            None => ResponseDelivery {
+                state: DeliveryState::DeliveredToAgent,
+                delivered_at: at,
+                acknowledged_at: None,
+                ack: None,
+            },
+        }),
+    };
+    tracks.merge_into(&mut out);
     Value::Object(out)
 }

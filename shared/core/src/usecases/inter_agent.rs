@@ -151,7 +151,7 @@ async fn honour(hub: &Hub, entry: &MailboxEntry) -> Result<bool, HubError> {
     let (true, Some(dest_session)) = (live, dest_session) else { return Ok(false) };
     let receipt_id = hub.new_receipt_id();
     let to = ma2h_protocol::entries::session_address(record.agent_id.as_str(), sender_sess.as_str());
-    let prior = track.prior().unwrap_or("queued");
+    let prior = track.prior().unwrap_or(ma2h_protocol::wire::TrackState::Queued);
     let payload =
         bounce_receipt(receipt_id.as_str(), entry.key.as_str(), prior, &time::format(*at), dest_session.as_str(), &to);
     let retention = chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));

@@ -2,7 +2,6 @@
 //! authenticated traffic (drains, `?wait=` long-polls) — never from a heartbeat the Hub invents.
 
 use ma2h_protocol::ids::AgentId;
-use ma2h_protocol::time::Timestamp;
 
 use crate::Hub;
 use crate::auth::Principal;
@@ -12,32 +11,10 @@ use crate::records::PrincipalId;
 /// Cached write times kept per process before the cache is reset (bounded memory).
 const CACHE_LIMIT: usize = 10_000;
 
-/// §15.2 states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PresenceState {
-    Online,
-    Offline,
-    Unknown,
-}
-
-impl PresenceState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Online => "online",
-            Self::Offline => "offline",
-            Self::Unknown => "unknown",
-        }
-    }
-}
-
 /// The §15.3 read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Presence {
-    pub agent_id: String,
-    pub state: PresenceState,
-    pub last_seen: Option<Timestamp>,
-    pub freshness_seconds: u64,
-}
+pub use ma2h_protocol::wire::Presence;
+/// §15.2 states.
+pub use ma2h_protocol::wire::Reach as PresenceState;
 
 /// Record activity of `mailbox`'s agent now. Written at most once per granularity per process,
 /// so a stored `last_seen` lags the truth by less than that and can only make presence read

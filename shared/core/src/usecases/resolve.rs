@@ -4,7 +4,6 @@ use ma2h_protocol::envelope::Envelope;
 use ma2h_protocol::ids::{Actor, MessageId};
 use ma2h_protocol::resolve::ResolveRequest;
 use ma2h_protocol::response::Terminal;
-use serde::Serialize;
 
 use super::lifecycle::{already_terminal, apply_terminal, settle};
 use super::resolvers::{Decision, is_submitter};
@@ -13,12 +12,7 @@ use crate::records::{Completion, Lookup, MessageRecord, PrincipalId};
 use crate::{Hub, HubError};
 
 /// 200 `{id, status, resolution_id}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Resolved {
-    pub id: String,
-    pub status: &'static str,
-    pub resolution_id: String,
-}
+pub use ma2h_protocol::wire::ResolveResult as Resolved;
 
 /// `session`: the `?session=` an agent resolver presented (§8.8) — renewed, and the attested
 /// actor becomes `agent:<id>#<sess>`.
@@ -61,7 +55,7 @@ pub async fn resolve(
     match apply_terminal(hub, &record, &envelope, terminal).await? {
         Completion::Applied(rec) => Ok(Resolved {
             id: rec.id.to_string(),
-            status: rec.status.as_str(),
+            status: rec.status,
             resolution_id: rec.resolution_id.map(|r| r.to_string()).unwrap_or_default(),
         }),
         Completion::AlreadyTerminal(rec) => Err(already_terminal(&rec)),

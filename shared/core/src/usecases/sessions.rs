@@ -7,6 +7,7 @@
 //! principal's durable stop, which gates registration until a human lifts it.
 
 use ma2h_protocol::ids::{AgentId, SessionId};
+use ma2h_protocol::wire::SessionScope;
 use serde_json::{Map, Value};
 
 use crate::auth::Principal;
@@ -70,13 +71,13 @@ fn parse_register(body: &Value) -> Result<(Map<String, Value>, Option<u64>), Hub
 /// `GET /v1/sessions`: an agent's own sessions (`scope: own`), or the whole account's for its
 /// human (`scope: account`). Agents never get the account-wide grant here
 /// (`sessions.agent_list_visibility: false`).
-pub async fn list(hub: &Hub, principal: &Principal) -> Result<(Vec<SessionRecord>, &'static str), HubError> {
+pub async fn list(hub: &Hub, principal: &Principal) -> Result<(Vec<SessionRecord>, SessionScope), HubError> {
     match &principal.id {
         PrincipalId::Agent(agent) => {
-            Ok((hub.sessions.list_sessions(&principal.account, Some(agent), LIST_LIMIT).await?, "own"))
+            Ok((hub.sessions.list_sessions(&principal.account, Some(agent), LIST_LIMIT).await?, SessionScope::Own))
         }
         PrincipalId::Operator(_) => {
-            Ok((hub.sessions.list_sessions(&principal.account, None, LIST_LIMIT).await?, "account"))
+            Ok((hub.sessions.list_sessions(&principal.account, None, LIST_LIMIT).await?, SessionScope::Account))
         }
     }
 }

@@ -4,7 +4,6 @@ use chrono::{Duration, Timelike};
 use ma2h_protocol::envelope::{Envelope, MessageType};
 use ma2h_protocol::lifecycle::{self, Status};
 use ma2h_protocol::rules;
-use serde::Serialize;
 
 use super::lifecycle::settle;
 
@@ -13,16 +12,7 @@ use crate::records::{IdempotencyRecord, Inserted, Lookup, MessageRecord, Princip
 use crate::{Hub, HubError};
 
 /// The 202 body (closed: exactly the submit-ack schema's fields).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SubmitAck {
-    pub id: String,
-    pub status: Status,
-    pub poll_url: String,
-    pub review_url: String,
-    /// §8.1 (v0.5): the reachability snapshot every addressed ack carries (never otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub destination: Option<serde_json::Value>,
-}
+pub use ma2h_protocol::wire::SubmitAck;
 
 /// §8.1 submit: admit, parse, validate, claim the key and store the message in one write.
 ///
@@ -201,7 +191,7 @@ fn ack(hub: &Hub, rec: &MessageRecord, outbound: Option<&crate::mailbox::Mailbox
         id: rec.id.to_string(),
         status: super::addressed::status(rec, outbound, hub.clock.now()),
         poll_url: hub.poll_url(&rec.id),
-        review_url: hub.review_url(&rec.id),
+        review_url: Some(hub.review_url(&rec.id)),
         destination: None,
     }
 }

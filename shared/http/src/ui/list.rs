@@ -96,7 +96,8 @@ async fn fetch(hub: &Hub, session: &Session, params: &Params, resolved: bool) ->
 /// The items of a listing as JSON rows (the API's shape: one renderer for both), each with its
 /// [`Glance`] (the question, its options, whether this operator may answer).
 async fn rows(hub: &Hub, session: &Session, listing: &Listing) -> Vec<(Value, Option<Glance>)> {
-    let json = crate::operator::listing_json(listing)["messages"].as_array().cloned().unwrap_or_default();
+    let rows = crate::operator::listing_json(listing).messages;
+    let json: Vec<Value> = rows.iter().map(|r| serde_json::to_value(r).unwrap_or_default()).collect();
     let ids: Vec<_> = listing.page.items.iter().map(|s| s.id.clone()).collect();
     let glances = match ma2h_core::inbox::glance(hub, &session.principal, &ids).await {
         Ok(g) => g,

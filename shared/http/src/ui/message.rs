@@ -225,7 +225,7 @@ fn agent_to_agent(entry: &ma2h_core::mailbox::MailboxEntry, now: ma2h_protocol::
                 dt { "To" } dd { code { (entry.payload["to"].as_str().unwrap_or("")) } }
                 dt { "Mailbox" } dd {
                     strong { (track.as_str()) }
-                    @if let Some(p) = track.prior() { " — prior " (p) (if p == "queued" { " (never seen)" } else { " (seen, never acknowledged)" }) }
+                    @if let Some(p) = track.prior().map(|p| p.as_str()) { " — prior " (p) (if p == "queued" { " (never seen)" } else { " (seen, never acknowledged)" }) }
                 }
                 @if let Some(d) = entry.delivered_at { dt { "Delivered" } dd { (stamp(d, now)) } }
                 @if let Track::Acknowledged { ack, .. } = &track { dt { "Acknowledged" } dd { (stamp(ack.acked_at, now)) } }
@@ -360,7 +360,7 @@ fn notifications(n: &ma2h_core::notifications::Notification, now: ma2h_protocol:
 }
 
 fn push_json(view: &InboxMessage) -> Value {
-    view.record.push.as_ref().map_or(Value::Null, ma2h_core::records::PushTrack::to_json)
+    view.record.push.as_ref().map_or(Value::Null, |p| serde_json::to_value(p.view()).unwrap_or_default())
 }
 
 /// A chosen option as its label, with the value beside it when they differ.
