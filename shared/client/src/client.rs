@@ -2,6 +2,7 @@
 //! automatic `idempotency_key` and the lost-ack retry recipe, long-poll reads (§8.2), cancel
 //! (§8.4). `429` is retried only after the Hub's `Retry-After` (§8.6).
 
+use ma2h_protocol::wire::SubmitAck;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -219,13 +220,13 @@ impl Client {
                 match self.send(reqwest::Method::POST, "/v1/messages", Some(&bytes), self.request_timeout).await {
                     Ok(r) if r.status == 202 || r.status == 200 => {
                         let raw = Self::json(&r)?;
-                        let s = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_owned);
-                        let id = s("id").ok_or_else(|| ClientError::Protocol("ack without id".into()))?;
+                        let ack: SubmitAck = serde_json::from_value(raw.clone())
+                            .map_err(|e| ClientError::Protocol(format!("not a submit ack: {e}")))?;
                         return Ok(Ack {
-                            id,
-                            status: s("status").unwrap_or_default(),
-                            poll_url: s("poll_url"),
-                            review_url: s("review_url"),
+                            id: ack.id,
+                            status: ack.status.as_str().to_owned(),
+                            poll_url: Some(ack.poll_url),
+                            review_url: ack.review_url,
                             idempotency_key: key,
                             attempts: attempt,
                             raw,

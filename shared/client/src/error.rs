@@ -1,5 +1,7 @@
 //! Client errors: configuration, an unreachable Hub, and every §8.5 Hub error code.
 
+use ma2h_protocol::wire::ErrorEnvelope;
+use serde::Deserialize;
 use serde_json::Value;
 
 /// A §8.5 error envelope `{"error": {"code", "message"}}` with its HTTP status.
@@ -16,9 +18,10 @@ impl HubErrorBody {
     /// Parse an error response; a non-envelope body falls back to the §8.5 base code of its class.
     pub fn from_response(status: u16, body: &[u8]) -> Self {
         let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-        let field = |k: &str| body.get("error").and_then(|e| e.get(k)).and_then(Value::as_str).map(str::to_owned);
-        let code = field("code").unwrap_or_else(|| base_code(status).to_owned());
-        let message = field("message").unwrap_or_else(|| format!("HTTP {status}"));
+        let (code, message) = match ErrorEnvelope::deserialize(&body) {
+            Ok(e) => (e.error.code, e.error.message),
+            Err(_) => (base_code(status).to_owned(), format!("HTTP {status}")),
+        };
         Self { status, code, message, body }
     }
 

@@ -11,6 +11,7 @@
 //! answers to asks this session submitted. [`EntryVerifier::verify_drained`] verifies them over
 //! the §9.8 response context, with `to` rebuilt from the session the drain presented.
 
+use ma2h_protocol::wire::InboxAcked;
 use std::time::Duration;
 
 use ma2h_protocol::entries::{ResponseEntryContext, session_address};
@@ -103,10 +104,9 @@ impl Client {
         let bytes = serde_json::to_vec(&body).expect("a Value serializes");
         let reply = self.send(reqwest::Method::POST, &path, Some(&bytes), Duration::from_secs(30)).await?;
         match reply.status {
-            200 => Self::json(&reply)?
-                .get("acked")
-                .and_then(Value::as_u64)
-                .ok_or_else(|| ClientError::Protocol("ack body without `acked`".into())),
+            200 => serde_json::from_value::<InboxAcked>(Self::json(&reply)?)
+                .map(|a| a.acked)
+                .map_err(|e| ClientError::Protocol(format!("not an inbox ack result: {e}"))),
             s => Err(ClientError::hub(s, &reply.body)),
         }
     }

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::client::{Ack, random_token};
 use crate::inbox::{AckOptions, DrainOptions};
@@ -32,39 +32,9 @@ use crate::{Client, ClientError, HubErrorBody};
 /// The §8.5 code of an operator stop: "stop; do not re-register" (§16.3, §16.4.1).
 pub const STOPPED_BY_OPERATOR: &str = "session_closed_by_operator";
 
-/// The body of `POST /v1/sessions` (§16.1, `registerRequest`). Every member is optional; the Hub
-/// may clamp `ttl_seconds` into its advertised bounds.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RegisterSession {
-    pub run_id: Option<String>,
-    pub label: Option<String>,
-    pub kind: Option<String>,
-    pub project: Option<String>,
-    /// String-valued tags (sent only when non-empty).
-    pub labels: BTreeMap<String, String>,
-    pub ttl_seconds: Option<u64>,
-}
-
-impl RegisterSession {
-    /// The request body: only the members that are set.
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        for (k, v) in
-            [("run_id", &self.run_id), ("label", &self.label), ("kind", &self.kind), ("project", &self.project)]
-        {
-            if let Some(v) = v {
-                m.insert(k.into(), json!(v));
-            }
-        }
-        if !self.labels.is_empty() {
-            m.insert("labels".into(), json!(self.labels));
-        }
-        if let Some(t) = self.ttl_seconds {
-            m.insert("ttl_seconds".into(), json!(t));
-        }
-        Value::Object(m)
-    }
-}
+/// The body of `POST /v1/sessions` (§16.1, `registerRequest`): every member optional, sent
+/// only when set; the Hub may clamp `ttl_seconds` into its advertised bounds.
+pub use ma2h_protocol::wire::RegisterSession;
 
 /// A session's state (§16.3): `active` until closed or expired; both terminals are immutable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,13 +152,7 @@ impl Session {
 }
 
 /// What `GET /v1/sessions` covered (§16.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionScope {
-    /// Only the caller's own sessions.
-    Own,
-    /// The whole account.
-    Account,
-}
+pub use ma2h_protocol::wire::SessionScope;
 
 /// The `GET /v1/sessions` body.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,7 +272,7 @@ impl Client {
     /// [`SessionError::StoppedByOperator`] (§16.4.1); `429` is [`SessionError::RateLimited`]
     /// with the Hub's `Retry-After`.
     pub async fn register_session(&self, request: &RegisterSession) -> Result<Session, SessionError> {
-        let bytes = serde_json::to_vec(&request.to_json()).expect("a Value serializes");
+        let bytes = serde_json::to_vec(request).expect("a request serializes");
         let reply = self.send(reqwest::Method::POST, "/v1/sessions", Some(&bytes), Duration::from_secs(30)).await?;
         match reply.status {
             200 | 201 => Ok(Session::from_envelope(&Self::json(&reply)?)?),
@@ -333,19 +297,18 @@ impl Client {
         if reply.status != 200 {
             return Err(ClientError::hub(reply.status, &reply.body));
         }
-        let body = Self::json(&reply)?;
-        let sessions = body
-            .get("sessions")
-            .and_then(Value::as_array)
-            .ok_or_else(|| protocol("session list without `sessions`"))?
-            .iter()
-            .map(Session::from_json)
-            .collect::<Result<_, _>>()?;
-        let scope = match body.get("scope").and_then(Value::as_str) {
-            Some("own") => Some(SessionScope::Own),
-            Some("account") => Some(SessionScope::Account),
-            _ => None,
-        };
+        // The list's shape is typed; each session is read leniently (an unknown state is kept).
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            sessions: Vec<Value>,
+            #[serde(default)]
+            scope: Option<Value>,
+        }
+        let body: Listed =
+            serde_json::from_value(Self::json(&reply)?).map_err(|e| protocol(format!("not a session list: {e}")))?;
+        let sessions = body.sessions.iter().map(Session::from_json).collect::<Result<_, _>>()?;
+        // §16.4: an absent or unknown scope is unknown, never `account`.
+        let scope = body.scope.and_then(|s| serde_json::from_value(s).ok());
         Ok(SessionList { sessions, scope })
     }
 
@@ -648,6 +611,8 @@ impl SessionLease {
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use serde_json::json;
+
     use axum::extract::{Query, State};
     use axum::http::StatusCode;
     use axum::response::{IntoResponse, Response};
@@ -662,14 +627,17 @@ mod tests {
 
     #[test]
     fn a_register_request_carries_only_what_is_set() {
-        assert_eq!(RegisterSession::default().to_json(), json!({}));
+        assert_eq!(serde_json::to_value(RegisterSession::default()).unwrap(), json!({}));
         let r = RegisterSession {
             label: Some("dev".into()),
             labels: BTreeMap::from([("repo".into(), "acme/web".into())]),
             ttl_seconds: Some(120),
             ..Default::default()
         };
-        assert_eq!(r.to_json(), json!({"label": "dev", "labels": {"repo": "acme/web"}, "ttl_seconds": 120}));
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"label": "dev", "labels": {"repo": "acme/web"}, "ttl_seconds": 120})
+        );
     }
 
     #[test]

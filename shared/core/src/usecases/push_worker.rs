@@ -11,8 +11,8 @@
 //!   `deliver` Lambda, where waiting would hold up the rest of the SQS batch (the job goes back
 //!   to the queue, invisible for that second).
 //! - [`run_worker`] (the local Hub) keeps up to `MA2H_PUSH_MAX_IN_FLIGHT` attempts running and
-//!   claims more the moment one ends — never "a batch, then wait for the whole batch". Its claim
-//!   window shrinks by half on each deferral and grows by one per attempt that ran: a backlog
+//!   claims more the moment one ends — never "a batch, then wait for the whole batch". Each claim's
+//!   size (its window) shrinks by half on each deferral and grows by one per attempt that ran: a backlog
 //!   behind one busy receiver is then claimed about as fast as its slots free, instead of every
 //!   queued push being read, signed and put back each second (a write each).
 
@@ -109,7 +109,8 @@ pub async fn run_worker(hub: Hub, deliverer: Arc<Deliverer>, wake: Arc<WakeWorke
     let mut window = max_in_flight;
     let mut in_flight = tokio::task::JoinSet::new();
     loop {
-        let free = window.saturating_sub(in_flight.len());
+        // The window bounds each claim, not what is in flight: a stalled attempt never holds it.
+        let free = (max_in_flight - in_flight.len()).min(window);
         if free > 0 {
             match super::push::claim_due(&hub, free).await {
                 Ok(due) => {
