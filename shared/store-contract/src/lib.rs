@@ -128,14 +128,3 @@ macro_rules! __store_contract_test {
         )*
     };
 }
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __names {
-    (; $($check:ident),* $(,)?) => {
-        &[$(stringify!($check)),*]
-    };
-}
-
-/// The names of every check.
-pub const CHECKS: &[&str] = for_each_check!(__names);

@@ -27,8 +27,8 @@ impl<'a> Env<'a> {
         (self.get)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
     }
 
-    /// Record a problem with `name` (a start-up check that spans variables uses it too).
-    pub fn problem(&mut self, name: &str, what: impl std::fmt::Display) {
+    /// Record a problem with `name`'s value.
+    fn problem(&mut self, name: &str, what: impl std::fmt::Display) {
         self.problems.push(format!("{name} {what}"));
     }
 
