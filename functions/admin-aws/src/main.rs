@@ -82,7 +82,9 @@ async fn hub_keys(command: &Command, names: &HubKeyNames) -> Result<()> {
         }
         _ => hub_secret::publish(&sm, &names.secret, &names.public_secret).await.map_err(fail)?,
     };
-    let kid = ma2h_core::keys::kid(&ma2h_core::keys::HubKeys::parse_public(&public.ed25519_public).unwrap_or_default());
+    let kid = ma2h_core::kernel::keys::kid(
+        &ma2h_core::kernel::keys::HubKeys::parse_public(&public.ed25519_public).unwrap_or_default(),
+    );
     println!(
         "{}",
         serde_json::json!({ "secret": names.secret, "public_secret": names.public_secret, "kid": kid, "public": public })

@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 use ma2h_admin::AdminCommand;
-use ma2h_core::settings::Settings;
+use ma2h_core::kernel::settings::Settings;
 
 /// Run an admin command against the local SQLite store in `MA2H_DATA_DIR`. The deployed
 /// DynamoDB table is administered by `ma2h-admin-aws`, the same commands in a binary of its own,

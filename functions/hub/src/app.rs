@@ -6,18 +6,21 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use base64::Engine;
-use ma2h_core::changes::InProcessChanges;
-use ma2h_core::keys::HubKeys;
+use ma2h_core::Hub;
+use ma2h_core::channels::notify;
+use ma2h_core::kernel::changes::InProcessChanges;
+use ma2h_core::kernel::keys::HubKeys;
+use ma2h_core::kernel::secrets::MasterKey;
+use ma2h_core::kernel::settings::{Mode, Settings};
+use ma2h_core::messages::sweep;
 use ma2h_core::ports::{OsRandom, PushSender, Random, WakeWorker};
-use ma2h_core::secrets::MasterKey;
-use ma2h_core::settings::{Mode, Settings};
-use ma2h_core::{Hub, notify, push, sweep};
+use ma2h_core::push::deliver;
 use ma2h_delivery_http::{EgressPolicy, HttpPushSender};
 use ma2h_store_sqlite::SqliteStore;
 use tokio::net::TcpListener;
 
 pub fn init_tracing(settings: &Settings) {
-    use ma2h_core::telemetry::{LogFormat, init};
+    use ma2h_core::kernel::telemetry::{LogFormat, init};
     init(if settings.log_json { LogFormat::Json } else { LogFormat::Text });
 }
 
@@ -150,9 +153,9 @@ pub async fn serve(
     let sender = push_sender(&local.hub.settings)?;
     let Local { hub, wake } = local;
     let hub = hub.with_outbound(sender.clone());
-    let deliverer = Arc::new(push::Deliverer::new(&hub, sender.clone()));
+    let deliverer = Arc::new(deliver::Deliverer::new(&hub, sender.clone()));
     let sweeper = tokio::spawn(run_sweeper(hub.clone()));
-    let worker = tokio::spawn(push::run_worker(hub.clone(), deliverer, wake));
+    let worker = tokio::spawn(deliver::run_worker(hub.clone(), deliverer, wake));
     // Issue 20: channel notifications (Slack, webhooks), their reminders and escalations.
     let notifier = notify::Notifier::new(sender).with_mailer(Arc::new(ma2h_delivery_smtp::SmtpMailer));
     let notifier = tokio::spawn(notify::run_worker(hub.clone(), Arc::new(notifier)));

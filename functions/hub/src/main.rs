@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use ma2h_core::settings::Settings;
+use ma2h_core::kernel::settings::Settings;
 use ma2h_hub::{admin, app};
 
 // Many small short-lived allocations per request (JSON values, ids): mimalloc serves them from

@@ -1,4 +1,4 @@
-//! `GET /metrics` on the local server: the Hub's metrics (ma2h_core::metrics) as Prometheus
+//! `GET /metrics` on the local server: the Hub's metrics (ma2h_core::kernel::metrics) as Prometheus
 //! text. Open counts are read from the store at scrape time, so they are right after a restart.
 //! Served to loopback clients, and to anyone presenting an operator key (a remote scraper's
 //! `bearer_token`); the labels never carry ids or content (§9.6).
@@ -11,9 +11,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use ma2h_core::metrics::{self as m, ANSWER_BUCKETS, LATENCY_BUCKETS};
-use ma2h_core::records::PrincipalId;
-use ma2h_core::{Hub, auth};
+use ma2h_core::Hub;
+use ma2h_core::kernel::auth;
+use ma2h_core::kernel::credentials::PrincipalId;
+use ma2h_core::kernel::metrics::{self as m, ANSWER_BUCKETS, LATENCY_BUCKETS};
 use ma2h_http::extract::ClientIp;
 use ma2h_protocol::envelope::{MessageType, Priority};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -98,7 +99,7 @@ const TYPES: [MessageType; 3] = [MessageType::Notify, MessageType::Ask, MessageT
 mod tests {
     use super::*;
     use ma2h_core::admin;
-    use ma2h_core::settings::Settings;
+    use ma2h_core::kernel::settings::Settings;
 
     #[tokio::test]
     async fn a_remote_scrape_needs_an_operator_key_and_loopback_needs_none() {

@@ -28,7 +28,7 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use ma2h_core::settings::ServerSettings;
+use ma2h_core::kernel::settings::ServerSettings;
 use ma2h_http::extract::{BodyTimeout, ClientIp};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;

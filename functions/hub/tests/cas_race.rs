@@ -37,11 +37,11 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ma2h_core::changes::InProcessChanges;
-use ma2h_core::keys::HubKeys;
+use ma2h_core::kernel::changes::InProcessChanges;
+use ma2h_core::kernel::keys::HubKeys;
+use ma2h_core::kernel::secrets::MasterKey;
+use ma2h_core::kernel::settings::Settings;
 use ma2h_core::ports::WakeWorker;
-use ma2h_core::secrets::MasterKey;
-use ma2h_core::settings::Settings;
 use serde_json::{Value, json};
 use support::*;
 
@@ -448,7 +448,10 @@ fn dynamo_targets(shards: usize) -> Vec<Target> {
                 let addr = listener.local_addr().unwrap().to_string();
                 let (sweeper, handle) = (hub.clone(), handle.clone());
                 let sweep: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
-                    handle.block_on(ma2h_core::sweep::sweep_once(&sweeper)).map(drop).map_err(|e| e.to_string())
+                    handle
+                        .block_on(ma2h_core::messages::sweep::sweep_once(&sweeper))
+                        .map(drop)
+                        .map_err(|e| e.to_string())
                 });
                 tx.send(Target {
                     name: format!("dynamodb table {table}"),

@@ -5,7 +5,8 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use ma2h_core::Hub;
-use ma2h_core::usecases_prelude::channels::{self, RouteSpec};
+use ma2h_core::channels::manage;
+use ma2h_core::channels::manage::RouteSpec;
 use serde_json::Value;
 
 #[derive(Args)]
@@ -154,12 +155,12 @@ pub enum ChannelsCommand {
 /// Run one `channels` command; the result is the configuration as `show` prints it.
 pub async fn execute(hub: &Hub, cmd: ChannelsCommand) -> Result<Value> {
     Ok(match cmd {
-        ChannelsCommand::Show { account } => channels::show(hub, &account).await?,
+        ChannelsCommand::Show { account } => manage::show(hub, &account).await?,
         ChannelsCommand::AddSlack { account, id, team, channel, bot_token, signing_secret } => {
-            channels::put_slack(hub, &account, &id, &team, &channel, &bot_token, &signing_secret).await?
+            manage::put_slack(hub, &account, &id, &team, &channel, &bot_token, &signing_secret).await?
         }
         ChannelsCommand::AddWebhook { account, id, url, secret } => {
-            channels::put_webhook(hub, &account, &id, &url, &secret).await?
+            manage::put_webhook(hub, &account, &id, &url, &secret).await?
         }
         ChannelsCommand::AddEmail {
             account,
@@ -177,10 +178,10 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand) -> Result<Value> {
                 .map(|r| r.split_once('=').map(|(h, a)| (h.to_owned(), a.to_owned())))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| anyhow::anyhow!("--recipient takes human=address"))?;
-            let spec = channels::EmailSpec { id, smtp_host, smtp_port, security, username, password, from, recipients };
-            channels::put_email(hub, &account, spec).await?
+            let spec = manage::EmailSpec { id, smtp_host, smtp_port, security, username, password, from, recipients };
+            manage::put_email(hub, &account, spec).await?
         }
-        ChannelsCommand::RemoveChannel { account, id } => channels::remove_channel(hub, &account, &id).await?,
+        ChannelsCommand::RemoveChannel { account, id } => manage::remove_channel(hub, &account, &id).await?,
         ChannelsCommand::AddRoute {
             account,
             id,
@@ -204,14 +205,14 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand) -> Result<Value> {
                 escalate,
                 escalate_percent_left: escalate_at_percent,
             };
-            channels::put_route(hub, &account, spec).await?
+            manage::put_route(hub, &account, spec).await?
         }
-        ChannelsCommand::RemoveRoute { account, id } => channels::remove_route(hub, &account, &id).await?,
+        ChannelsCommand::RemoveRoute { account, id } => manage::remove_route(hub, &account, &id).await?,
         ChannelsCommand::LinkSlack { account, team, user, human } => {
-            channels::link_slack(hub, &account, &team, &user, Some(&human)).await?
+            manage::link_slack(hub, &account, &team, &user, Some(&human)).await?
         }
         ChannelsCommand::UnlinkSlack { account, team, user } => {
-            channels::link_slack(hub, &account, &team, &user, None).await?
+            manage::link_slack(hub, &account, &team, &user, None).await?
         }
     })
 }

@@ -301,8 +301,9 @@ impl AdminCommand {
     }
 }
 
-fn stop_json(t: &Agent, stop: Option<&ma2h_core::session::StopRecord>) -> Value {
-    let mut v = serde_json::to_value(ma2h_core::session::StopRecord::status(&t.agent, stop)).unwrap_or_default();
+fn stop_json(t: &Agent, stop: Option<&ma2h_core::sessions::model::StopRecord>) -> Value {
+    let mut v =
+        serde_json::to_value(ma2h_core::sessions::model::StopRecord::status(&t.agent, stop)).unwrap_or_default();
     v["account"] = json!(t.account);
     v
 }
@@ -327,6 +328,6 @@ fn print_text(value: &Value) {
     }
 }
 
-fn policy_json(account: &str, p: &ma2h_core::policy::AccountPolicy) -> Value {
+fn policy_json(account: &str, p: &ma2h_core::inter_agent::policy::AccountPolicy) -> Value {
     json!({ "account": account, "inter_agent": p.inter_agent, "allowlists": p.allowlists })
 }

@@ -1,4 +1,4 @@
-//! Metrics on Lambda: the Hub's metrics (ma2h_core::metrics) as CloudWatch Embedded Metric
+//! Metrics on Lambda: the Hub's metrics (ma2h_core::kernel::metrics) as CloudWatch Embedded Metric
 //! Format lines on stdout, flushed after every invocation — CloudWatch turns them into metrics
 //! in the `ma2h` namespace, with the function's name as a dimension, at no API cost.
 
@@ -19,7 +19,7 @@ pub fn collector() -> Result<&'static Collector, crate::Error> {
         .with_dimension("function", function)
         .init()
         .map_err(|e| format!("metrics: {e}"))?;
-    ma2h_core::metrics::describe();
+    ma2h_core::kernel::metrics::describe();
     Ok(*COLLECTOR.get_or_init(|| c))
 }
 

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use ma2h_core::messages::records::PushStatus;
+use ma2h_core::messages::sweep;
+use ma2h_core::messages::sweep::SweepReport;
 use ma2h_core::ports::PushSender;
-use ma2h_core::push;
-use ma2h_core::records::PushStatus;
-use ma2h_core::sweep::{self, SweepReport};
+use ma2h_core::push::deliver;
 use ma2h_delivery_http::{EgressPolicy, HttpPushSender};
 use ma2h_queue_sqs::PushJob;
 
@@ -16,10 +17,10 @@ use crate::{Deployment, Error};
 /// The §9.4-guarded sender for this deployment, with its delivery slots. Built once per
 /// container: an attempt whose (account, host), host or account is at its cap goes back to the
 /// queue for a second rather than holding up the rest of the batch.
-pub fn deliverer(dep: &Deployment) -> Result<Arc<push::Deliverer>, Error> {
+pub fn deliverer(dep: &Deployment) -> Result<Arc<deliver::Deliverer>, Error> {
     let policy = EgressPolicy::from_settings(&dep.hub.settings)?;
     let sender: Arc<dyn PushSender> = Arc::new(HttpPushSender::new(policy)?);
-    Ok(Arc::new(push::Deliverer::new(&dep.hub, sender)))
+    Ok(Arc::new(deliver::Deliverer::new(&dep.hub, sender)))
 }
 
 /// How long an announced job whose terminal has not committed yet stays invisible.
@@ -36,7 +37,7 @@ fn failure(id: &str) -> BatchItemFailure {
 /// the use case chose (visibility-timeout backoff); the queue's redrive policy moves a message
 /// that keeps failing to the DLQ. Delivered, failed and malformed jobs are consumed — the failed
 /// state is in the store and shown to operators.
-pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: SqsEvent) -> SqsBatchResponse {
+pub async fn deliver(dep: &Deployment, deliverer: &Arc<deliver::Deliverer>, event: SqsEvent) -> SqsBatchResponse {
     let attempts = event.records.into_iter().map(|record| async move {
         let message_id = record.message_id.clone().unwrap_or_default();
         if let Some((account, payload)) = record.body.as_deref().and_then(ma2h_queue_sqs::SlackJob::parse) {
@@ -70,8 +71,8 @@ pub async fn deliver(dep: &Deployment, deliverer: &Arc<push::Deliverer>, event: 
             None => deliverer.attempt(&dep.hub, &job.account, &job.id).await,
             Some((resolution, at)) => {
                 match deliverer.attempt_announced(&dep.hub, &job.account, &job.id, resolution, *at).await {
-                    Ok(push::Announced::Tried(t)) => Ok(t),
-                    Ok(push::Announced::NotYetCommitted) => {
+                    Ok(deliver::Announced::Tried(t)) => Ok(t),
+                    Ok(deliver::Announced::NotYetCommitted) => {
                         // announced a moment before its terminal commits: look again shortly
                         if let Some(handle) = &record.receipt_handle {
                             dep.queue.delay(handle, NOT_YET_COMMITTED_DELAY_SECS).await;
@@ -124,7 +125,7 @@ impl std::ops::Deref for SweepOutcome {
 pub async fn sweep(dep: &Deployment) -> Result<SweepOutcome, Error> {
     let report = sweep::sweep_once(&dep.hub).await?;
     let requeued = sweep::requeue_lost_pushes(&dep.hub).await?;
-    let notifications_requeued = ma2h_core::notify::requeue_due(&dep.hub, sweep::REQUEUE_BATCH).await?;
+    let notifications_requeued = ma2h_core::channels::notify::requeue_due(&dep.hub, sweep::REQUEUE_BATCH).await?;
     let outcome = SweepOutcome { report, requeued, notifications_requeued };
     tracing::info!(?report, requeued, notifications_requeued, "sweep");
     Ok(outcome)

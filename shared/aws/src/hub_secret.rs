@@ -16,8 +16,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use ma2h_core::keys::HubKeys;
-use ma2h_core::settings::{Secret, Settings};
+use ma2h_core::kernel::keys::HubKeys;
+use ma2h_core::kernel::settings::{Secret, Settings};
 use serde::{Deserialize, Serialize};
 
 use crate::wiring::ConfigError;

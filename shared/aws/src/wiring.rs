@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ma2h_core::Hub;
-use ma2h_core::changes::PollingChanges;
-use ma2h_core::keys::{HubKeys, KeyError};
-use ma2h_core::secrets::MasterKey;
-use ma2h_core::settings::{Env, Settings, SettingsError};
+use ma2h_core::kernel::changes::PollingChanges;
+use ma2h_core::kernel::keys::{HubKeys, KeyError};
+use ma2h_core::kernel::secrets::MasterKey;
+use ma2h_core::kernel::settings::{Env, Settings, SettingsError};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::DynamoStore;
 
@@ -88,7 +88,7 @@ pub struct Deployment {
 
 /// Log JSON lines to stdout (CloudWatch); `MA2H_LOG` filters.
 pub fn init_tracing() {
-    ma2h_core::telemetry::init(ma2h_core::telemetry::LogFormat::Lambda);
+    ma2h_core::kernel::telemetry::init(ma2h_core::kernel::telemetry::LogFormat::Lambda);
 }
 
 fn env(k: &str) -> Option<String> {

@@ -6,9 +6,9 @@ use serde_json::Value;
 #[test]
 fn the_hubs_metrics_flush_as_embedded_metric_format_lines() {
     let collector = ma2h_aws::emf::collector().unwrap();
-    ma2h_core::metrics::http("/v1/messages", "POST", 202, 0.004);
-    ma2h_core::metrics::submitted("ask");
-    ma2h_core::metrics::resolved("ask", "answered", Some(42.0));
+    ma2h_core::kernel::metrics::http("/v1/messages", "POST", 202, 0.004);
+    ma2h_core::kernel::metrics::submitted("ask");
+    ma2h_core::kernel::metrics::resolved("ask", "answered", Some(42.0));
     let mut out = Vec::new();
     collector.flush(&mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
@@ -25,11 +25,11 @@ fn the_hubs_metrics_flush_as_embedded_metric_format_lines() {
         assert!(d.get("function").is_some(), "the function dimension: {d}");
     }
     for want in [
-        ma2h_core::metrics::HTTP_REQUESTS,
-        ma2h_core::metrics::HTTP_DURATION,
-        ma2h_core::metrics::SUBMITTED,
-        ma2h_core::metrics::RESOLVED,
-        ma2h_core::metrics::TIME_TO_ANSWER,
+        ma2h_core::kernel::metrics::HTTP_REQUESTS,
+        ma2h_core::kernel::metrics::HTTP_DURATION,
+        ma2h_core::kernel::metrics::SUBMITTED,
+        ma2h_core::kernel::metrics::RESOLVED,
+        ma2h_core::kernel::metrics::TIME_TO_ANSWER,
     ] {
         assert!(names.iter().any(|n| n == want), "{want} missing from {text}");
     }

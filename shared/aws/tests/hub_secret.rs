@@ -1,7 +1,7 @@
 //! The Hub's keys read from Secrets Manager (moto) at start: what `MA2H_HUB_SECRET` names fills
 //! the settings; a missing secret is a start-up error naming it, never a value.
 
-use ma2h_core::settings::{Secret, Settings};
+use ma2h_core::kernel::settings::{Secret, Settings};
 use ma2h_test_support::{ED25519_SEED_B64, MASTER_KEY_B64, moto_config, unique};
 
 #[tokio::test]
@@ -37,7 +37,7 @@ async fn the_keys_come_from_the_named_secret_and_a_missing_one_fails_start_up() 
 #[tokio::test]
 async fn init_rotate_and_publish_keep_the_two_secrets_in_step() {
     use ma2h_aws::hub_secret::{create, load, load_public, publish, rotate_stored};
-    use ma2h_core::keys::HubKeys;
+    use ma2h_core::kernel::keys::HubKeys;
     let Some(config) = moto_config().await else { return };
     let sm = aws_sdk_secretsmanager::Client::new(&config);
     let (name, public) = (unique("ma2h-hub"), unique("ma2h-hub-public"));

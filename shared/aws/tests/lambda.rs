@@ -11,8 +11,10 @@ use aws_lambda_events::sqs::SqsEvent;
 use axum::http::StatusCode;
 use chrono::Duration;
 use ma2h_aws::{AwsSettings, Deployment, assemble, handlers};
+use ma2h_core::admin;
+use ma2h_core::kernel::auth;
+use ma2h_core::messages::resolve;
 use ma2h_core::ports::ManualClock;
-use ma2h_core::{admin, auth, resolve};
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
@@ -76,7 +78,7 @@ impl Env {
     }
 
     /// Change the settings of every deployment (as a redeploy with new variables would).
-    fn set_settings(&mut self, change: impl Fn(&mut ma2h_core::settings::Settings)) {
+    fn set_settings(&mut self, change: impl Fn(&mut ma2h_core::kernel::settings::Settings)) {
         for dep in std::iter::once(&mut self.dep).chain(self.fns.each_mut()) {
             let mut s = (*dep.hub.settings).clone();
             change(&mut s);
@@ -286,7 +288,7 @@ async fn announced_jobs_push_only_the_terminal_that_committed() {
     assert!(e.dep.queue.announce(&acme, &id, &stray, e.dep.hub.clock.now()).await.unwrap());
     let young = drain(&e).await;
     assert_eq!(handlers::deliver(e.deliver(), &sender, young.clone()).await.batch_item_failures.len(), 1);
-    e.clock.advance(ma2h_core::push::UNCOMMITTED_GRACE + Duration::seconds(1));
+    e.clock.advance(ma2h_core::push::deliver::UNCOMMITTED_GRACE + Duration::seconds(1));
     assert!(handlers::deliver(e.deliver(), &sender, young).await.batch_item_failures.is_empty(), "dropped");
 
     // the real terminal commits (its own job), the stray one names another resolution: dropped
@@ -442,10 +444,10 @@ async fn health_openapi_and_the_api_gateway_request_id_through_lambda_events() {
 /// and replies to Slack's `response_url`. A replay of the same signed request is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slack_press_is_acknowledged_at_once_and_applied_from_the_queue() {
-    use ma2h_core::usecases_prelude::channels;
+    use ma2h_core::channels::manage;
     let Some(e) = env().await else { return };
-    channels::put_slack(&e.dep.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "slack-signing").await.unwrap();
-    channels::link_slack(&e.dep.hub, "acme", "T0TEAM", "U0ALICE", Some("alice")).await.unwrap();
+    manage::put_slack(&e.dep.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "slack-signing").await.unwrap();
+    manage::link_slack(&e.dep.hub, "acme", "T0TEAM", "U0ALICE", Some("alice")).await.unwrap();
     let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("s1", None)))).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
     let id = ack["id"].as_str().unwrap().to_owned();
@@ -521,8 +523,10 @@ async fn a_read_repairs_the_bounce_a_sessions_end_missed_in_every_function_that_
         ids.push(ack["id"].as_str().unwrap().to_owned());
         // The session ends in the store alone: no bounce ran.
         let sid = ma2h_protocol::ids::SessionId::parse(&sess).unwrap();
-        let end =
-            ma2h_core::session::SessionEnd { at: e.dep.hub.clock.now(), kind: ma2h_core::session::EndKind::Closed };
+        let end = ma2h_core::sessions::model::SessionEnd {
+            at: e.dep.hub.clock.now(),
+            kind: ma2h_core::sessions::model::EndKind::Closed,
+        };
         e.dep
             .hub
             .sessions

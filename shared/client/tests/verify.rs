@@ -1,5 +1,5 @@
 //! §9.2 / §6 receiver checks against Responses signed exactly as the Hub signs pushes
-//! (`ma2h_core::usecases::push` → `ma2h_protocol::signature::sign`).
+//! (`ma2h_core::push::deliver` → `ma2h_protocol::signature::sign`).
 
 use ma2h_client::replay::ReplayCache;
 use ma2h_client::verify::{Rejection, Verdict, Verifier, hmac_key};

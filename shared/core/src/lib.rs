@@ -1,38 +1,47 @@
 //! # ma2h-core
 //!
-//! The Hub's use cases — submit, get (with long-poll), cancel, resolve, sweep, the operator
-//! listing and credential administration — written once over port traits. The local server and
-//! every Lambda call these same functions; only the adapters behind the ports differ.
+//! The Hub's use cases, written once over port traits. The local server and every Lambda call
+//! these same functions; only the adapters behind the ports differ.
+//!
+//! One module per feature, each holding its model, its port and its use cases, over a shared
+//! [`kernel`] (the [`Hub`] value, auth, clock, errors, secrets, settings):
+//!
+//! | module | what |
+//! |---|---|
+//! | [`messages`] | §8.1–§8.4 submit, get, cancel, resolve, the operator listing, the expiry sweep |
+//! | [`push`] | §8.3 signed push of a Response, its queue and its worker |
+//! | [`mailbox`] | §8.7 the agent mailbox: directives, addressed messages, drain, acks, presence |
+//! | [`sessions`] | §16 session leases and the §16.4.1 operator stop |
+//! | [`inter_agent`] | §13.5 the account's inter-agent policy and its rules |
+//! | [`channels`] | Slack, email and webhook notifications to humans, and their outbox |
+//! | [`admin`] | credentials, callback bindings, signing keys and secrets |
+//!
+//! Imports run down the table's dependencies, never in a circle of more than two files
+//! (`scripts/import_graph.py shared/core/src` checks it; `make lint` runs it).
 
-pub mod auth;
-pub mod changes;
+pub mod admin;
 pub mod channels;
-pub mod credential_cache;
-pub mod display;
-pub mod error;
-pub mod hub;
-pub mod keys;
-pub mod listing;
+pub mod inter_agent;
+pub mod kernel;
 pub mod mailbox;
-pub mod metrics;
-pub mod notifications;
-pub mod policy;
-pub mod ports;
-pub mod records;
-pub mod secrets;
-pub mod session;
-pub mod settings;
-pub mod telemetry;
-mod usecases;
+pub mod messages;
+pub mod push;
+pub mod sessions;
 
-pub use error::HubError;
-pub use hub::Hub;
-pub use usecases::{
-    addressed, admin, cancel, directives, drain, email, get, inbox, inter_agent, list, notify, presence, push, receipt,
-    resolve, sessions, slack, stream, submit, sweep,
-};
+pub use kernel::error::HubError;
+pub use kernel::hub::Hub;
+pub use kernel::settings;
 
-/// The use-case modules, for `use ma2h_core::usecases_prelude::*`.
-pub mod usecases_prelude {
-    pub use crate::usecases::{cancel, channels, get, resolve, submit};
+/// Every port trait in one place, for the adapter crates that implement them. Code inside this
+/// crate names each port where its feature keeps it.
+pub mod ports {
+    pub use crate::channels::mail::{Mail, MailError, MailSender};
+    pub use crate::kernel::changes::{ChangeFeed, Subscription};
+    pub use crate::kernel::clock::{Clock, ManualClock, OsRandom, Random, SystemClock};
+    pub use crate::kernel::credentials::{AgentMaterial, CredentialStore};
+    pub use crate::kernel::error::StoreError;
+    pub use crate::mailbox::store::MailboxStore;
+    pub use crate::messages::store::{Admission, MessageStore};
+    pub use crate::push::queue::{PushOutcome, PushQueue, PushRequest, PushSender, QueueError, WakeWorker};
+    pub use crate::sessions::store::SessionStore;
 }

@@ -146,16 +146,16 @@ pub struct EgressConfigError(pub String);
 impl EgressPolicy {
     /// The policy for a Hub configured by `settings`: dev mode honours `MA2H_DEV_EGRESS_ALLOW`,
     /// production ignores it; timeouts come from the push settings.
-    pub fn from_settings(settings: &ma2h_core::settings::Settings) -> Result<Self, EgressConfigError> {
+    pub fn from_settings(settings: &ma2h_core::kernel::settings::Settings) -> Result<Self, EgressConfigError> {
         let mut policy = match settings.mode {
-            ma2h_core::settings::Mode::Dev => Self::dev(
+            ma2h_core::kernel::settings::Mode::Dev => Self::dev(
                 settings
                     .dev_egress_allow
                     .iter()
                     .map(|n| n.parse().map_err(|_| EgressConfigError(n.clone())))
                     .collect::<Result<Vec<_>, _>>()?,
             ),
-            ma2h_core::settings::Mode::Production => Self::production(),
+            ma2h_core::kernel::settings::Mode::Production => Self::production(),
         };
         policy.connect_timeout = settings.push.connect_timeout;
         policy.total_timeout = settings.push.total_timeout;

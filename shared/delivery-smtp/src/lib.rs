@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use ma2h_core::channels::SmtpSecurity;
+use ma2h_core::channels::config::SmtpSecurity;
 use ma2h_core::ports::{Mail, MailError, MailSender};
 
 /// How long one SMTP exchange may take.

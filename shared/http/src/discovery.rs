@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use ma2h_core::Hub;
-use ma2h_core::settings::Settings;
+use ma2h_core::kernel::settings::Settings;
 use ma2h_protocol::version::HUB_VERSION;
 use ma2h_protocol::wire::{
     AckCapability, Capability, InboundCapability, InterAgentCapability, PresenceCapability, PushCapability, RateLimit,

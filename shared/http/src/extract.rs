@@ -5,7 +5,8 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::header;
 use axum::http::request::Parts;
-use ma2h_core::auth::{self, Principal};
+use ma2h_core::kernel::auth;
+use ma2h_core::kernel::auth::Principal;
 use ma2h_core::{Hub, HubError};
 use std::collections::HashMap;
 

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ma2h_core::Hub;
-use ma2h_core::slack;
+use ma2h_core::channels::slack;
 use ma2h_protocol::ids::AccountId;
 
 use crate::error::ApiError;

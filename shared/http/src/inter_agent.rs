@@ -3,8 +3,9 @@
 
 use axum::Json;
 use axum::extract::State;
-use ma2h_core::policy::AccountPolicy;
-use ma2h_core::{Hub, HubError, inter_agent};
+use ma2h_core::inter_agent::policy::AccountPolicy;
+use ma2h_core::inter_agent::rules;
+use ma2h_core::{Hub, HubError};
 use ma2h_protocol::wire::InterAgentPolicy;
 use serde_json::Value;
 
@@ -12,7 +13,7 @@ use crate::error::ApiError;
 use crate::extract::{Body, Caller};
 
 pub async fn read(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<InterAgentPolicy>, ApiError> {
-    Ok(Json(policy_json(&hub, &inter_agent::read(&hub, &who).await?)))
+    Ok(Json(policy_json(&hub, &rules::read(&hub, &who).await?)))
 }
 
 pub async fn update(
@@ -22,7 +23,7 @@ pub async fn update(
 ) -> Result<Json<InterAgentPolicy>, ApiError> {
     let patch: Value = serde_json::from_slice(&body)
         .map_err(|e| HubError::validation(format!("`/`: the body is not valid JSON ({e})")))?;
-    Ok(Json(policy_json(&hub, &inter_agent::update(&hub, &who, &patch).await?)))
+    Ok(Json(policy_json(&hub, &rules::update(&hub, &who, &patch).await?)))
 }
 
 /// `enabled` is what takes effect: the account's opt-in under the deployment ceiling.

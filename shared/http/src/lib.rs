@@ -97,7 +97,7 @@ async fn access_log(req: Request, next: Next) -> impl IntoResponse {
     let span = tracing::info_span!("request", request_id = %id);
     let mut resp = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     let route = route.as_ref().map_or("unmatched", axum::extract::MatchedPath::as_str);
-    ma2h_core::metrics::http(route, method.as_str(), resp.status().as_u16(), start.elapsed().as_secs_f64());
+    ma2h_core::kernel::metrics::http(route, method.as_str(), resp.status().as_u16(), start.elapsed().as_secs_f64());
     span.in_scope(|| {
         tracing::info!(
             %method,

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ma2h_core::usecases_prelude::*;
+use ma2h_core::messages::{cancel, get, resolve, submit};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::time;
 

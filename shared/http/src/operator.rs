@@ -3,8 +3,9 @@
 
 use axum::Json;
 use axum::extract::State;
-use ma2h_core::list::{self, ListParams, Listing};
-use ma2h_core::listing::{ListFilter, MessageSummary};
+use ma2h_core::messages::list;
+use ma2h_core::messages::list::{ListParams, Listing};
+use ma2h_core::messages::listing::{ListFilter, MessageSummary};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::AgentId;

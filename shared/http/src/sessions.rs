@@ -5,8 +5,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ma2h_core::session::StopRecord;
-use ma2h_core::{Hub, HubError, sessions};
+use ma2h_core::sessions::lease;
+use ma2h_core::sessions::model::StopRecord;
+use ma2h_core::{Hub, HubError};
 use ma2h_protocol::wire::{SessionEnvelope, SessionList, StopStatus};
 use serde_json::Value;
 
@@ -21,7 +22,7 @@ pub async fn register(State(hub): State<Hub>, Caller(who): Caller, Body(body): B
         serde_json::from_slice(&body)
             .map_err(|e| HubError::validation(format!("`/`: the body is not valid JSON ({e})")))?
     };
-    let session = sessions::register(&hub, &who, &input).await?;
+    let session = lease::register(&hub, &who, &input).await?;
     let location = format!("/v1/sessions/{}", session.id);
     let mut resp =
         (StatusCode::CREATED, Json(SessionEnvelope { session: session.view(hub.clock.now()) })).into_response();
@@ -33,7 +34,7 @@ pub async fn register(State(hub): State<Hub>, Caller(who): Caller, Body(body): B
 
 /// `GET /v1/sessions` → `{sessions, scope}` (§16.4: the scope actually applied).
 pub async fn list(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<SessionList>, ApiError> {
-    let (list, scope) = sessions::list(&hub, &who).await?;
+    let (list, scope) = lease::list(&hub, &who).await?;
     let now = hub.clock.now();
     Ok(Json(SessionList { sessions: list.iter().map(|s| s.view(now)).collect(), scope: Some(scope) }))
 }
@@ -44,7 +45,7 @@ pub async fn read(
     Caller(who): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<SessionEnvelope>, ApiError> {
-    let s = sessions::read(&hub, &who, &id).await?;
+    let s = lease::read(&hub, &who, &id).await?;
     Ok(Json(SessionEnvelope { session: s.view(hub.clock.now()) }))
 }
 
@@ -55,7 +56,7 @@ pub async fn close(
     Caller(who): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<SessionEnvelope>, ApiError> {
-    let s = sessions::close(&hub, &who, &id).await?;
+    let s = lease::close(&hub, &who, &id).await?;
     Ok(Json(SessionEnvelope { session: s.view(hub.clock.now()) }))
 }
 
@@ -72,7 +73,7 @@ fn stop_body(agent: &str, stop: Option<&StopRecord>) -> StopStatus {
 /// `GET /v1/agents/{agent_id}/presence` (§15.3) or `/stop` (§16.4.1, operator).
 pub async fn agent_get(State(hub): State<Hub>, caller: Caller, Path(rest): Path<String>) -> Result<Response, ApiError> {
     if let Some(agent) = split_agent(&rest, "stop") {
-        let stop = sessions::stop_status(&hub, &caller.0, &agent).await?;
+        let stop = lease::stop_status(&hub, &caller.0, &agent).await?;
         return Ok(Json(stop_body(&agent, stop.as_ref())).into_response());
     }
     crate::mailbox::presence(State(hub), caller, Path(rest)).await.map(IntoResponse::into_response)
@@ -85,7 +86,7 @@ pub async fn agent_post(
     Path(rest): Path<String>,
 ) -> Result<Json<StopStatus>, ApiError> {
     let agent = split_agent(&rest, "stop").ok_or(HubError::NoSuchEndpoint)?;
-    let stop = sessions::stop_agent(&hub, &who, &agent).await?;
+    let stop = lease::stop_agent(&hub, &who, &agent).await?;
     Ok(Json(stop_body(&agent, Some(&stop))))
 }
 
@@ -96,6 +97,6 @@ pub async fn agent_delete(
     Path(rest): Path<String>,
 ) -> Result<Json<StopStatus>, ApiError> {
     let agent = split_agent(&rest, "stop").ok_or(HubError::NoSuchEndpoint)?;
-    sessions::lift_stop(&hub, &who, &agent).await?;
+    lease::lift_stop(&hub, &who, &agent).await?;
     Ok(Json(stop_body(&agent, None)))
 }

@@ -28,8 +28,8 @@ use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
-use ma2h_core::drain::Delivery;
-use ma2h_core::stream::Next;
+use ma2h_core::mailbox::drain::Delivery;
+use ma2h_core::mailbox::stream::Next;
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::wire::StreamClose;
 
@@ -40,7 +40,7 @@ pub async fn open(State(hub): State<Hub>, Caller(who): Caller, params: Params) -
     if !hub.settings.inter_agent.stream_served {
         return Err(HubError::NotFound.into());
     }
-    let s = ma2h_core::stream::open(&hub, &who, params.get("session")).await?;
+    let s = ma2h_core::mailbox::stream::open(&hub, &who, params.get("session")).await?;
     let preamble = Bytes::from(format!("retry: 1000\n: hold {}\n\n", s.hold.as_secs()));
     // States: Some(stream) while holding; None once the close frame was sent.
     let frames = stream::unfold(Some(s), |state| async move {

@@ -11,10 +11,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use chrono::Duration;
 use common::*;
-use ma2h_core::notifications::{Notification, Step, StepKind, StepStatus};
-use ma2h_core::notify::{self, Notifier};
+use ma2h_core::channels::manage;
+use ma2h_core::channels::manage::RouteSpec;
+use ma2h_core::channels::notify;
+use ma2h_core::channels::notify::Notifier;
+use ma2h_core::channels::outbox::{Notification, Step, StepKind, StepStatus};
 use ma2h_core::ports::{PushOutcome, PushRequest, PushSender};
-use ma2h_core::usecases_prelude::channels::{self, RouteSpec};
 use ma2h_protocol::ids::{AccountId, MessageId};
 use serde_json::{Value, json};
 
@@ -62,9 +64,9 @@ async fn setup(remind: Option<u32>, escalate: bool) -> (TestHub, Arc<Recording>,
     settings.channels.slack_api_url = "https://slack.test/api".into();
     settings.channels.config_cache = std::time::Duration::ZERO;
     let t = hub_with(settings).await;
-    channels::put_slack(&t.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "signing").await.unwrap();
-    channels::put_webhook(&t.hub, "acme", "pager", "https://pager.test/hook", "whk").await.unwrap();
-    channels::put_webhook(&t.hub, "acme", "oncall", "https://oncall.test/hook", "whk2").await.unwrap();
+    manage::put_slack(&t.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "signing").await.unwrap();
+    manage::put_webhook(&t.hub, "acme", "pager", "https://pager.test/hook", "whk").await.unwrap();
+    manage::put_webhook(&t.hub, "acme", "oncall", "https://oncall.test/hook", "whk2").await.unwrap();
     let spec = RouteSpec {
         id: "all".into(),
         targets: vec!["ops".into(), "pager".into()],
@@ -72,7 +74,7 @@ async fn setup(remind: Option<u32>, escalate: bool) -> (TestHub, Arc<Recording>,
         escalate: if escalate { vec!["oncall".into()] } else { vec![] },
         ..RouteSpec::default()
     };
-    channels::put_route(&t.hub, "acme", spec).await.unwrap();
+    manage::put_route(&t.hub, "acme", spec).await.unwrap();
     let sender = Arc::new(Recording::default());
     let notifier = Notifier::new(sender.clone());
     (t, sender, notifier)
@@ -169,11 +171,11 @@ async fn a_failing_webhook_is_retried_with_backoff_then_marked_failed_and_the_me
     }
     let step = item(&t, &id).await.steps.into_iter().find(|s| s.channel == "pager").unwrap();
     assert_eq!(step.status, StepStatus::Failed);
-    assert_eq!(step.attempts, ma2h_core::notifications::MAX_ATTEMPTS);
+    assert_eq!(step.attempts, ma2h_core::channels::outbox::MAX_ATTEMPTS);
     assert!(step.last_error.unwrap().contains("503"));
     assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "backoff never shrinks: {gaps:?}");
     assert!(gaps.last().unwrap() > gaps.first().unwrap());
-    assert_eq!(sent.to("pager.test/hook").len(), ma2h_core::notifications::MAX_ATTEMPTS as usize);
+    assert_eq!(sent.to("pager.test/hook").len(), ma2h_core::channels::outbox::MAX_ATTEMPTS as usize);
     assert_eq!(t.get(&t.agent, &id).await.body["status"], "open", "a notification never decides the message");
     assert_eq!(sent.to("chat.postMessage").len(), 1, "the other channel was told once");
 
@@ -220,7 +222,7 @@ async fn a_lost_wake_up_is_caught_when_the_message_expires() {
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     assert_eq!(item(&t, &id).await.next_due, Some(start() + Duration::minutes(30)), "watched until expires_at");
     // The route goes away, so the terminal below wakes nothing (as if its wake-up were lost).
-    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
+    manage::remove_route(&t.hub, "acme", "all").await.unwrap();
     t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     assert!(sent.to("chat.update").is_empty());
@@ -243,7 +245,7 @@ impl ma2h_core::ports::MailSender for Mailbag {
 
 /// An email channel `mail` to `recipients`, the only route; and a notifier recording mail.
 async fn email_only(t: &TestHub, recipients: &[(&str, &str)]) -> (Notifier, Arc<Mailbag>) {
-    let spec = channels::EmailSpec {
+    let spec = manage::EmailSpec {
         id: "mail".into(),
         smtp_host: "127.0.0.1".into(),
         smtp_port: 2525,
@@ -252,10 +254,10 @@ async fn email_only(t: &TestHub, recipients: &[(&str, &str)]) -> (Notifier, Arc<
         recipients: recipients.iter().map(|(h, a)| ((*h).to_owned(), (*a).to_owned())).collect(),
         ..Default::default()
     };
-    channels::put_email(&t.hub, "acme", spec).await.unwrap();
-    channels::remove_route(&t.hub, "acme", "all").await.unwrap();
+    manage::put_email(&t.hub, "acme", spec).await.unwrap();
+    manage::remove_route(&t.hub, "acme", "all").await.unwrap();
     let route = RouteSpec { id: "mail".into(), targets: vec!["mail".into()], ..RouteSpec::default() };
-    channels::put_route(&t.hub, "acme", route).await.unwrap();
+    manage::put_route(&t.hub, "acme", route).await.unwrap();
     let bag = Arc::new(Mailbag::default());
     (Notifier::new(Arc::new(Recording::default())).with_mailer(bag.clone()), bag)
 }
@@ -369,7 +371,7 @@ async fn the_channels_page_shows_no_credential_and_lets_an_operator_edit_routes_
     ])
     .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
-    let shown = channels::show(&t.hub, "acme").await.unwrap();
+    let shown = manage::show(&t.hub, "acme").await.unwrap();
     assert_eq!(shown["slack_links"], json!([{"slack": "T0TEAM:U0ME", "human": "human:alice"}]));
     // a route naming an unknown channel is refused; a good one is added
     let r =
@@ -388,12 +390,12 @@ async fn the_channels_page_shows_no_credential_and_lets_an_operator_edit_routes_
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
     let r = post(vec![("csrf", csrf.clone()), ("action", "remove-route".into()), ("id", "all".into())]).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
-    let shown = channels::show(&t.hub, "acme").await.unwrap();
+    let shown = manage::show(&t.hub, "acme").await.unwrap();
     let routes: Vec<&str> = shown["routes"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(routes, vec!["urgent"]);
     assert_eq!(shown["routes"][0]["remind_after_minutes"], 5);
     // another operator's link cannot be removed from here
-    channels::link_slack(&t.hub, "acme", "T0TEAM", "U0BOB", Some("bob")).await.unwrap();
+    manage::link_slack(&t.hub, "acme", "T0TEAM", "U0BOB", Some("bob")).await.unwrap();
     let r = post(vec![
         ("csrf", csrf.clone()),
         ("action", "unlink-slack".into()),
@@ -418,7 +420,7 @@ async fn the_channels_page_shows_no_credential_and_lets_an_operator_edit_routes_
     ])
     .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
-    assert_eq!(channels::show(&t.hub, "acme").await.unwrap()["slack_links"].as_array().unwrap().len(), 1);
+    assert_eq!(manage::show(&t.hub, "acme").await.unwrap()["slack_links"].as_array().unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -479,10 +481,10 @@ async fn a_revoked_operator_can_no_longer_answer_from_an_email_link() {
 #[tokio::test]
 async fn webhook_urls_are_shown_without_their_path_or_query() {
     let (t, _, _) = setup(None, false).await;
-    channels::put_webhook(&t.hub, "acme", "hook2", "https://hooks.example.com/services/T1/B2/s3cr3tpath?token=q", "k")
+    manage::put_webhook(&t.hub, "acme", "hook2", "https://hooks.example.com/services/T1/B2/s3cr3tpath?token=q", "k")
         .await
         .unwrap();
-    let shown = channels::show(&t.hub, "acme").await.unwrap();
+    let shown = manage::show(&t.hub, "acme").await.unwrap();
     assert_eq!(shown["channels"]["hook2"]["url"], "https://hooks.example.com/…");
     assert!(!shown.to_string().contains("s3cr3tpath") && !shown.to_string().contains("token=q"));
 }

@@ -6,7 +6,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::*;
 use ma2h_core::admin;
-use ma2h_core::settings::{Mode, Settings};
+use ma2h_core::kernel::settings::{Mode, Settings};
 use serde_json::json;
 
 #[tokio::test]

@@ -8,7 +8,9 @@ mod common;
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::{Reply, TestHub, hub, hub_with, settings, ts, with};
-use ma2h_core::{admin, push, sweep};
+use ma2h_core::admin;
+use ma2h_core::messages::sweep;
+use ma2h_core::push::deliver;
 use ma2h_protocol::ids::{AccountId, AgentId};
 use ma2h_protocol::inbound::parse_signature_member;
 use ma2h_protocol::inter_agent::{MessageEntryContext, ReceiptEntryContext};
@@ -62,7 +64,7 @@ impl TestHub {
 }
 
 /// A Hub over `settings` whose account has opted in.
-async fn opted_in(settings: ma2h_core::settings::Settings) -> TestHub {
+async fn opted_in(settings: ma2h_core::kernel::settings::Settings) -> TestHub {
     let h = hub_with(settings).await;
     h.opt_in().await;
     h
@@ -121,7 +123,9 @@ async fn keep_alive(h: &TestHub, key: &str, session: &str, total: Duration) {
 }
 
 async fn key_of(h: &TestHub, agent: &str) -> ma2h_protocol::signature::SigningKey {
-    push::agent_signing_key(&h.hub, &AccountId::parse("acme").unwrap(), &AgentId::parse(agent).unwrap()).await.unwrap()
+    deliver::agent_signing_key(&h.hub, &AccountId::parse("acme").unwrap(), &AgentId::parse(agent).unwrap())
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -413,7 +417,7 @@ async fn an_ask_nobody_drains_before_the_inbound_retention_resolves_undeliverabl
 
 #[tokio::test]
 async fn mail_written_for_a_session_whose_bounce_already_ran_is_bounced_when_the_sender_reads() {
-    use ma2h_core::session::{EndKind, SessionEnd};
+    use ma2h_core::sessions::model::{EndKind, SessionEnd};
     let h = opted_in(settings()).await;
     let worker = h.session_of(&h.other_agent).await;
     let id = accepted(&h.submit(&h.agent, ask_to(&format!("agent:other#{worker}"), "k10", None)).await);

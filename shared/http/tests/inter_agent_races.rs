@@ -8,7 +8,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::{TestHub, hub, ts};
-use ma2h_core::sweep;
+use ma2h_core::messages::sweep;
 use serde_json::{Value, json};
 
 async fn session_of(h: &TestHub, key: &str) -> String {

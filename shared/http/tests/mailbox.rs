@@ -6,7 +6,9 @@ mod common;
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::{Reply, TestHub, hub, ts};
-use ma2h_core::{admin, push, sweep};
+use ma2h_core::admin;
+use ma2h_core::messages::sweep;
+use ma2h_core::push::deliver;
 use ma2h_protocol::ids::{AccountId, AgentId};
 use ma2h_protocol::inbound::{InboundContext, parse_signature_member};
 use ma2h_protocol::schema::{SchemaKind, validate};
@@ -50,7 +52,7 @@ impl TestHub {
         let header = parse_signature_member(entry["signature"].as_str().unwrap()).unwrap();
         let ctx = InboundContext::for_directive(directive, &header.jti, &header.t).unwrap();
         let key =
-            push::agent_signing_key(&self.hub, &AccountId::parse("acme").unwrap(), &AgentId::parse("bot").unwrap())
+            deliver::agent_signing_key(&self.hub, &AccountId::parse("acme").unwrap(), &AgentId::parse("bot").unwrap())
                 .await
                 .unwrap();
         verify_canonical(&ctx.to_canonical(), &header.v1, &[key.verifying_key()]).expect("signature verifies");

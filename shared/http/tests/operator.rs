@@ -5,7 +5,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::*;
-use ma2h_core::settings::Settings;
+use ma2h_core::kernel::settings::Settings;
 use ma2h_protocol::schema::{self, SchemaKind};
 use serde_json::json;
 

@@ -7,8 +7,8 @@ use std::time::{Duration as StdDuration, Instant};
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::*;
-use ma2h_core::settings::Settings;
-use ma2h_core::sweep;
+use ma2h_core::kernel::settings::Settings;
+use ma2h_core::messages::sweep;
 use ma2h_protocol::schema::{self, SchemaKind};
 use serde_json::json;
 
@@ -80,8 +80,10 @@ async fn long_poll_returns_as_soon_as_the_message_resolves() {
     let (app_hub, op, id2) = (t.hub.clone(), t.operator.clone(), id.clone());
     let resolver = tokio::spawn(async move {
         tokio::time::sleep(StdDuration::from_millis(150)).await;
-        let who = ma2h_core::auth::authenticate(&app_hub, Some(&op)).await.unwrap();
-        ma2h_core::resolve::resolve(&app_hub, &who, None, &id2, br#"{"resolution":"declined"}"#).await.unwrap();
+        let who = ma2h_core::kernel::auth::authenticate(&app_hub, Some(&op)).await.unwrap();
+        ma2h_core::messages::resolve::resolve(&app_hub, &who, None, &id2, br#"{"resolution":"declined"}"#)
+            .await
+            .unwrap();
     });
     let started = Instant::now();
     let r = t.call(Method::GET, &format!("/v1/messages/{id}?wait=20"), Some(&t.agent), None).await;

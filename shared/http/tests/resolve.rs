@@ -175,13 +175,13 @@ async fn concurrent_terminals_produce_exactly_one_winner_and_one_resolution_id()
             let (hub, id) = (t.hub.clone(), id.clone());
             let key = if i % 2 == 0 { t.operator.clone() } else { t.agent.clone() };
             tasks.push(tokio::spawn(async move {
-                let who = ma2h_core::auth::authenticate(&hub, Some(&key)).await.unwrap();
+                let who = ma2h_core::kernel::auth::authenticate(&hub, Some(&key)).await.unwrap();
                 if i % 4 == 1 {
-                    ma2h_core::cancel::cancel(&hub, &who, &id)
+                    ma2h_core::messages::cancel::cancel(&hub, &who, &id)
                         .await
                         .map(|c| c.response.unwrap()["resolution_id"].as_str().unwrap().to_owned())
                 } else {
-                    ma2h_core::resolve::resolve(&hub, &who, None, &id, br#"{"resolution":"declined"}"#)
+                    ma2h_core::messages::resolve::resolve(&hub, &who, None, &id, br#"{"resolution":"declined"}"#)
                         .await
                         .map(|r| r.resolution_id)
                 }

@@ -7,7 +7,8 @@ mod common;
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::{Reply, TestHub, ask, hub, with};
-use ma2h_core::{push, sweep};
+use ma2h_core::messages::sweep;
+use ma2h_core::push::deliver;
 use ma2h_protocol::entries::ResponseEntryContext;
 use ma2h_protocol::ids::{AccountId, AgentId};
 use ma2h_protocol::inbound::parse_signature_member;
@@ -191,7 +192,7 @@ async fn an_answer_to_a_session_ask_is_a_signed_response_entry_for_that_session_
     );
     // §9.8: the verifier rebuilds `to` from its own drain identity.
     let header = parse_signature_member(entries[0]["signature"].as_str().unwrap()).unwrap();
-    let key = push::agent_signing_key(&h.hub, &AccountId::parse("acme").unwrap(), &AgentId::parse("bot").unwrap())
+    let key = deliver::agent_signing_key(&h.hub, &AccountId::parse("acme").unwrap(), &AgentId::parse("bot").unwrap())
         .await
         .unwrap();
     let ctx = ResponseEntryContext::for_drain(response, "bot", &id, &header.jti, &header.t).unwrap();

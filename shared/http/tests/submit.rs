@@ -6,7 +6,7 @@ use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::*;
 use ma2h_core::admin;
-use ma2h_core::settings::Settings;
+use ma2h_core::kernel::settings::Settings;
 use ma2h_protocol::schema::{self, SchemaKind};
 use serde_json::json;
 
@@ -74,7 +74,7 @@ async fn a_revoke_written_by_another_process_is_honoured_within_the_cache_ttl() 
     let mut c = t.hub.credentials.credential_by_id(&bot_credential(&t).await).await.unwrap().unwrap();
     c.revoked_at = Some(chrono::Utc::now());
     t.hub.credentials.update_credential(&c).await.unwrap();
-    tokio::time::sleep(ma2h_core::credential_cache::DEFAULT_TTL + std::time::Duration::from_millis(50)).await;
+    tokio::time::sleep(ma2h_core::kernel::credential_cache::DEFAULT_TTL + std::time::Duration::from_millis(50)).await;
     assert_eq!(t.submit(&t.agent, notify()).await.status, StatusCode::UNAUTHORIZED);
 }
 
@@ -169,7 +169,7 @@ async fn a_push_callback_needs_a_bound_host_and_the_agents_own_secrets() {
 
 #[tokio::test]
 async fn production_mode_requires_https_callbacks() {
-    let t = hub_with(Settings { mode: ma2h_core::settings::Mode::Production, ..settings() }).await;
+    let t = hub_with(Settings { mode: ma2h_core::kernel::settings::Mode::Production, ..settings() }).await;
     admin::bind_callback(&t.hub, "acme", "bot", "agent.example").await.unwrap();
     let cb = json!({ "mode": "push", "url": "http://agent.example/cb" });
     let r = t.submit(&t.agent, with(ask("h"), "/request/callback", cb)).await;

@@ -35,7 +35,11 @@ async fn login_sets_an_httponly_samesite_strict_session_cookie() {
 
 #[tokio::test]
 async fn outside_dev_mode_the_cookie_is_secure_and_host_prefixed() {
-    let t = hub_with(ma2h_core::settings::Settings { mode: ma2h_core::settings::Mode::Production, ..settings() }).await;
+    let t = hub_with(ma2h_core::kernel::settings::Settings {
+        mode: ma2h_core::kernel::settings::Mode::Production,
+        ..settings()
+    })
+    .await;
     let form = t.page(Method::GET, "/login", None, None).await;
     let login_cookie = form.set_cookies()[0].clone();
     assert!(login_cookie.starts_with("__Host-") && login_cookie.contains("; Secure"), "{login_cookie}");
@@ -86,7 +90,7 @@ async fn without_a_session_pages_redirect_to_login() {
 async fn a_revoked_credential_ends_its_sessions() {
     let t = hub().await;
     let cookie = t.ui_login(&t.operator).await;
-    let cred = ma2h_core::auth::authenticate(&t.hub, Some(&t.operator)).await.unwrap().credential_id;
+    let cred = ma2h_core::kernel::auth::authenticate(&t.hub, Some(&t.operator)).await.unwrap().credential_id;
     ma2h_core::admin::revoke(&t.hub, &cred).await.unwrap();
     let r = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
     assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/login"));
@@ -357,8 +361,12 @@ async fn logout_clears_the_session_cookie() {
 /// counted, found by the agent filter, and reached by the next-page link.
 #[tokio::test]
 async fn the_inbox_counts_filters_and_pages_past_a_flood() {
-    let t = hub_with(ma2h_core::settings::Settings { requests_per_minute: 100_000, inbox_depth: 10_000, ..settings() })
-        .await;
+    let t = hub_with(ma2h_core::kernel::settings::Settings {
+        requests_per_minute: 100_000,
+        inbox_depth: 10_000,
+        ..settings()
+    })
+    .await;
     let cookie = t.ui_login(&t.operator).await;
     for i in 0..60 {
         t.submit_ok(with(

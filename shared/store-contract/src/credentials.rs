@@ -2,7 +2,7 @@
 //! credentials and per-agent sealed secrets.
 
 use chrono::Duration;
-use ma2h_core::records::PrincipalId;
+use ma2h_core::kernel::credentials::PrincipalId;
 
 use crate::Store;
 use crate::fixtures::{account, agent, at, credential, human};

@@ -4,7 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Duration};
-use ma2h_core::records::{CredentialRecord, IdempotencyRecord, MessageRecord, PrincipalId, TerminalWrite};
+use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
+use ma2h_core::messages::records::{IdempotencyRecord, MessageRecord, TerminalWrite};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, HumanId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
@@ -174,7 +175,7 @@ pub fn completed(message: &MessageRecord, write: &TerminalWrite) -> MessageRecor
         resolution_id: Some(write.resolution_id.clone()),
         updated_at: write.resolved_at,
         retain_until: Some(write.retain_until),
-        push: write.push.then(|| ma2h_core::records::PushTrack::pending(write.resolved_at)),
+        push: write.push.then(|| ma2h_core::messages::records::PushTrack::pending(write.resolved_at)),
         ..message.clone()
     }
 }

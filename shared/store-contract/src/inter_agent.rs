@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use ma2h_core::mailbox::{Audience, Claimer, EntryKind, MailboxEntry, Track};
-use ma2h_core::policy::AccountPolicy;
-use ma2h_core::records::Inserted;
+use ma2h_core::inter_agent::policy::AccountPolicy;
+use ma2h_core::mailbox::model::{Audience, Claimer, EntryKind, MailboxEntry, Track};
+use ma2h_core::messages::records::Inserted;
 use ma2h_protocol::ids::SessionId;
 use serde_json::json;
 
@@ -60,8 +60,11 @@ pub async fn an_addressed_insert_commits_its_entry_with_the_message_or_not_at_al
     third.id = crate::fixtures::message_id();
     let e3 = as_message(directive(&dest, at(2)), third.id.as_str(), Audience::Sessions);
     assert_eq!(store.insert_message(&third, None, Some((&e3, 1)), at(2)).await.unwrap(), Inserted::MailboxFull);
-    assert!(matches!(store.get_message(&acct, &third.id).await.unwrap(), ma2h_core::records::Lookup::Missing));
-    assert_eq!(store.enqueue(&directive(&dest, at(2)), 1).await.unwrap(), ma2h_core::mailbox::Enqueued::New);
+    assert!(matches!(
+        store.get_message(&acct, &third.id).await.unwrap(),
+        ma2h_core::messages::records::Lookup::Missing
+    ));
+    assert_eq!(store.enqueue(&directive(&dest, at(2)), 1).await.unwrap(), ma2h_core::mailbox::model::Enqueued::New);
 }
 
 pub async fn principal_addressed_entries_reach_only_session_drains_one_claimant_per_window<S: Store>(store: S) {
@@ -116,7 +119,7 @@ pub async fn a_stream_claim_starts_the_window_without_delivery_evidence_and_can_
     assert_eq!(got.entries[0].claimant.as_ref(), Some(&s));
     let hidden = store.claim(&mb, &Audience::for_drain(Some(&s)), &drain_as(&s), at(2), at(62), 5).await.unwrap();
     assert!(hidden.entries.is_empty(), "the push started the visibility window");
-    let ack = ma2h_core::mailbox::AckRecord { by: "agent:worker".into(), acked_at: at(3), note: None };
+    let ack = ma2h_core::mailbox::model::AckRecord { by: "agent:worker".into(), acked_at: at(3), note: None };
     let acked = store.ack_entries(&mb, std::slice::from_ref(&e.key), &ack, at(999)).await.unwrap();
     assert_eq!(acked.len(), 1, "an entry returned once, by push, can be acked");
     assert!(matches!(acked[0].track(at(4)), Track::Acknowledged { delivered_at: None, .. }));

@@ -21,7 +21,7 @@
 //! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` follows the listing order (ties by id);
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
-use ma2h_core::notifications::NotificationStore;
+use ma2h_core::channels::outbox::NotificationStore;
 use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore, SessionStore};
 
 pub mod credentials;

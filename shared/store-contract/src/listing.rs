@@ -2,8 +2,8 @@
 //! listing order, keyset pages, and open counts over every open message — including when one
 //! agent floods the account (issue: a message beyond the first 500 must never vanish).
 
-use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, MessageSummary};
-use ma2h_core::records::{Completion, Inserted, MessageRecord};
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListPage, ListQuery, MessageSummary};
+use ma2h_core::messages::records::{Completion, Inserted, MessageRecord};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::lifecycle::Status;

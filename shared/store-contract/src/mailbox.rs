@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::Duration;
-use ma2h_core::mailbox::{
+use ma2h_core::mailbox::model::{
     AckRecord, Audience, Claimer, CloseReason, Enqueued, EntryKind, Mailbox, MailboxEntry, Track,
 };
-use ma2h_core::records::Lookup;
+use ma2h_core::messages::records::Lookup;
 use ma2h_protocol::ids::DirectiveId;
 use ma2h_protocol::time::Timestamp;
 use serde_json::json;
@@ -232,7 +232,7 @@ pub async fn due_entries_close_and_purge_from_indexes_and_presence_keeps_the_lat
 }
 
 pub async fn responses_are_stamped_once_and_the_first_ack_wins<S: Store>(store: S) {
-    use ma2h_core::records::{Completion, Inserted, PushStatus};
+    use ma2h_core::messages::records::{Completion, Inserted, PushStatus};
     use ma2h_protocol::lifecycle::Status;
 
     use crate::fixtures::{ask, notify, terminal};
@@ -275,7 +275,7 @@ pub async fn responses_are_stamped_once_and_the_first_ack_wins<S: Store>(store: 
 
     // A 2xx push is delivery evidence too.
     let Lookup::Found(p) = store.get_message(&acct, &pushed.id).await.unwrap() else { panic!("found") };
-    let mut track = ma2h_core::records::PushTrack::pending(at(10));
+    let mut track = ma2h_core::messages::records::PushTrack::pending(at(10));
     track.status = PushStatus::Delivered;
     track.delivered_at = Some(at(11));
     track.next_attempt_at = None;

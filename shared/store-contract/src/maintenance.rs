@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use ma2h_core::records::{Completion, Inserted, Lookup, MessageRecord};
+use ma2h_core::messages::records::{Completion, Inserted, Lookup, MessageRecord};
 use ma2h_protocol::lifecycle::Status;
 
 use crate::Store;

@@ -2,7 +2,7 @@
 //! save compare-and-set, the terminal's wake-up and the purge.
 
 use chrono::Duration;
-use ma2h_core::notifications::{Notification, Step, StepKind, StepStatus};
+use ma2h_core::channels::outbox::{Notification, Step, StepKind, StepStatus};
 
 use crate::Store;
 use crate::fixtures::{account, at, message_id, t0};

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ma2h_core::records::{Completion, Lookup, PushStatus, PushTrack, TerminalWrite};
+use ma2h_core::messages::records::{Completion, Lookup, PushStatus, PushTrack, TerminalWrite};
 use ma2h_protocol::lifecycle::Status;
 
 use crate::Store;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use ma2h_core::mailbox::{Audience, Claimer, EntryKind, Track};
-use ma2h_core::session::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
+use ma2h_core::mailbox::model::{Audience, Claimer, EntryKind, Track};
+use ma2h_core::sessions::model::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 use ma2h_protocol::ids::SessionId;
 use ma2h_protocol::time::Timestamp;
 use serde_json::Map;
@@ -164,7 +164,7 @@ pub async fn session_addressed_entries_reach_only_their_session_and_bounce_with_
     let claimed = store.claim(&mb, &mine, &DRAIN, at(11), at(71), 2).await.unwrap();
     assert_eq!(claimed.entries.iter().map(|e| &e.key).collect::<Vec<_>>(), vec![&seen.key, &unseen.key]);
     store.claim(&mb, &mine, &DRAIN, at(72), at(130), 10).await.unwrap();
-    let ack = ma2h_core::mailbox::AckRecord { by: "agent:bot".into(), acked_at: at(73), note: None };
+    let ack = ma2h_core::mailbox::model::AckRecord { by: "agent:bot".into(), acked_at: at(73), note: None };
     assert_eq!(store.ack_entries(&mb, std::slice::from_ref(&acked.key), &ack, at(999)).await.unwrap().len(), 1);
     // `unseen` was claimed in the second claim: make a never-delivered one for the queued prior.
     let mut fresh = directive(&mb, at(74));
@@ -217,14 +217,14 @@ pub async fn lapsed_sessions_expire_from_an_index_and_are_purged_once_bounced<S:
 }
 
 pub async fn a_response_entry_commits_with_its_terminal_only<S: Store>(store: S) {
-    use ma2h_core::records::{Completion, Inserted};
+    use ma2h_core::messages::records::{Completion, Inserted};
     use ma2h_protocol::lifecycle::Status;
 
     use crate::fixtures::{ask, terminal};
     let s = session("acct-a", "bot", at(0));
     let msg = ask(&s.account, &s.agent, at(0));
     assert_eq!(store.insert_message(&msg, None, None, at(0)).await.unwrap(), Inserted::New);
-    let entry_for = |write: &ma2h_core::records::TerminalWrite| ma2h_core::mailbox::MailboxEntry {
+    let entry_for = |write: &ma2h_core::messages::records::TerminalWrite| ma2h_core::mailbox::model::MailboxEntry {
         key: write.resolution_id.to_string(),
         kind: EntryKind::Response,
         audience: Audience::Session(s.id.clone()),

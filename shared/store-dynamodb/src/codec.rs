@@ -4,10 +4,11 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
-use ma2h_core::listing::{ListCursor, MessageSummary, project_of, tags_of};
-use ma2h_core::mailbox::AckRecord;
+use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
+use ma2h_core::mailbox::model::AckRecord;
+use ma2h_core::messages::listing::{ListCursor, MessageSummary, project_of, tags_of};
+use ma2h_core::messages::records::{IdempotencyRecord, MessageRecord, PushStatus, PushTrack};
 use ma2h_core::ports::StoreError;
-use ma2h_core::records::{CredentialRecord, IdempotencyRecord, MessageRecord, PrincipalId, PushStatus, PushTrack};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, HumanId, MessageId, ResolutionId, key_part, key_part_decode};
 use ma2h_protocol::lifecycle::Status;

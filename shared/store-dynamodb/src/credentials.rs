@@ -5,9 +5,9 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
-use ma2h_core::policy::AccountPolicy;
+use ma2h_core::inter_agent::policy::AccountPolicy;
+use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
-use ma2h_core::records::{CredentialRecord, PrincipalId};
 use ma2h_protocol::ids::{AccountId, AgentId, key_part};
 
 use crate::codec::*;

@@ -27,9 +27,9 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use ma2h_core::mailbox::MailboxEntry;
+use ma2h_core::mailbox::model::MailboxEntry;
+use ma2h_core::messages::records::{IdempotencyRecord, Inserted, Lookup, MessageRecord};
 use ma2h_core::ports::{MessageStore, StoreError};
-use ma2h_core::records::{IdempotencyRecord, Inserted, Lookup, MessageRecord};
 use ma2h_protocol::time::Timestamp;
 
 use crate::codec::*;

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
-use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, MessageSummary, OpenCounts};
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListPage, ListQuery, MessageSummary, OpenCounts};
 use ma2h_core::ports::StoreError;
 use ma2h_protocol::ids::AccountId;
 
@@ -233,7 +233,7 @@ impl DynamoStore {
         let wanted: Vec<usize> =
             (0..items.len()).filter(|&i| items[i].kind != ma2h_protocol::envelope::MessageType::Notify).collect();
         let keys = wanted.iter().map(|&i| key(msg_pk(account, &items[i].id), MSG_SK)).collect();
-        let mut tracks: HashMap<String, Option<ma2h_core::records::PushTrack>> = HashMap::new();
+        let mut tracks: HashMap<String, Option<ma2h_core::messages::records::PushTrack>> = HashMap::new();
         for item in self.batch_get(keys, false, Some(PUSH_READ)).await? {
             tracks.insert(get_s(&item, "pk")?.to_owned(), push_from(&item)?);
         }
@@ -332,7 +332,7 @@ impl DynamoStore {
 
 #[cfg(test)]
 mod tests {
-    use ma2h_core::records::{MessageRecord, PushTrack};
+    use ma2h_core::messages::records::{MessageRecord, PushTrack};
     use ma2h_protocol::lifecycle::Status;
     use ma2h_store_contract::fixtures::{account, agent, ask, at, terminal};
     use serde_json::Value;

@@ -15,7 +15,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
-use ma2h_core::mailbox::{
+use ma2h_core::mailbox::model::{
     AckRecord, Audience, Claim, Claimer, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
 };
 use ma2h_core::ports::{MailboxStore, StoreError};

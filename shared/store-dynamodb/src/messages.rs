@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, Put, ReturnValue, TransactWriteItem};
-use ma2h_core::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
-use ma2h_core::ports::{MessageStore, StoreError};
-use ma2h_core::records::{
+use ma2h_core::messages::listing::{ListFilter, ListPage, ListQuery, OpenCounts};
+use ma2h_core::messages::records::{
     Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushStatus, PushTrack, TerminalWrite,
 };
+use ma2h_core::ports::{MessageStore, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::time::Timestamp;
@@ -106,7 +106,7 @@ impl MessageStore for DynamoStore {
         &self,
         m: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
-        entry: Option<(&ma2h_core::mailbox::MailboxEntry, u32)>,
+        entry: Option<(&ma2h_core::mailbox::model::MailboxEntry, u32)>,
         now: Timestamp,
     ) -> R<Inserted> {
         match entry {
@@ -316,8 +316,8 @@ impl MessageStore for DynamoStore {
         &self,
         account: &AccountId,
         id: &MessageId,
-        ack: &ma2h_core::mailbox::AckRecord,
-    ) -> R<Option<ma2h_core::mailbox::AckRecord>> {
+        ack: &ma2h_core::mailbox::model::AckRecord,
+    ) -> R<Option<ma2h_core::mailbox::model::AckRecord>> {
         let mut update = self
             .client
             .update_item()

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
-use ma2h_core::notifications::{Notification, NotificationStore};
+use ma2h_core::channels::outbox::{Notification, NotificationStore};
 use ma2h_core::ports::StoreError;
 use ma2h_protocol::ids::{AccountId, MessageId, key_part};
 use ma2h_protocol::time::{self, Timestamp};

@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update};
-use ma2h_core::mailbox::Mailbox;
+use ma2h_core::mailbox::model::Mailbox;
 use ma2h_core::ports::{SessionStore, StoreError};
-use ma2h_core::session::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
+use ma2h_core::sessions::model::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::{self, Timestamp};
 

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use ma2h_core::messages::records::{MessageRecord, PushTrack, TerminalWrite};
 use ma2h_core::ports::StoreError;
-use ma2h_core::records::{MessageRecord, PushTrack, TerminalWrite};
 
 use crate::codec::*;
 use crate::{DynamoStore, unavailable};

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use ma2h_core::messages::records::{Inserted, Lookup};
 use ma2h_core::ports::MessageStore;
-use ma2h_core::records::{Inserted, Lookup};
 use ma2h_store_contract::fixtures::{account, agent, ask, at, claim, message_id, notify, t0};
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use ma2h_test_support::{dynamodb as client, unique};
@@ -32,7 +32,7 @@ async fn a_claim_whose_message_was_never_written_is_completed_by_the_retry_under
 
     // The retry (same payload, a new id minted for it) is a replay of the claimed id, and the
     // message now exists under that id.
-    let retry = ma2h_core::records::MessageRecord { id: message_id(), ..ask(&acct, &bot, at(5)) };
+    let retry = ma2h_core::messages::records::MessageRecord { id: message_id(), ..ask(&acct, &bot, at(5)) };
     let again = claim(&retry, "k", "fp", at(86_405));
     assert_eq!(store.insert_message(&retry, Some(&again), None, at(5)).await.unwrap(), Inserted::Existing(c.clone()));
     let Lookup::Found(m) = store.get_message(&acct, &first.id).await.unwrap() else { panic!("completed") };
@@ -66,7 +66,7 @@ async fn a_purged_message_is_not_written_again_by_a_replay_of_its_live_claim() {
     let c = claim(&note, "n", "fp", at(86_400));
     assert_eq!(store.insert_message(&note, Some(&c), None, t0()).await.unwrap(), Inserted::New);
     delete_message_item(&store, &note.id).await; // purged: the tombstone stays
-    let retry = ma2h_core::records::MessageRecord { id: message_id(), ..notify(&acct, &bot, at(5)) };
+    let retry = ma2h_core::messages::records::MessageRecord { id: message_id(), ..notify(&acct, &bot, at(5)) };
     let again = claim(&retry, "n", "fp", at(86_405));
     assert_eq!(store.insert_message(&retry, Some(&again), None, at(5)).await.unwrap(), Inserted::Existing(c));
     assert_eq!(store.get_message(&acct, &note.id).await.unwrap(), Lookup::Gone { agent_id: bot }, "410, not revived");

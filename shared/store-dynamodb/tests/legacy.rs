@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use ma2h_core::messages::records::{Lookup, PushStatus, PushTrack};
 use ma2h_core::ports::MessageStore;
-use ma2h_core::records::{Lookup, PushStatus, PushTrack};
 use ma2h_protocol::lifecycle::Status;
 use ma2h_store_contract::fixtures::{account, agent, ask, at, resolution_id, response};
 use ma2h_store_dynamodb::{DynamoStore, provision};

@@ -2,9 +2,9 @@
 //! of the index, and a table made by an earlier release (the `list` index, items without the
 //! summary attributes) keeps listing through its upgrade. Needs moto (`make test` starts it).
 
-use ma2h_core::listing::{ListFilter, ListQuery};
+use ma2h_core::messages::listing::{ListFilter, ListQuery};
+use ma2h_core::messages::records::MessageRecord;
 use ma2h_core::ports::MessageStore;
-use ma2h_core::records::MessageRecord;
 use ma2h_protocol::lifecycle::Status;
 use ma2h_store_contract::fixtures::{account, agent, ask, at, terminal};
 use ma2h_store_dynamodb::{DynamoStore, provision};

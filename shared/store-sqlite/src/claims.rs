@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, PoisonError};
 
-use ma2h_core::records::IdempotencyRecord;
+use ma2h_core::messages::records::IdempotencyRecord;
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::time::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};

@@ -119,8 +119,8 @@ impl RawPush {
     pub(crate) fn decode(
         self,
         what: impl Fn(&str) -> String,
-    ) -> Result<Option<ma2h_core::records::PushTrack>, DbError> {
-        use ma2h_core::records::{PushStatus, PushTrack};
+    ) -> Result<Option<ma2h_core::messages::records::PushTrack>, DbError> {
+        use ma2h_core::messages::records::{PushStatus, PushTrack};
         let Some(status) = self.status else { return Ok(None) };
         Ok(Some(PushTrack {
             status: parsed(&status, &what("push_status"), PushStatus::parse)?,

@@ -9,9 +9,9 @@
 //! * `put_secret` / `get_secret` — keyed by `(account, agent, name)`; a put replaces.
 
 use async_trait::async_trait;
-use ma2h_core::policy::AccountPolicy;
+use ma2h_core::inter_agent::policy::AccountPolicy;
+use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
-use ma2h_core::records::{CredentialRecord, PrincipalId};
 use ma2h_protocol::ids::{AccountId, AgentId, HumanId};
 use rusqlite::{OptionalExtension, Row, params};
 

@@ -5,7 +5,7 @@
 //!
 //! Public so tests (and operators) can check the plans: [`page_sql`], [`counts_sql`].
 
-use ma2h_core::listing::{ListCursor, ListFilter, ListQuery, MessageSummary, OpenCounts};
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListQuery, MessageSummary, OpenCounts};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
@@ -184,6 +184,6 @@ impl RawSummary {
 
 /// The `tags` column for an envelope: a JSON array of its string tags, `NULL` when none.
 pub(crate) fn tags_column(envelope: &serde_json::Value) -> Option<String> {
-    let tags = ma2h_core::listing::tags_of(envelope);
+    let tags = ma2h_core::messages::listing::tags_of(envelope);
     (!tags.is_empty()).then(|| serde_json::Value::from(tags).to_string())
 }

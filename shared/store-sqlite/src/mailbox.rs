@@ -11,7 +11,7 @@
 //! * presence — an upsert keeping the larger `last_seen`.
 
 use async_trait::async_trait;
-use ma2h_core::mailbox::{
+use ma2h_core::mailbox::model::{
     AckRecord, Audience, Claim, Claimer, CloseReason, Closed, Enqueued, EntryKind, Mailbox, MailboxEntry,
 };
 use ma2h_core::ports::{MailboxStore, StoreError};

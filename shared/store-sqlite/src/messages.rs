@@ -29,10 +29,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ma2h_core::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts};
-use ma2h_core::mailbox::AckRecord;
+use ma2h_core::mailbox::model::AckRecord;
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts};
+use ma2h_core::messages::records::{
+    Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
+};
 use ma2h_core::ports::{MessageStore, StoreError};
-use ma2h_core::records::{Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
@@ -48,7 +50,7 @@ impl MessageStore for SqliteStore {
         &self,
         message: &MessageRecord,
         claim: Option<&IdempotencyRecord>,
-        entry: Option<(&ma2h_core::mailbox::MailboxEntry, u32)>,
+        entry: Option<(&ma2h_core::mailbox::model::MailboxEntry, u32)>,
         now: Timestamp,
     ) -> Result<Inserted, StoreError> {
         // Encode on the caller's thread: the writer thread is the one serial resource. Only the
@@ -308,7 +310,7 @@ impl NewRow {
             retain_until: opt_ms(m.retain_until),
             push: m.push.clone(),
             state_text: m.state_text.clone(),
-            project: ma2h_core::listing::project_of(&m.envelope),
+            project: ma2h_core::messages::listing::project_of(&m.envelope),
             tags: listing::tags_column(&m.envelope),
         }
     }

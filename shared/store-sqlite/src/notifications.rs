@@ -6,7 +6,7 @@
 //! `retain_until`), never the table.
 
 use async_trait::async_trait;
-use ma2h_core::notifications::{Notification, NotificationStore};
+use ma2h_core::channels::outbox::{Notification, NotificationStore};
 use ma2h_core::ports::StoreError;
 use ma2h_protocol::ids::{AccountId, MessageId};
 use ma2h_protocol::time::Timestamp;

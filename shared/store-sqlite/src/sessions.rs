@@ -6,9 +6,9 @@
 //! record and the live count inside the job that inserts, so it cannot interleave with a stop.
 
 use async_trait::async_trait;
-use ma2h_core::mailbox::Mailbox;
+use ma2h_core::mailbox::model::Mailbox;
 use ma2h_core::ports::{SessionStore, StoreError};
-use ma2h_core::session::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
+use ma2h_core::sessions::model::{EndKind, Ended, Registered, SessionEnd, SessionRecord, StopRecord};
 use ma2h_protocol::ids::{AccountId, AgentId, SessionId};
 use ma2h_protocol::time::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};

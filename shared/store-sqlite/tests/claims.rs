@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use chrono::Duration;
+use ma2h_core::messages::records::Inserted;
 use ma2h_core::ports::MessageStore;
-use ma2h_core::records::Inserted;
 use ma2h_store_contract::fixtures::{account, agent, ask, claim, t0};
 use ma2h_store_sqlite::{MIGRATIONS, SqliteStore};
 use rusqlite::Connection;

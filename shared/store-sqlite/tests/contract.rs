@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use chrono::Duration;
-use ma2h_core::listing::{ListCursor, ListFilter, ListQuery};
+use ma2h_core::kernel::credentials::PrincipalId;
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListQuery};
+use ma2h_core::messages::records::{Completion, Inserted, Lookup, MessageRecord};
 use ma2h_core::ports::{CredentialStore, MessageStore, StoreError};
-use ma2h_core::records::{Completion, Inserted, Lookup, MessageRecord, PrincipalId};
 use ma2h_protocol::envelope::Priority;
 use ma2h_protocol::lifecycle::Status;
 use ma2h_store_contract::fixtures::{

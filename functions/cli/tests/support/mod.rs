@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use ma2h_core::settings::{Mode, Settings};
+use ma2h_core::kernel::settings::{Mode, Settings};
 use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ma2h");

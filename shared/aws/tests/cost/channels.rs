@@ -17,18 +17,18 @@ async fn requests_per_phase_of_a_routed_ask() {
     with_env("channels", false, |e| async move {
         let (url, hits) = receiver().await;
         let hub = &e.dep.hub;
-        ma2h_core::usecases_prelude::channels::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
-        let route = ma2h_core::usecases_prelude::channels::RouteSpec {
+        ma2h_core::channels::manage::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
+        let route = ma2h_core::channels::manage::RouteSpec {
             id: "all".into(),
             targets: vec!["pager".into()],
             ..Default::default()
         };
-        ma2h_core::usecases_prelude::channels::put_route(hub, "acme", route).await.unwrap();
+        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
         // Warm the rate window and the configuration cache (read once per container per
         // MA2H_CHANNELS_CACHE_MS), as on a busy container.
         let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
         assert_eq!(status, StatusCode::ACCEPTED);
-        ma2h_core::notify::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap()).await.unwrap();
+        ma2h_core::channels::notify::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap()).await.unwrap();
         e.phase().await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
         let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
@@ -91,7 +91,7 @@ async fn requests_per_phase_of_a_routed_ask() {
 /// theirs — whatever the table holds (it used to be a `Scan` of every credential, per press).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_outside_the_api_reads_its_humans_credentials_never_the_table() {
-    use ma2h_core::records::PrincipalId;
+    use ma2h_core::kernel::credentials::PrincipalId;
     use ma2h_protocol::ids::{AccountId, HumanId};
     with_env("operator-check", false, |e| async move {
         let hub = &e.dep.hub;

@@ -257,7 +257,7 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
             item_size(&raw_item(&e, "OPEN#acme#bot".into(), "OPEN").await),
         ));
         sizes.push(("credential".into(), {
-            let hash = ma2h_core::auth::hash_key(&e.agent);
+            let hash = ma2h_core::kernel::auth::hash_key(&e.agent);
             item_size(&raw_item(&e, format!("KEY#{hash}"), "KEY").await)
         }));
         print_table("Requests per phase (counted on the wire, asserted)", &rows);

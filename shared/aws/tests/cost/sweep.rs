@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use axum::http::StatusCode;
 use chrono::Duration;
 use ma2h_aws::handlers;
-use ma2h_core::records::Lookup;
+use ma2h_core::messages::records::Lookup;
 use ma2h_protocol::ids::{AccountId, MessageId};
 
 use crate::env::*;
@@ -62,7 +62,7 @@ async fn sweep_over(open: usize) -> Option<SweepRun> {
                 Ok(Lookup::Found(r)) => r,
                 other => panic!("{other:?}"),
             };
-            assert_eq!(got, ma2h_core::records::MessageRecord { id: id.clone(), ..want.clone() });
+            assert_eq!(got, ma2h_core::messages::records::MessageRecord { id: id.clone(), ..want.clone() });
             let (status, read) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
             assert_eq!((status, read["status"].as_str()), (StatusCode::OK, Some("open")));
         }

@@ -6,7 +6,7 @@ use aws_lambda_events::sqs::SqsEvent;
 use axum::http::StatusCode;
 use http_body_util::BodyExt;
 use ma2h_aws::Deployment;
-use ma2h_core::settings::{Mode, Secret, Settings};
+use ma2h_core::kernel::settings::{Mode, Secret, Settings};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 

@@ -11,8 +11,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use ma2h_core::session::{EndKind, SessionRecord, SessionState, StopRecord};
-use ma2h_core::{Hub, HubError, sessions};
+use ma2h_core::sessions::lease;
+use ma2h_core::sessions::model::{EndKind, SessionRecord, SessionState, StopRecord};
+use ma2h_core::{Hub, HubError};
 use ma2h_protocol::time::Timestamp;
 use maud::{Markup, html};
 use serde_json::Value;
@@ -103,7 +104,7 @@ pub async fn close(State(hub): State<Hub>, session: Session, Path(id): Path<Stri
     if !session.csrf_ok(form_get(&pairs, "csrf")) {
         return csrf_refused(Some(&session));
     }
-    match sessions::close(&hub, &session.principal, &id).await {
+    match lease::close(&hub, &session.principal, &id).await {
         Ok(s) => back_to(s.agent.as_str(), &format!("Session {} closed; the agent is stopped.", s.id)),
         Err(e) => failed(&session, e),
     }
@@ -117,8 +118,8 @@ pub async fn stop(State(hub): State<Hub>, session: Session, Body(body): Body) ->
     }
     let agent = form_get(&pairs, "agent").unwrap_or_default().to_owned();
     let result = match form_get(&pairs, "action") {
-        Some("stop") => sessions::stop_agent(&hub, &session.principal, &agent).await.map(|_| "Agent stopped."),
-        Some("lift") => sessions::lift_stop(&hub, &session.principal, &agent).await.map(|_| "Stop lifted."),
+        Some("stop") => lease::stop_agent(&hub, &session.principal, &agent).await.map(|_| "Agent stopped."),
+        Some("lift") => lease::lift_stop(&hub, &session.principal, &agent).await.map(|_| "Stop lifted."),
         _ => Err(HubError::validation("action must be stop or lift")),
     };
     match result {

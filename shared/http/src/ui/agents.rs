@@ -13,11 +13,14 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use ma2h_core::list::{self, ListParams};
-use ma2h_core::listing::ListFilter;
-use ma2h_core::mailbox::{MailboxEntry, Track};
-use ma2h_core::presence::{self, PresenceState};
-use ma2h_core::{Hub, HubError, directives};
+use ma2h_core::mailbox::directives;
+use ma2h_core::mailbox::model::{MailboxEntry, Track};
+use ma2h_core::mailbox::presence;
+use ma2h_core::mailbox::presence::PresenceState;
+use ma2h_core::messages::list;
+use ma2h_core::messages::list::ListParams;
+use ma2h_core::messages::listing::ListFilter;
+use ma2h_core::{Hub, HubError};
 use ma2h_protocol::time::{self, Timestamp};
 use maud::{Markup, PreEscaped, html};
 use serde_json::{Value, json};
@@ -53,7 +56,7 @@ pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> 
     };
     agents.sort();
     agents.dedup();
-    let policy = ma2h_core::inter_agent::read(&hub, &session.principal).await.unwrap_or_default();
+    let policy = ma2h_core::inter_agent::rules::read(&hub, &session.principal).await.unwrap_or_default();
     let body = html! {
         h1 { "Agents" }
         form.inline method="get" action="/inbox/agents" {
@@ -154,10 +157,11 @@ async fn agent_sessions(
     hub: &Hub,
     session: &Session,
     agent: &str,
-) -> Result<(Vec<ma2h_core::session::SessionRecord>, Option<ma2h_core::session::StopRecord>), HubError> {
+) -> Result<(Vec<ma2h_core::sessions::model::SessionRecord>, Option<ma2h_core::sessions::model::StopRecord>), HubError>
+{
     let Some(id) = ma2h_protocol::ids::AgentId::parse(agent) else { return Ok((Vec::new(), None)) };
-    let list = ma2h_core::sessions::of_agent(hub, &session.principal, &id).await?;
-    Ok((list, ma2h_core::sessions::stop_status(hub, &session.principal, agent).await?))
+    let list = ma2h_core::sessions::lease::of_agent(hub, &session.principal, &id).await?;
+    Ok((list, ma2h_core::sessions::lease::stop_status(hub, &session.principal, agent).await?))
 }
 
 fn title_of(e: &MailboxEntry) -> String {

@@ -1,11 +1,11 @@
-//! Bidi controls in a page's text made visible (`ma2h_core::display`), leaving what a form
+//! Bidi controls in a page's text made visible (`ma2h_core::kernel::display`), leaving what a form
 //! submits as written: attribute values (`value=`, a button's value, an `<option>`'s) and
 //! `<textarea>` contents. maud escapes `<`, `>` and `"` inside both, so a raw `<` only ever opens
 //! the page's own markup and a raw `"` only ever delimits an attribute.
 
 use std::borrow::Cow;
 
-use ma2h_core::display::visible_bidi_unless;
+use ma2h_core::kernel::display::visible_bidi_unless;
 
 /// `html` with every bidi control in its text nodes shown as `[U+XXXX]`.
 pub(crate) fn visible_in_text(html: &str) -> Cow<'_, str> {

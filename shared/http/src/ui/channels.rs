@@ -12,9 +12,10 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use ma2h_core::channels::{Channel, ChannelsConfig};
-use ma2h_core::records::PrincipalId;
-use ma2h_core::usecases_prelude::channels::{self, RouteSpec};
+use ma2h_core::channels::config::{Channel, ChannelsConfig};
+use ma2h_core::channels::manage;
+use ma2h_core::channels::manage::RouteSpec;
+use ma2h_core::kernel::credentials::PrincipalId;
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::ids::HumanId;
 use maud::html;
@@ -61,7 +62,7 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                                 @match c {
                                     Channel::Slack(s) => { "workspace " code { (s.team_id) } ", conversation " code { (s.channel) } }
                                     Channel::Email(m) => { (m.recipients.keys().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", ")) " via " code { (m.smtp_host) } }
-                                    Channel::Webhook(w) => { (channels::redact_url(&w.url)) }
+                                    Channel::Webhook(w) => { (manage::redact_url(&w.url)) }
                                 }
                             }
                         }
@@ -204,14 +205,14 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
                 escalate: list(field("escalate")),
                 escalate_percent_left: percent,
             };
-            channels::put_route(&hub, account, spec).await
+            manage::put_route(&hub, account, spec).await
         }
-        "remove-route" => channels::remove_route(&hub, account, field("id").unwrap_or_default()).await,
+        "remove-route" => manage::remove_route(&hub, account, field("id").unwrap_or_default()).await,
         // an operator links (or unlinks) a Slack user to themself only
         "link-slack" | "unlink-slack" => {
             let (team, user) = (field("team").unwrap_or_default().trim(), field("user").unwrap_or_default().trim());
             let link = field("action") == Some("link-slack");
-            channels::link_own_slack(&hub, account, team, user, &me, link).await
+            manage::link_own_slack(&hub, account, team, user, &me, link).await
         }
         _ => Err(HubError::validation("unknown action")),
     };

@@ -9,8 +9,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use ma2h_core::policy::AccountPolicy;
-use ma2h_core::{Hub, HubError, inter_agent};
+use ma2h_core::inter_agent::policy::AccountPolicy;
+use ma2h_core::inter_agent::rules;
+use ma2h_core::{Hub, HubError};
 use maud::{Markup, html};
 use serde_json::json;
 
@@ -92,7 +93,7 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
         }
         (None, None) => json!({}),
     };
-    match inter_agent::update(&hub, &session.principal, &patch).await {
+    match rules::update(&hub, &session.principal, &patch).await {
         Ok(_) => Redirect::to("/inbox/agents").into_response(),
         Err(e @ HubError::Protocol(_)) => {
             notice(StatusCode::UNPROCESSABLE_ENTITY, Some(&session), "Not saved", &e.to_string())

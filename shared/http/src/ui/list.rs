@@ -1,13 +1,14 @@
 //! `GET /inbox` (open messages, urgent/high first then oldest, with filters, counts and pages)
 //! and `GET /inbox/history` (resolved messages with outcome, actor, time, comment and the push
-//! delivery state). Both read `ma2h_core::list::list`: the store filters, counts and pages, and
+//! delivery state). Both read `ma2h_core::messages::list::list`: the store filters, counts and pages, and
 //! hands back summaries without `client_ref` or `state` (§9.1, §9.3).
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use ma2h_core::inbox::Glance;
-use ma2h_core::list::{self, ListParams, Listing};
+use ma2h_core::mailbox::inbox::Glance;
+use ma2h_core::messages::list;
+use ma2h_core::messages::list::{ListParams, Listing};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::time;
@@ -99,7 +100,7 @@ async fn rows(hub: &Hub, session: &Session, listing: &Listing) -> Vec<(Value, Op
     let rows = crate::operator::listing_json(listing).messages;
     let json: Vec<Value> = rows.iter().map(|r| serde_json::to_value(r).unwrap_or_default()).collect();
     let ids: Vec<_> = listing.page.items.iter().map(|s| s.id.clone()).collect();
-    let glances = match ma2h_core::inbox::glance(hub, &session.principal, &ids).await {
+    let glances = match ma2h_core::mailbox::inbox::glance(hub, &session.principal, &ids).await {
         Ok(g) => g,
         Err(e) => {
             // The rows still list (title, priority, agent…); only the previews are missing.

@@ -5,8 +5,8 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use ma2h_core::auth;
-use ma2h_core::records::PrincipalId;
+use ma2h_core::kernel::auth;
+use ma2h_core::kernel::credentials::PrincipalId;
 use ma2h_core::{Hub, HubError};
 use maud::html;
 

@@ -1,13 +1,14 @@
 //! `GET/POST /a/{token}` (issue 20): the answer links of a notification mail. The GET only shows
 //! what the link would do, with a button (link scanners prefetch mail links: a fetch must never
-//! answer); the POST applies it once, as the operator the mail was for (`ma2h_core::email`).
+//! answer); the POST applies it once, as the operator the mail was for (`ma2h_core::channels::email`).
 //! No session cookie: the single-use, operator-bound, expiring token is the credential.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use ma2h_core::Hub;
-use ma2h_core::email::{self, Applied, LinkError, LinkView};
+use ma2h_core::channels::email;
+use ma2h_core::channels::email::{Applied, LinkError, LinkView};
 use maud::html;
 
 use super::{notice, page, respond};

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use ma2h_core::inbox::{self, Allowed, InboxMessage};
+use ma2h_core::mailbox::inbox;
+use ma2h_core::mailbox::inbox::{Allowed, InboxMessage};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::envelope::{MessageType, Verb};
 use maud::{Markup, PreEscaped, html};
@@ -214,8 +215,8 @@ fn proposal_text(v: &Value, hidden: &dyn Fn(&str) -> bool) -> String {
 
 /// An addressed message (§8.7.1): who sent it to whom, and its outbound mailbox track (§14.2) —
 /// what the sender's own GET reports.
-fn agent_to_agent(entry: &ma2h_core::mailbox::MailboxEntry, now: ma2h_protocol::time::Timestamp) -> Markup {
-    use ma2h_core::mailbox::Track;
+fn agent_to_agent(entry: &ma2h_core::mailbox::model::MailboxEntry, now: ma2h_protocol::time::Timestamp) -> Markup {
+    use ma2h_core::mailbox::model::Track;
     let track = entry.track(now);
     html! {
         section.a2a aria-label="Agent to agent" {
@@ -321,8 +322,8 @@ fn outcome(view: &InboxMessage, resp: &Value, reveal: bool, now: ma2h_protocol::
 
 /// Where the message was announced (issue 20): each channel step — announcement, reminder,
 /// escalation, outcome update — with its state, so a failing channel is visible here.
-fn notifications(n: &ma2h_core::notifications::Notification, now: ma2h_protocol::time::Timestamp) -> Markup {
-    use ma2h_core::notifications::{StepKind, StepStatus};
+fn notifications(n: &ma2h_core::channels::outbox::Notification, now: ma2h_protocol::time::Timestamp) -> Markup {
+    use ma2h_core::channels::outbox::{StepKind, StepStatus};
     let what = |k: StepKind| match k {
         StepKind::Created => "announced",
         StepKind::Reminder => "reminded",

@@ -4,7 +4,7 @@
 //! then absolute in UTC).
 
 use chrono::Duration;
-use ma2h_core::inbox::{Allowed, Glance};
+use ma2h_core::mailbox::inbox::{Allowed, Glance};
 use ma2h_protocol::envelope::{Mode, Verb};
 use ma2h_protocol::time::{self, Timestamp};
 use maud::{Markup, html};

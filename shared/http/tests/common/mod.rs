@@ -12,11 +12,11 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use chrono::{DateTime, Duration, Utc};
 use http_body_util::BodyExt;
-use ma2h_core::changes::InProcessChanges;
-use ma2h_core::keys::HubKeys;
+use ma2h_core::kernel::changes::InProcessChanges;
+use ma2h_core::kernel::keys::HubKeys;
+use ma2h_core::kernel::secrets::MasterKey;
+use ma2h_core::kernel::settings::{Mode, Settings};
 use ma2h_core::ports::{ManualClock, OsRandom, WakeWorker};
-use ma2h_core::secrets::MasterKey;
-use ma2h_core::settings::{Mode, Settings};
 use ma2h_core::{Hub, admin};
 use ma2h_store_sqlite::SqliteStore;
 use serde_json::{Value, json};
@@ -67,7 +67,7 @@ fn assemble<
         + ma2h_core::ports::CredentialStore
         + ma2h_core::ports::MailboxStore
         + ma2h_core::ports::SessionStore
-        + ma2h_core::notifications::NotificationStore
+        + ma2h_core::channels::outbox::NotificationStore
         + 'static,
 >(
     store: S,

@@ -21,7 +21,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use common::*;
 use http_body_util::BodyExt;
-use ma2h_core::settings::Settings;
+use ma2h_core::kernel::settings::Settings;
 use mutate::{Rng, content_type, mutate};
 use serde_json::{Value, json};
 use tower::ServiceExt;

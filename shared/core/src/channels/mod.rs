@@ -1,0 +1,12 @@
+//! Channels (issue 20): where the Hub tells a human an agent is waiting — Slack, email or a
+//! signed webhook — their per-account configuration, the durable outbox, and the answers that
+//! come back through them.
+
+pub mod config;
+pub mod email;
+pub mod mail;
+pub mod manage;
+pub mod notify;
+pub mod outbox;
+pub mod slack;
+pub(crate) mod webhook_event;

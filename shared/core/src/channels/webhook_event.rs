@@ -1,0 +1,93 @@
+//! The generic webhook channel (issue 20): a signed JSON event per step — `message.created`,
+//! `message.reminder`, `message.escalated`, `message.resolved` — to an operator-configured URL,
+//! through the same §9.4 egress guard as pushes, so on-call tooling (PagerDuty, Opsgenie, ntfy…)
+//! can be wired without code here.
+//!
+//! Signature: `MA2H-Signature: t={unix seconds},jti={nonce},v1={base64url HMAC-SHA256}` over the
+//! bytes `{t}.{jti}.{raw body}` with the channel's secret — the §9.2 header's shape, so a
+//! receiver that verifies pushes verifies events the same way (with another signed string).
+//!
+//! Never `state`, `client_ref`, the envelope's body, or a sensitive value.
+
+use ma2h_protocol::envelope::Envelope;
+use ma2h_protocol::signature::{SigningKey, header_value, sign_canonical};
+use ma2h_protocol::time;
+use serde_json::{Value, json};
+
+use crate::Hub;
+use crate::channels::config::{WebhookChannel, seal_context};
+use crate::channels::notify::{Failure, Notifier};
+use crate::channels::outbox::{Step, StepKind};
+use crate::messages::records::MessageRecord;
+use crate::push::queue::PushRequest;
+
+pub(crate) async fn send(
+    notifier: &Notifier,
+    hub: &Hub,
+    hook: &WebhookChannel,
+    channel_id: &str,
+    step: &Step,
+    record: &MessageRecord,
+    envelope: &Envelope,
+) -> Result<(), Failure> {
+    let secret =
+        hook.secret.open(&hub.master_key, &seal_context(record.account.as_str(), channel_id, "secret")).ok_or_else(
+            || Failure::Permanent("the webhook secret does not open (sealed for another slot or key)".into()),
+        )?;
+    let body = serde_json::to_vec(&event(hub, step, record, envelope)).unwrap_or_default();
+    let t = hub.clock.now().timestamp().to_string();
+    let jti = hub.new_jti();
+    let mut signed = format!("{t}.{jti}.").into_bytes();
+    signed.extend_from_slice(&body);
+    let v1 = sign_canonical(&signed, &SigningKey::Hmac(secret.into_bytes()));
+    let request = PushRequest {
+        url: hook.url.clone(),
+        headers: vec![("MA2H-Signature".into(), header_value(&t, &jti, &v1))],
+        body,
+    };
+    Failure::from_outcome(notifier.sender.send(&request).await)
+}
+
+/// The event body (public: the docs and tests show it).
+pub fn event(hub: &Hub, step: &Step, record: &MessageRecord, envelope: &Envelope) -> Value {
+    let kind = match step.kind {
+        StepKind::Created => "message.created",
+        StepKind::Reminder => "message.reminder",
+        StepKind::Escalated => "message.escalated",
+        StepKind::Outcome => "message.resolved",
+    };
+    let mut out = json!({
+        "type": kind,
+        "event_id": format!("{}:{}:{}", record.id, step.kind.as_str(), step.channel),
+        "occurred_at": time::format(hub.clock.now()),
+        "account": record.account.as_str(),
+        "message": {
+            "id": record.id.as_str(),
+            "type": record.kind.as_str(),
+            "title": record.title,
+            "priority": record.priority.as_str(),
+            "agent_id": record.agent_id.as_str(),
+            "project": envelope.agent.project,
+            "tags": envelope.tags,
+            "status": record.status.as_str(),
+            "created_at": time::format(record.created_at),
+            "expires_at": record.expires_at.map(time::format),
+            "review_url": hub.review_url(&record.id),
+        },
+    });
+    if step.kind == StepKind::Outcome {
+        let response = record.response.as_ref().and_then(|r| r.get("response"));
+        let mut outcome = json!({
+            "status": record.status.as_str(),
+            "actor": response.and_then(|r| r.get("actor")),
+            "resolved_at": response.and_then(|r| r.get("resolved_at")),
+        });
+        if !crate::channels::slack::is_sensitive(envelope)
+            && let Some(v) = response.and_then(|r| r.get("value"))
+        {
+            outcome["value"] = v.clone();
+        }
+        out["outcome"] = outcome;
+    }
+    out
+}

@@ -1,0 +1,68 @@
+//! Per-account policy for the inter-agent leg (§8.0 `inter_agent`): the opt-in (default off — an
+//! explicit act of the account's owner) and per-destination sender allowlists (§13.5).
+//!
+//! Stored as one small versioned document per account; every edit is a compare-and-set on the
+//! version, so two concurrent operator edits never silently lose one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ma2h_protocol::ids::AgentId;
+use serde::{Deserialize, Serialize};
+
+/// Most destinations with an allowlist, and most senders on one list.
+pub const MAX_ALLOWLISTS: usize = 500;
+pub const MAX_SENDERS: usize = 200;
+/// Largest stored policy document, in bytes.
+pub const MAX_POLICY_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AccountPolicy {
+    /// Bumped by every write (the compare-and-set token); 0 = never written.
+    #[serde(default)]
+    pub version: u64,
+    /// §8.0: the account opted in to `to`-addressed submits.
+    #[serde(default)]
+    pub inter_agent: bool,
+    /// Destination agent id → the sender agent ids that may address it. A destination without an
+    /// entry accepts any same-account sender.
+    #[serde(default)]
+    pub allowlists: BTreeMap<String, BTreeSet<String>>,
+    /// Issue 20: where humans are told about new asks/tasks (Slack, webhook), and the Slack links.
+    #[serde(default, skip_serializing_if = "crate::channels::config::ChannelsConfig::is_empty")]
+    pub channels: crate::channels::config::ChannelsConfig,
+}
+
+impl AccountPolicy {
+    /// May `sender` address `destination`? (§13.5; a refusal reads exactly like an unknown
+    /// destination, §8.0.)
+    pub fn allows(&self, sender: &AgentId, destination: &AgentId) -> bool {
+        self.allowlists.get(destination.as_str()).is_none_or(|senders| senders.contains(sender.as_str()))
+    }
+
+    /// The stored JSON form.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+    }
+
+    pub fn from_json(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_destination_without_a_list_accepts_any_sender_and_a_list_only_its_members() {
+        let a = AgentId::parse("a").unwrap();
+        let b = AgentId::parse("b").unwrap();
+        let c = AgentId::parse("c").unwrap();
+        let mut p = AccountPolicy::default();
+        assert!(p.allows(&a, &b));
+        p.allowlists.insert("b".into(), ["c".to_owned()].into());
+        assert!(!p.allows(&a, &b));
+        assert!(p.allows(&c, &b));
+        assert_eq!(AccountPolicy::from_json(&p.to_json()), Some(p));
+    }
+}

@@ -1,0 +1,110 @@
+//! `POST /v1/messages/{id}/resolve` (§8.8): an authorized human or agent resolves an ask/task.
+
+use ma2h_protocol::envelope::Envelope;
+use ma2h_protocol::ids::{Actor, MessageId};
+use ma2h_protocol::resolve::ResolveRequest;
+use ma2h_protocol::response::Terminal;
+
+use crate::kernel::auth::Principal;
+use crate::kernel::credentials::PrincipalId;
+use crate::messages::lifecycle::{already_terminal, apply_terminal, settle};
+use crate::messages::records::{Completion, Lookup, MessageRecord};
+use crate::messages::resolvers::{Decision, is_submitter};
+use crate::{Hub, HubError};
+
+/// 200 `{id, status, resolution_id}`.
+pub use ma2h_protocol::wire::ResolveResult as Resolved;
+
+/// `session`: the `?session=` an agent resolver presented (§8.8) — renewed, and the attested
+/// actor becomes `agent:<id>#<sess>`.
+pub async fn resolve(
+    hub: &Hub,
+    principal: &Principal,
+    session: Option<&str>,
+    id: &str,
+    body: &[u8],
+) -> Result<Resolved, HubError> {
+    let actor = match session {
+        Some(raw) => Actor::parse(&crate::sessions::lease::present(hub, principal, raw).await?.address())
+            .ok_or_else(|| HubError::Internal("a session address is not an actor".into()))?,
+        None => principal.actor(),
+    };
+    let record = load_for_resolver(hub, principal, id).await?;
+    let envelope = record.envelope()?;
+    authorize(&record, &envelope, principal, &actor)?;
+
+    let request = ResolveRequest::parse(body)?;
+    if !record.status.is_open() {
+        return Err(already_terminal(&record));
+    }
+    request.check_against(&envelope)?;
+    // §6 `edited`: an answer that differs from the agent's proposal (the input schema's defaults).
+    let proposal = envelope.request().and_then(|r| r.schema.as_ref()).and_then(ma2h_protocol::rules::proposal);
+    let edited = matches!((&proposal, &request.value), (Some(p), Some(v)) if ma2h_protocol::rules::departs_from(p, v));
+
+    let terminal = Terminal {
+        resolution: request.resolution,
+        actor,
+        resolved_at: hub.clock.now(),
+        resolution_id: hub.new_resolution_id(),
+        value: request.value,
+        comment: request.comment,
+        checklist: request.checklist,
+        defaulted: false,
+        edited,
+    };
+    match apply_terminal(hub, &record, &envelope, terminal).await? {
+        Completion::Applied(rec) => Ok(Resolved {
+            id: rec.id.to_string(),
+            status: rec.status,
+            resolution_id: rec.resolution_id.map(|r| r.to_string()).unwrap_or_default(),
+        }),
+        Completion::AlreadyTerminal(rec) => Err(already_terminal(&rec)),
+        Completion::Missing => Err(HubError::NotFound),
+    }
+}
+
+/// Any message of the caller's account; lazy expiry applied (§7: an answer strictly after
+/// `expires_at` loses to the default, which then reads as `already_terminal`).
+async fn load_for_resolver(hub: &Hub, principal: &Principal, id: &str) -> Result<MessageRecord, HubError> {
+    let id = MessageId::parse(id).ok_or(HubError::NotFound)?;
+    match hub.lookup(&principal.account, &id).await? {
+        Lookup::Found(rec) => settle(hub, rec).await,
+        Lookup::Gone { agent_id } => {
+            // Only parties who could see the message learn that it is gone.
+            match &principal.id {
+                PrincipalId::Agent(a) if a != &agent_id => Err(HubError::NotFound),
+                _ => Err(HubError::Gone),
+            }
+        }
+        Lookup::Missing => Err(HubError::NotFound),
+    }
+}
+
+/// §9.1 resolver authorization ([`Decision`]). An agent that may not resolve — and did not
+/// submit — gets the unknown-id 404 (no existence oracle); the account's operator and the
+/// submitter get a 403 that says why.
+fn authorize(
+    record: &MessageRecord,
+    envelope: &Envelope,
+    principal: &Principal,
+    actor: &Actor,
+) -> Result<(), HubError> {
+    let decision = Decision::of(record, envelope, principal, actor);
+    if decision == Decision::Allowed {
+        return Ok(());
+    }
+    if matches!(principal.id, PrincipalId::Agent(_)) && !is_submitter(record, principal) {
+        return Err(HubError::NotFound);
+    }
+    Err(match decision {
+        Decision::NotResolvable => HubError::invalid_field("`/resolution`: a notify is not resolvable"),
+        Decision::AddresseeOnly => HubError::NotAuthorized(format!(
+            "{actor} may not resolve this message: without allowed_resolvers only its addressee may (§9.1)"
+        )),
+        Decision::NotListed { .. } => HubError::NotAuthorized(format!("{actor} is not listed in allowed_resolvers")),
+        _ => HubError::NotAuthorized(format!(
+            "{actor} may not resolve this message: without allowed_resolvers only its submitting agent may (§9.1)"
+        )),
+    })
+}

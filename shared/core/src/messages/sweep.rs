@@ -1,0 +1,85 @@
+//! The background sweeper: applies due expiries found through the `expires_at` index (never a
+//! full scan) and purges rows past retention. Lazy expiry on every read covers the gaps between
+//! sweeps; the sweeper makes expiry happen even when nobody reads.
+
+use crate::messages::lifecycle::settle;
+use crate::messages::records::Lookup;
+use crate::{Hub, HubError};
+
+/// What one sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepReport {
+    pub expired: usize,
+    pub purged: usize,
+    /// Mailbox entries closed at their deadline (§13.3) and deleted after retention.
+    pub entries_closed: usize,
+    pub entries_purged: usize,
+    /// Sessions whose lease lapsed (§16.3), entries bounced (§14.2), terminal sessions purged.
+    pub sessions_expired: usize,
+    pub entries_bounced: usize,
+    pub sessions_purged: usize,
+}
+
+/// How many due messages one sweep handles before yielding (the next sweep continues).
+pub const SWEEP_BATCH: usize = 500;
+
+pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
+    let now = hub.clock.now();
+    let mut report = SweepReport::default();
+    let mut lag = 0.0f64;
+    for (account, id) in hub.messages.due_expiries(now, SWEEP_BATCH).await? {
+        if let Lookup::Found(rec) = hub.messages.get_message(&account, &id).await? {
+            if let Some(at) = rec.expires_at {
+                lag = lag.max((now - at).num_milliseconds() as f64 / 1000.0);
+            }
+            let before = rec.status;
+            let after = settle(hub, rec).await?;
+            if before != after.status {
+                report.expired += 1;
+            }
+        }
+    }
+    crate::kernel::metrics::swept(lag, report.expired);
+    report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
+    // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable.
+    let retain_until = crate::mailbox::drain::retain_after(hub, now);
+    let closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
+    report.entries_closed = closed.len();
+    // §14.2/§7: an addressed message that expired unseen, or a principal-addressed one orphaned
+    // after delivery, is undeliverable: resolve it (and receipt the orphan's sender).
+    crate::inter_agent::rules::after_closed(hub, &closed).await;
+    report.entries_purged = hub.mailbox.purge_entries(now, SWEEP_BATCH).await?;
+    // §16.3: lapsed leases become durable `expired`, then the bounce outbox is drained.
+    let retention = hub.settings.sessions.terminal_retention();
+    report.sessions_expired = hub.sessions.expire_due_sessions(now, retention, SWEEP_BATCH).await?;
+    for session in hub.sessions.pending_bounces(SWEEP_BATCH).await? {
+        report.entries_bounced += crate::sessions::lease::bounce(hub, &session).await?;
+    }
+    report.sessions_purged = hub.sessions.purge_sessions(now, SWEEP_BATCH).await?;
+    hub.notifications.purge_notifications(now, SWEEP_BATCH).await?;
+    Ok(report)
+}
+
+/// A pending push not attempted this long after it was due lost its queue announcement (it is
+/// sent after the commit, §3.1, and a crash or queue error can drop it).
+pub const STALE_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+/// How long a re-announced push is leased before a sweep may announce it again.
+pub const REQUEUE_LEASE: chrono::Duration = chrono::Duration::minutes(5);
+/// Re-announcements per sweep (the next sweep continues).
+pub const REQUEUE_BATCH: usize = 100;
+
+/// For a Hub whose deliveries are driven by an external queue (SQS on AWS): claim pending pushes
+/// overdue by [`STALE_AFTER`] (leasing them for [`REQUEUE_LEASE`]) and announce them again.
+/// Returns how many the queue took; the rest are retried by a later sweep once the lease ends.
+pub async fn requeue_lost_pushes(hub: &Hub) -> Result<usize, HubError> {
+    let now = hub.clock.now();
+    let stale = hub.messages.claim_due_pushes(now - STALE_AFTER, now + REQUEUE_LEASE, REQUEUE_BATCH).await?;
+    let mut requeued = 0;
+    for (account, id) in stale {
+        match hub.push_queue.enqueue(&account, &id).await {
+            Ok(()) => requeued += 1,
+            Err(e) => tracing::warn!(message_id = %id, error = %e, "re-enqueue failed; a later sweep retries"),
+        }
+    }
+    Ok(requeued)
+}
