@@ -157,7 +157,8 @@ pub async fn serve(
     let sweeper = tokio::spawn(run_sweeper(hub.clone()));
     let worker = tokio::spawn(deliver::run_worker(hub.clone(), deliverer, wake));
     // Issue 20: channel notifications (Slack, webhooks), their reminders and escalations.
-    let notifier = notify::Notifier::new(sender).with_mailer(Arc::new(ma2h_delivery_smtp::SmtpMailer));
+    let notifier =
+        ma2h_core::channels::sender::Notifier::new(sender).with_mailer(Arc::new(ma2h_delivery_smtp::SmtpMailer));
     let notifier = tokio::spawn(notify::run_worker(hub.clone(), Arc::new(notifier)));
     let changes = hub.changes.clone();
     let limits = hub.settings.server;

@@ -8,11 +8,8 @@ use serde::Serialize;
 
 use crate::kernel::auth::{hash_key, key_prefix, new_token};
 use crate::kernel::credentials::{CredentialRecord, PrincipalId};
+use crate::kernel::secrets::SIGNING_SECRET_NAME;
 use crate::{Hub, HubError};
-
-/// The secret name under which an agent's Hub-issued signing secret is stored (§9.2 signing of
-/// pushed Responses for bearer/apikey callbacks).
-pub const SIGNING_SECRET_NAME: &str = "hub:signing";
 
 /// What a create/rotate prints once.
 #[derive(Debug, Clone, Serialize)]

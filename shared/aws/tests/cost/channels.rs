@@ -28,7 +28,9 @@ async fn requests_per_phase_of_a_routed_ask() {
         // MA2H_CHANNELS_CACHE_MS), as on a busy container.
         let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
         assert_eq!(status, StatusCode::ACCEPTED);
-        ma2h_core::channels::notify::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap()).await.unwrap();
+        ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
+            .await
+            .unwrap();
         e.phase().await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
         let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {

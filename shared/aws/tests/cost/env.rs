@@ -79,7 +79,7 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     let operator = admin::create_operator(&dep.hub, "acme", "alice", None).await.unwrap().api_key;
     admin::bind_callback(&dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
     admin::put_secret(&dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
-    ma2h_core::channels::notify::config(&dep.hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
+    ma2h_core::channels::schedule::config(&dep.hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
         .await
         .unwrap();
     meter.take();

@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use crate::channels::config::{EmailChannel, seal_context};
 use crate::channels::mail::{Mail, MailError};
-use crate::channels::notify::{Failure, Notifier};
 use crate::channels::outbox::{Step, StepKind};
+use crate::channels::sender::{Failure, Notifier};
 use crate::kernel::auth::Principal;
 use crate::kernel::credentials::PrincipalId;
 use crate::messages::records::{Lookup, MessageRecord};
@@ -103,7 +103,7 @@ pub fn answer_links(hub: &Hub, record: &MessageRecord, envelope: &Envelope, huma
     let Some(request) = envelope.request() else { return vec![] };
     if !matches!(request.mode, Mode::Confirm | Mode::Select)
         || !request.permissions.allow_respond
-        || crate::channels::slack::is_sensitive(envelope)
+        || crate::channels::audience::is_sensitive(envelope)
     {
         return vec![];
     }
@@ -146,7 +146,7 @@ pub fn compose(
         _ => "",
     };
     let subject = format!("[{}] {lead}{}", record.priority.as_str(), record.title);
-    let body = if crate::channels::slack::is_sensitive(envelope) {
+    let body = if crate::channels::audience::is_sensitive(envelope) {
         "(Sensitive content: open it in the inbox.)".to_owned()
     } else {
         let body = envelope.raw.get("body").and_then(Value::as_str).map(str::to_owned);
@@ -312,7 +312,9 @@ pub async fn apply_link(hub: &Hub, token: &str) -> Result<Applied, LinkError> {
             crate::channels::config::Channel::Email(m) => m.recipients.contains_key(human.as_str()),
             _ => false,
         });
-        Ok::<bool, HubError>(recipient && crate::channels::slack::operator_active(hub, &record.account, &human).await?)
+        Ok::<bool, HubError>(
+            recipient && crate::channels::audience::operator_active(hub, &record.account, &human).await?,
+        )
     };
     match still.await {
         Ok(true) => {}

@@ -2,11 +2,14 @@
 //! signed webhook — their per-account configuration, the durable outbox, and the answers that
 //! come back through them.
 
+pub mod audience;
 pub mod config;
 pub mod email;
 pub mod mail;
 pub mod manage;
 pub mod notify;
 pub mod outbox;
+pub mod schedule;
+pub mod sender;
 pub mod slack;
 pub(crate) mod webhook_event;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::channels::schedule::plan;
 use crate::channels::config::{Channel, ChannelsConfig, Route, Sealed, WebhookChannel};
 use serde_json::json;
 

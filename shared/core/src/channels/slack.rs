@@ -11,9 +11,10 @@ use ma2h_protocol::signature::{SigningKey, sign_canonical_raw};
 use ma2h_protocol::time::{self, Timestamp};
 use serde_json::{Value, json};
 
+use crate::channels::audience::{is_sensitive, operator_active};
 use crate::channels::config::{SlackChannel, seal_context};
-use crate::channels::notify::{Failure, Notifier};
 use crate::channels::outbox::{Step, StepKind};
+use crate::channels::sender::{Failure, Notifier};
 use crate::kernel::auth::Principal;
 use crate::kernel::credentials::PrincipalId;
 use crate::messages::records::MessageRecord;
@@ -136,17 +137,6 @@ fn clip(text: &str, max: usize) -> String {
 
 fn slack_date(t: Timestamp) -> String {
     format!("<!date^{}^{{date_short_pretty}} {{time}}|{}>", t.timestamp(), time::format(t))
-}
-
-/// Whether anything of the message is marked sensitive (§9.6): then no body and no inline answer.
-pub fn is_sensitive(envelope: &Envelope) -> bool {
-    envelope.sensitive
-        || envelope
-            .request()
-            .and_then(|r| r.schema.as_ref())
-            .and_then(|s| s.get("properties"))
-            .and_then(Value::as_object)
-            .is_some_and(|props| props.values().any(|p| p.get("x-ma2h-sensitive") == Some(&Value::Bool(true))))
 }
 
 /// The text shown for the message: the `body`, or a task's instructions.
@@ -341,7 +331,7 @@ pub async fn apply_payload(
     account: &AccountId,
     payload: &Value,
 ) -> Result<(Interaction, Option<String>), HubError> {
-    let policy = crate::channels::notify::config(hub, account).await?;
+    let policy = crate::channels::schedule::config(hub, account).await?;
     let response_url = payload.get("response_url").and_then(Value::as_str).map(str::to_owned);
     let outcome = apply(hub, account, &policy.channels, payload).await?;
     Ok((outcome, response_url))
@@ -420,16 +410,6 @@ async fn apply(
         Err(HubError::Protocol(e)) => Interaction::Refused { id: id.to_owned(), reason: e.to_string() },
         Err(e) => return Err(e),
     })
-}
-
-/// Whether `human` still holds an active operator credential in `account`: an answer that
-/// arrives outside the API (a Slack press, an email link) acts as them only while it does, so
-/// revoking their key also revokes their links. Their own credentials only, never a scan of
-/// every credential (on DynamoDB a table scan per press, which no function is granted).
-pub(crate) async fn operator_active(hub: &Hub, account: &AccountId, human: &HumanId) -> Result<bool, HubError> {
-    let now = hub.clock.now();
-    let principal = PrincipalId::Operator(human.clone());
-    Ok(hub.credentials.credentials_of(account, &principal).await?.iter().any(|c| c.is_active(now)))
 }
 
 /// Tell the pressing user what happened (Slack's `response_url`, ephemeral). Best effort.

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use crate::Hub;
 use crate::channels::config::{WebhookChannel, seal_context};
-use crate::channels::notify::{Failure, Notifier};
 use crate::channels::outbox::{Step, StepKind};
+use crate::channels::sender::{Failure, Notifier};
 use crate::messages::records::MessageRecord;
 use crate::push::queue::PushRequest;
 
@@ -82,7 +82,7 @@ pub fn event(hub: &Hub, step: &Step, record: &MessageRecord, envelope: &Envelope
             "actor": response.and_then(|r| r.get("actor")),
             "resolved_at": response.and_then(|r| r.get("resolved_at")),
         });
-        if !crate::channels::slack::is_sensitive(envelope)
+        if !crate::channels::audience::is_sensitive(envelope)
             && let Some(v) = response.and_then(|r| r.get("value"))
         {
             outcome["value"] = v.clone();

@@ -6,8 +6,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ma2h_protocol::ids::AccountId;
 use ma2h_protocol::ids::AgentId;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 /// Most destinations with an allowlist, and most senders on one list.
 pub const MAX_ALLOWLISTS: usize = 500;
@@ -46,6 +50,17 @@ impl AccountPolicy {
 
     pub fn from_json(text: &str) -> Option<Self> {
         serde_json::from_str(text).ok()
+    }
+}
+
+/// Account policies read for the submit path, kept for `MA2H_CHANNELS_CACHE_MS` (an edit made
+/// through this Hub clears its account at once).
+#[derive(Default)]
+pub struct PolicyCache(pub(crate) Mutex<HashMap<AccountId, (Arc<AccountPolicy>, Instant)>>);
+
+impl PolicyCache {
+    pub(crate) fn forget(&self, account: &AccountId) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(account);
     }
 }
 

@@ -2,17 +2,12 @@
 //! delivery honesty after an entry closes undeliverable (§14.2, §7): the auto-resolution and the
 //! sender's bounce `receipt`.
 
-use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
-use ma2h_protocol::inter_agent::bounce_receipt;
-use ma2h_protocol::time;
+use ma2h_protocol::ids::{AccountId, AgentId};
 use serde_json::Value;
 
 use crate::inter_agent::policy::{AccountPolicy, MAX_ALLOWLISTS, MAX_POLICY_BYTES, MAX_SENDERS};
 use crate::kernel::auth::Principal;
 use crate::kernel::credentials::PrincipalId;
-use crate::mailbox::model::{Audience, EntryKind, Mailbox, MailboxEntry, Track};
-use crate::messages::lifecycle::settle;
-use crate::messages::records::Lookup;
 use crate::{Hub, HubError};
 
 /// `GET /v1/operator/inter-agent`: the account's policy (defaults when never set).
@@ -112,65 +107,4 @@ fn operator_only(principal: &Principal) -> Result<(), HubError> {
         PrincipalId::Operator(_) => Ok(()),
         PrincipalId::Agent(_) => Err(HubError::NotAuthorized("only the account's human manages this policy".into())),
     }
-}
-
-/// After entries closed (a session's bounce, or the sweep's deadline), for each addressed
-/// `message` entry that went undeliverable: auto-resolve its ask/task (§7) and, on a bounce, tell
-/// the sender's live session with a `receipt` (§8.7.1; expiry emits none, §14.2). Best-effort
-/// per entry: a failure is logged, and the sender's pull repairs the resolution (lazy settle).
-pub(crate) async fn after_closed(hub: &Hub, entries: &[MailboxEntry]) -> usize {
-    let mut receipts = 0;
-    for entry in entries.iter().filter(|e| e.kind == EntryKind::Message) {
-        match honour(hub, entry).await {
-            Ok(sent) => receipts += usize::from(sent),
-            Err(e) => tracing::warn!(message_id = %entry.key, error = %e, "undeliverable follow-up deferred"),
-        }
-    }
-    receipts
-}
-
-async fn honour(hub: &Hub, entry: &MailboxEntry) -> Result<bool, HubError> {
-    let now = hub.clock.now();
-    let track = entry.track(now);
-    if !matches!(track, Track::Bounced { .. } | Track::Expired) {
-        return Ok(false);
-    }
-    let Some(id) = MessageId::parse(&entry.key) else { return Ok(false) };
-    let Lookup::Found(record) = hub.lookup(&entry.mailbox.account, &id).await? else { return Ok(false) };
-    let record = settle(hub, record).await?;
-    let (Track::Bounced { at, .. }, Some(sender_sess)) = (&track, crate::mailbox::addressed::sender_session(&record))
-    else {
-        return Ok(false);
-    };
-    // §8.7.1: receipts go only to a live session of the sender.
-    let live = hub
-        .sessions
-        .get_session(&record.account, &sender_sess)
-        .await?
-        .is_some_and(|s| s.agent == record.agent_id && s.is_live(now));
-    // The terminal destination session: the addressed one, or the orphan's last claimant.
-    let dest_session = entry.audience.session().or(entry.claimant.as_ref());
-    let (true, Some(dest_session)) = (live, dest_session) else { return Ok(false) };
-    let receipt_id = hub.new_receipt_id();
-    let to = ma2h_protocol::entries::session_address(record.agent_id.as_str(), sender_sess.as_str());
-    let prior = track.prior().unwrap_or(ma2h_protocol::wire::TrackState::Queued);
-    let payload =
-        bounce_receipt(receipt_id.as_str(), entry.key.as_str(), prior, &time::format(*at), dest_session.as_str(), &to);
-    let retention = chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days));
-    let receipt = MailboxEntry::new(
-        Mailbox { account: record.account.clone(), agent: record.agent_id.clone() },
-        receipt_id.to_string(),
-        EntryKind::Receipt,
-        Audience::Session(sender_sess.clone()),
-        payload,
-        "system:hub".into(),
-        now,
-        now + retention,
-    );
-    // Best-effort (§8.7.1): a full mailbox drops the receipt; the pull stays authoritative.
-    let queued = hub.mailbox.enqueue(&receipt, hub.settings.mailbox.depth).await?;
-    if queued == crate::mailbox::model::Enqueued::New {
-        hub.changes.publish_mailbox(&receipt.mailbox);
-    }
-    Ok(queued == crate::mailbox::model::Enqueued::New)
 }

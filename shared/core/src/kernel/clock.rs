@@ -58,9 +58,6 @@ impl Random for OsRandom {
     }
 }
 
-/// How a long-poll learns that a message changed (§8.2 `?wait=`).
-///
-
 /// A clock tests move by hand.
 #[derive(Debug)]
 pub struct ManualClock(std::sync::Mutex<Timestamp>);

@@ -65,7 +65,7 @@ pub struct HubParts {
     /// Credentials recently read by key hash (cleared by every credential change made here).
     pub(crate) credential_cache: Arc<crate::kernel::credential_cache::CredentialCache>,
     /// Account policies (channels and routes) recently read, for the submit path.
-    pub(crate) policy_cache: Arc<crate::channels::notify::PolicyCache>,
+    pub(crate) policy_cache: Arc<crate::inter_agent::policy::PolicyCache>,
 }
 
 impl Hub {

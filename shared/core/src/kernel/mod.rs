@@ -12,6 +12,7 @@ pub mod error;
 pub mod hub;
 pub mod keys;
 pub mod metrics;
+pub mod rate;
 pub mod secrets;
 pub mod settings;
 pub mod telemetry;

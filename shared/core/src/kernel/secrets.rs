@@ -74,6 +74,10 @@ impl MasterKey {
     }
 }
 
+/// The secret name under which an agent's Hub-issued signing secret is stored (§9.2 signing of
+/// pushed Responses for bearer/apikey callbacks).
+pub const SIGNING_SECRET_NAME: &str = "hub:signing";
+
 #[cfg(test)]
 mod tests {
     use super::*;

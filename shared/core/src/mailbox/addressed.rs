@@ -11,19 +11,16 @@ use ma2h_protocol::envelope::{Envelope, MessageType};
 use ma2h_protocol::ids::{AgentId, SessionId};
 use ma2h_protocol::inter_agent::{Destination, delivered_message};
 use ma2h_protocol::lifecycle::Status;
-use ma2h_protocol::response::Terminal;
 use ma2h_protocol::time::Timestamp;
 use ma2h_protocol::wire::{MailboxTrack, Reach, Reachability};
 use serde_json::Value;
 
 use crate::mailbox::directives::unknown_destination;
 use crate::mailbox::model::{Audience, EntryKind, Mailbox, MailboxEntry, Track};
+use crate::mailbox::undeliverable::is_addressed;
 use crate::messages::records::MessageRecord;
 use crate::sessions::model::SessionRecord;
 use crate::{Hub, HubError};
-
-/// The actor attested on an undeliverable auto-resolution (§7).
-pub const UNDELIVERABLE: &str = "undeliverable";
 
 /// Where an accepted addressed message goes, and what the sender is told at send time.
 #[derive(Debug, Clone)]
@@ -59,7 +56,8 @@ pub(crate) async fn route(
         return Err(unknown_destination());
     }
     // "Known" = the agent has a signing secret in this account (every agent credential creates it).
-    let secret = hub.credentials.get_secret(&sender.account, &dest.agent, crate::admin::SIGNING_SECRET_NAME).await?;
+    let secret =
+        hub.credentials.get_secret(&sender.account, &dest.agent, crate::kernel::secrets::SIGNING_SECRET_NAME).await?;
     if secret.is_none() {
         return Err(unknown_destination());
     }
@@ -123,7 +121,7 @@ async fn reachability(
 /// §8.6 per-sender budget for addressed submits (`rate_limit.inter_agent_requests_per_minute`).
 async fn check_rate(hub: &Hub, sender: &Mailbox) -> Result<(), HubError> {
     let limit = hub.settings.inter_agent.requests_per_minute;
-    crate::messages::submit::per_minute(
+    crate::kernel::rate::per_minute(
         hub,
         &format!("ia/{}", sender.key()),
         limit,
@@ -152,39 +150,6 @@ pub(crate) fn entry(hub: &Hub, route: &Route, record: &MessageRecord, envelope: 
         now,
         deadline,
     )
-}
-
-/// Is this an addressed message (its accepted envelope carries `to`)?
-pub(crate) fn is_addressed(record: &MessageRecord) -> bool {
-    record.envelope.get("to").is_some()
-}
-
-/// The outbound `message` entry of an addressed message (until it is purged).
-///
-/// §14.2 repair: an entry still open for a session that has ended was written after — or, on a
-/// lagging index, missed by — that session's bounce. It is bounced now (the session's bounce is
-/// idempotent), so the sender never reads "queued" for mail nobody can ever drain.
-pub(crate) async fn outbound(hub: &Hub, record: &MessageRecord) -> Result<Option<MailboxEntry>, HubError> {
-    if !is_addressed(record) {
-        return Ok(None);
-    }
-    let read = || async {
-        Ok::<_, HubError>(
-            hub.mailbox.get_entry(&record.account, record.id.as_str()).await?.filter(|e| e.kind == EntryKind::Message),
-        )
-    };
-    let entry = read().await?;
-    if let Some(e) = &entry
-        && e.closed.is_none()
-        && let Some(sid) = e.audience.session()
-        && let Some(s) = hub.sessions.get_session(&e.mailbox.account, sid).await?
-        && s.agent == e.mailbox.agent
-        && s.end.is_some()
-    {
-        Box::pin(crate::sessions::lease::bounce(hub, &s)).await?;
-        return read().await;
-    }
-    Ok(entry)
 }
 
 /// The status a sender reads: an addressed notify mirrors its mailbox track (§5.1, §8.2).
@@ -216,27 +181,6 @@ pub(crate) fn mailbox_track(entry: &MailboxEntry, now: Timestamp) -> MailboxTrac
         },
         prior: track.prior(),
     }
-}
-
-/// §7: an addressed ask/task whose delivery track reached `bounced` or `expired` auto-resolves
-/// `cancelled`/`dismissed` by `system:undeliverable` (a no-op when anything else won first).
-pub(crate) fn undeliverable_terminal(record: &MessageRecord, entry: &MailboxEntry, hub: &Hub) -> Option<Terminal> {
-    if !record.status.is_open() || record.kind == MessageType::Notify {
-        return None;
-    }
-    // Resolved now (the Hub clock at the transition, so `?since=` cursors see it); if the ask's
-    // own `expires_at` has passed by then, the §7 expiry wins instead.
-    let now = hub.clock.now();
-    if !matches!(entry.track(now), Track::Bounced { .. } | Track::Expired) {
-        return None;
-    }
-    let actor = ma2h_protocol::ids::Actor::System(UNDELIVERABLE.to_owned());
-    Some(Terminal::undeliverable(record.kind, actor, now, hub.new_resolution_id()))
-}
-
-/// The address of the live session an addressed message's sender submitted with, if any.
-pub(crate) fn sender_session(record: &MessageRecord) -> Option<SessionId> {
-    record.envelope.get("agent")?.get("session")?.as_str().and_then(SessionId::parse)
 }
 
 /// Does `agent` own this addressed message's destination? (§9.1 addressee default.)

@@ -102,7 +102,8 @@ pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<Ma
     let Some(agent) = agent_raw.and_then(AgentId::parse) else { return Err(unknown_destination()) };
     // "Known" = the agent has a signing secret in this account: every agent credential creates
     // it, and it is the key its deliveries are signed with.
-    let secret = hub.credentials.get_secret(&principal.account, &agent, crate::admin::SIGNING_SECRET_NAME).await?;
+    let secret =
+        hub.credentials.get_secret(&principal.account, &agent, crate::kernel::secrets::SIGNING_SECRET_NAME).await?;
     if secret.is_none() {
         return Err(unknown_destination());
     }

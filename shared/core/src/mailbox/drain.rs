@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::kernel::auth::Principal;
 use crate::kernel::credentials::PrincipalId;
 use crate::mailbox::model::{AckRecord, Audience, Claimer, EntryKind, Mailbox, MailboxEntry};
+use crate::mailbox::undeliverable::retain_after;
 use crate::sessions::model::SessionRecord;
 use crate::{Hub, HubError};
 
@@ -258,9 +259,4 @@ pub async fn ack(
         }
     }
     Ok(acked.len())
-}
-
-/// Closed entries stay readable to operators this long (the inbound retention).
-pub fn retain_after(hub: &Hub, now: Timestamp) -> Timestamp {
-    now + chrono::Duration::days(i64::from(hub.settings.mailbox.retention_days))
 }

@@ -65,7 +65,7 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
     };
     let envelope = record.envelope()?;
     let allowed = allowed(&record, &envelope, principal);
-    let outbound = crate::mailbox::addressed::outbound(hub, &record).await?;
+    let outbound = crate::mailbox::undeliverable::outbound(hub, &record).await?;
     let status = crate::mailbox::addressed::status(&record, outbound.as_ref(), hub.clock.now());
     // A notification failure never hides the message: an unreadable item is just not shown.
     let notifications = hub.notifications.get_notification(&principal.account, &id).await.unwrap_or_else(|e| {

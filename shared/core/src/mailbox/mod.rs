@@ -9,3 +9,4 @@ pub mod model;
 pub mod presence;
 pub mod store;
 pub mod stream;
+pub(crate) mod undeliverable;

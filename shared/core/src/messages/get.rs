@@ -70,7 +70,7 @@ pub async fn get(hub: &Hub, principal: &Principal, id: &str, opts: ReadOptions) 
                 // §14.2: the submitter's read of a terminal Response is delivery evidence — when
                 // the Response is actually sent (a HEAD answers headers only).
                 let record = if opts.head { record } else { crate::messages::receipt::stamp_read(hub, record).await? };
-                let outbound = crate::mailbox::addressed::outbound(hub, &record).await?;
+                let outbound = crate::mailbox::undeliverable::outbound(hub, &record).await?;
                 let text = record.state_text.as_deref();
                 let body = body(&record, outbound.as_ref(), hub.clock.now());
                 return Ok(Read::Body(verbatim::to_vec_with_state(&body, text, verbatim::GET_BODY_STATE)));
@@ -91,7 +91,7 @@ pub fn body(record: &MessageRecord, outbound: Option<&MailboxEntry>, now: Timest
         id: record.id.to_string(),
         status: crate::mailbox::addressed::status(record, outbound, now),
         // §8.2: the sender's authoritative view of the outbound track (purged → `expired`).
-        mailbox: crate::mailbox::addressed::is_addressed(record).then(|| match outbound {
+        mailbox: crate::mailbox::undeliverable::is_addressed(record).then(|| match outbound {
             Some(e) => crate::mailbox::addressed::mailbox_track(e, now),
             None => MailboxTrack { state: TrackState::Expired, delivered_at: None, acknowledged_at: None, prior: None },
         }),

@@ -75,8 +75,8 @@ pub(crate) async fn apply_terminal(
         }
         // Issue 20: the channels that announced it show the outcome (only where a route could
         // have written an item: the account's routes match this message).
-        if crate::channels::notify::routed(hub, &rec.account, envelope).await {
-            crate::channels::notify::wake(hub, &rec.account, &rec.id).await;
+        if crate::channels::schedule::routed(hub, &rec.account, envelope).await {
+            crate::channels::schedule::wake(hub, &rec.account, &rec.id).await;
         }
         // time to answer: a person's or an agent's decision, not an expiry or a withdrawal
         let decided = !matches!(
@@ -139,8 +139,8 @@ pub(crate) async fn settle(hub: &Hub, record: MessageRecord) -> Result<MessageRe
     if record.status != Status::Open {
         return Ok(record);
     }
-    let undeliverable = match crate::mailbox::addressed::outbound(hub, &record).await? {
-        Some(entry) => crate::mailbox::addressed::undeliverable_terminal(&record, &entry, hub),
+    let undeliverable = match crate::mailbox::undeliverable::outbound(hub, &record).await? {
+        Some(entry) => crate::mailbox::undeliverable::undeliverable_terminal(&record, &entry, hub),
         None => None,
     };
     let terminal = match undeliverable {

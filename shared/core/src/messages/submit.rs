@@ -129,19 +129,19 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
     // Issue 20: a routed ask/task's channel notifications, written before the message (module
     // docs of `crate::channels::outbox`: an item whose message never commits is retired).
     let announced = match entry.is_none() && record.kind != MessageType::Notify {
-        true => crate::channels::notify::schedule(hub, &principal.account, &id, &envelope).await,
+        true => crate::channels::schedule::schedule(hub, &principal.account, &id, &envelope).await,
         false => None,
     };
     let inserted = hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now).await;
     // A replay: this id was never used, so its item is retired now. (After a store error the
     // message may still have committed: the worker decides once the orphan grace is over.)
     if let (Some(item), Ok(Inserted::Existing(_))) = (&announced, &inserted) {
-        Box::pin(crate::channels::notify::discard(hub, item.clone())).await;
+        Box::pin(crate::channels::schedule::discard(hub, item.clone())).await;
     }
     match inserted? {
         Inserted::New => {
             if announced.is_some() {
-                Box::pin(crate::channels::notify::announce(hub, &principal.account, &id)).await;
+                Box::pin(crate::channels::schedule::announce(hub, &principal.account, &id)).await;
             }
             tracing::info!(message_id = %id, agent_id = %agent_id, kind = envelope.kind().as_str(), "message accepted");
             crate::kernel::metrics::submitted(envelope.kind().as_str());
@@ -174,9 +174,9 @@ async fn replay(hub: &Hub, claim: &IdempotencyRecord, fingerprint: &str) -> Resu
     match hub.lookup(&claim.account, &claim.message_id).await? {
         Lookup::Found(rec) => {
             let rec = settle(hub, rec).await?;
-            let outbound = crate::mailbox::addressed::outbound(hub, &rec).await?;
+            let outbound = crate::mailbox::undeliverable::outbound(hub, &rec).await?;
             let mut out = ack(hub, &rec, outbound.as_ref());
-            if crate::mailbox::addressed::is_addressed(&rec) {
+            if crate::mailbox::undeliverable::is_addressed(&rec) {
                 // §8.1: every addressed ack carries the snapshot. A replay re-derives it for the
                 // original destination, gated by the same visibility rule.
                 out.destination = Some(crate::mailbox::addressed::replay_snapshot(hub, &rec).await?);
@@ -227,23 +227,4 @@ async fn admit(
         });
     }
     Ok(Some(a))
-}
-
-/// One fixed-minute budget: the `limit`-th request of the minute under `scope` passes, the next
-/// is 429 with the seconds left in the minute. `0` = no limit.
-pub(crate) async fn per_minute(hub: &Hub, scope: &str, limit: u32, what: &str) -> Result<(), HubError> {
-    if limit == 0 {
-        return Ok(());
-    }
-    let now = hub.clock.now();
-    let minute = now.timestamp().div_euclid(60);
-    let window_end = now + Duration::seconds(60 - i64::from(now.second()));
-    let count = hub.messages.incr_counter(&format!("{scope}/{minute}"), window_end, now).await?;
-    if count > u64::from(limit) {
-        return Err(HubError::RateLimited {
-            message: format!("more than {limit} {what}"),
-            retry_after_secs: u64::try_from((window_end - now).num_seconds().max(1)).unwrap_or(1),
-        });
-    }
-    Ok(())
 }

@@ -42,18 +42,18 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     crate::kernel::metrics::swept(lag, report.expired);
     report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
     // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable.
-    let retain_until = crate::mailbox::drain::retain_after(hub, now);
+    let retain_until = crate::mailbox::undeliverable::retain_after(hub, now);
     let closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
     report.entries_closed = closed.len();
     // §14.2/§7: an addressed message that expired unseen, or a principal-addressed one orphaned
     // after delivery, is undeliverable: resolve it (and receipt the orphan's sender).
-    crate::inter_agent::rules::after_closed(hub, &closed).await;
+    crate::mailbox::undeliverable::after_closed(hub, &closed).await;
     report.entries_purged = hub.mailbox.purge_entries(now, SWEEP_BATCH).await?;
     // §16.3: lapsed leases become durable `expired`, then the bounce outbox is drained.
     let retention = hub.settings.sessions.terminal_retention();
     report.sessions_expired = hub.sessions.expire_due_sessions(now, retention, SWEEP_BATCH).await?;
     for session in hub.sessions.pending_bounces(SWEEP_BATCH).await? {
-        report.entries_bounced += crate::sessions::lease::bounce(hub, &session).await?;
+        report.entries_bounced += crate::mailbox::undeliverable::bounce(hub, &session).await?;
     }
     report.sessions_purged = hub.sessions.purge_sessions(now, SWEEP_BATCH).await?;
     hub.notifications.purge_notifications(now, SWEEP_BATCH).await?;

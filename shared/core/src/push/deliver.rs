@@ -264,7 +264,7 @@ fn keys_for(
         Some(name) => Some(open(name)?.ok_or_else(|| PushRefusal::SecretGone(name.into()))?),
         None => None,
     };
-    Ok((signing_key_from(hub, open(SIGNING_ALG_NAME)?, open(crate::admin::SIGNING_SECRET_NAME)?)?, token))
+    Ok((signing_key_from(hub, open(SIGNING_ALG_NAME)?, open(crate::kernel::secrets::SIGNING_SECRET_NAME)?)?, token))
 }
 
 /// The key the Hub signs for this agent with — pushes without an `hmac` secret_ref (§9.2) and
@@ -275,7 +275,7 @@ pub async fn agent_signing_key(hub: &Hub, account: &AccountId, agent: &AgentId) 
     if alg.as_deref() == Some(signature::ALG_ED25519) {
         return hub_signer(hub);
     }
-    signing_key_from(hub, alg, open_secret(hub, account, agent, crate::admin::SIGNING_SECRET_NAME).await?)
+    signing_key_from(hub, alg, open_secret(hub, account, agent, crate::kernel::secrets::SIGNING_SECRET_NAME).await?)
 }
 
 /// The Hub's own Ed25519 key, which a publish-only process (AWS discovery) does not hold.

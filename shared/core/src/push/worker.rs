@@ -92,8 +92,8 @@ pub struct Deliverer {
 
 impl Deliverer {
     /// A channel notifier sending through this deliverer's (§9.4-guarded) sender.
-    pub fn notifier(&self) -> crate::channels::notify::Notifier {
-        crate::channels::notify::Notifier::new(self.sender.clone())
+    pub fn notifier(&self) -> crate::channels::sender::Notifier {
+        crate::channels::sender::Notifier::new(self.sender.clone())
     }
 
     pub fn new(hub: &Hub, sender: Arc<dyn PushSender>) -> Self {

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::kernel::auth::Principal;
 use crate::kernel::credentials::PrincipalId;
 use crate::mailbox::model::Mailbox;
+use crate::mailbox::undeliverable::bounce;
 use crate::sessions::model::{EndKind, Ended, Registered, SessionEnd, SessionRecord, SessionState, StopRecord};
 use crate::{Hub, HubError};
 
@@ -142,26 +143,6 @@ async fn end(hub: &Hub, s: &SessionRecord, end: SessionEnd, stop: Option<&StopRe
         }
     }
     Ok(ended)
-}
-
-/// §14.2: bounce every open entry addressed to the ended session, then clear its outbox flag.
-pub(crate) async fn bounce(hub: &Hub, session: &SessionRecord) -> Result<usize, HubError> {
-    const BATCH: usize = 500;
-    let Some(end) = session.end else { return Ok(0) };
-    let retain_until = crate::mailbox::drain::retain_after(hub, hub.clock.now());
-    let mailbox = session.mailbox();
-    let mut total = 0;
-    loop {
-        let bounced = hub.mailbox.bounce_entries(&mailbox, &session.id, end.at, retain_until, BATCH).await?;
-        if bounced.is_empty() {
-            break;
-        }
-        total += bounced.len();
-        // §7/§8.7.1: undeliverable asks resolve and senders' live sessions get a receipt.
-        crate::inter_agent::rules::after_closed(hub, &bounced).await;
-    }
-    hub.sessions.bounce_done(&session.account, &session.id).await?;
-    Ok(total)
 }
 
 /// `POST /v1/agents/{agent}/stop` (§16.4.1): the account's human stops a principal entirely —
