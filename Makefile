@@ -30,7 +30,7 @@ SHELL = /bin/bash
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
 ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi --test channels
 
-## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, the browser/first-hour/MCP/channels tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
+## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, core's import circles, the browser/first-hour/MCP/channels tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
 test:
 	bash scripts/moto.sh start
 	rm -rf $(IAM_DIR) && mkdir -p $(IAM_DIR)
@@ -40,6 +40,7 @@ test:
 		status=$$?; bash scripts/moto.sh stop; exit $$status
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all -- --check
+	python3 scripts/import_graph.py shared/core/src
 	bash scripts/ui-test.sh
 	bash scripts/first-hour-test.sh
 	bash scripts/mcp-test.sh
@@ -77,6 +78,12 @@ lint-workflows:
 check:
 	$(CARGO) test --workspace --lib --bins $(ROUTER_SUITE)
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	python3 scripts/import_graph.py shared/core/src
+
+## import-graph: ma2h-core's file imports as Graphviz (`make import-graph | dot -Tsvg > core.svg`); `make test` fails on a circle of more than two files
+.PHONY: import-graph
+import-graph:
+	@python3 scripts/import_graph.py shared/core/src --dot
 
 ## build: the release binary target/release/ma2h-hub
 build:

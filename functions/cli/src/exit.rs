@@ -1,7 +1,7 @@
 //! Exit codes (documented in `ma2h --help` and docs/cli.md) and the mapping from outcomes and
 //! errors to them.
 
-use ma2h_client::{ClientError, SessionError};
+use ma2h_client::{ClientError, MessageRead, SessionError};
 use serde_json::Value;
 
 pub const OK: u8 = 0;
@@ -86,14 +86,9 @@ pub fn session(e: SessionError) -> anyhow::Error {
 }
 
 /// The resolution a GET body (or a Response, or a cancel body) reports: the embedded
-/// `response.resolution` when present, else `status`.
-pub fn resolution_of(body: &Value) -> &str {
-    body.get("response")
-        .and_then(|r| r.get("resolution"))
-        .or_else(|| body.get("resolution").filter(|r| r.is_string()))
-        .or_else(|| body.get("status"))
-        .and_then(Value::as_str)
-        .unwrap_or("open")
+/// `response.resolution` when present, else `status` ([`MessageRead::resolution`]).
+pub fn resolution_of(body: &Value) -> String {
+    MessageRead::from_json(body).resolution().to_owned()
 }
 
 /// §7 outcome → exit code.

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use ma2h_client::{CancelOutcome, Client, ClientError, Config, MessageBuilder};
+use ma2h_client::{CancelOutcome, Client, ClientError, Config, MessageBuilder, MessageRead};
 use ma2h_protocol::envelope::{Mode, Priority};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -131,13 +131,13 @@ fn fallback_verdict(f: Fallback) -> Verdict {
 
 /// The verdict a terminal GET body (or a cancel's 409 body) carries; None while it is open.
 pub fn verdict_of(body: &Value) -> Option<(Verdict, String)> {
-    let resolution = exit::resolution_of(body);
-    let r = body.get("response").and_then(|r| r.get("response"));
-    let s = |k: &str| r.and_then(|r| r.get(k)).and_then(Value::as_str);
-    let actor = s("actor").unwrap_or("the Hub");
-    let comment = s("comment").map(|c| format!(": {c}")).unwrap_or_default();
-    let id = body.get("id").and_then(Value::as_str).unwrap_or("the ask");
-    let verdict = match (resolution, s("value")) {
+    let read = MessageRead::from_json(body);
+    let resolution = read.resolution();
+    let r = read.response.as_ref().and_then(|r| r.response.as_ref());
+    let actor = r.map_or("the Hub", |r| r.actor.as_str());
+    let comment = r.and_then(|r| r.comment.as_deref()).map(|c| format!(": {c}")).unwrap_or_default();
+    let id = read.id.as_deref().unwrap_or("the ask");
+    let verdict = match (resolution, r.and_then(|r| r.value.as_ref()).and_then(Value::as_str)) {
         ("open" | "queued", _) => return None,
         ("answered" | "expired", Some("allow")) => Verdict::Allow,
         ("answered" | "expired", Some("deny")) => Verdict::Deny,
@@ -300,8 +300,10 @@ mod tests {
     #[test]
     fn only_an_answered_or_defaulted_allow_allows() {
         let body = |res: &str, value: Option<&str>| {
-            json!({"id": "msg_1", "status": res, "response": {"resolution": res,
-                "response": {"value": value, "actor": "human:alice", "comment": "fine"}}})
+            json!({"id": "msg_1", "status": res, "response": {"ma2h_version": "0.5", "in_reply_to": "msg_1",
+                "resolution_id": "res_1", "resolution": res, "defaulted": false,
+                "response": {"value": value, "actor": "human:alice", "comment": "fine",
+                    "resolved_at": "2026-06-04T12:00:00Z"}}})
         };
         let (v, why) = verdict_of(&body("answered", Some("allow"))).unwrap();
         assert_eq!(v, Verdict::Allow);

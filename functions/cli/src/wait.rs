@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use ma2h_client::Client;
+use ma2h_client::{Client, MessageRead};
 use serde_json::Value;
 
 use crate::exit;
@@ -53,31 +53,32 @@ pub async fn wait(client: &Client, id: &str, limit_secs: u64) -> Result<Value> {
 
 /// Print a GET body (or cancel result) and return its exit code.
 pub fn report(body: &Value, json: bool) -> u8 {
-    let resolution = exit::resolution_of(body);
-    if let Some(note) = push_trouble(body) {
+    let read = MessageRead::from_json(body);
+    let resolution = read.resolution();
+    if let Some(note) = push_trouble(&read) {
         eprintln!("{note}"); // stderr: a diagnostic for the person, also beside --json
     }
     if json {
         println!("{body}");
     } else {
-        let id = body.get("id").and_then(Value::as_str).unwrap_or_default();
-        let r = body.get("response").and_then(|r| r.get("response"));
+        let id = read.id.as_deref().unwrap_or_default();
+        let r = read.response.as_ref().and_then(|r| r.response.as_ref());
         let mut line = format!("{id} {resolution}");
-        if let Some(v) = r.and_then(|r| r.get("value")) {
+        // an explicit `null` value prints as one; an absent value not at all
+        if let Some(v) = r.and_then(|r| r.value.as_ref()) {
             line.push_str(&format!(" value={v}"));
         }
-        if let Some(a) = r.and_then(|r| r.get("actor")).and_then(Value::as_str) {
+        if let Some(a) = r.map(|r| r.actor.as_str()) {
             line.push_str(&format!(" actor={a}"));
         }
-        if let Some(c) = r.and_then(|r| r.get("comment")).and_then(Value::as_str) {
+        if let Some(c) = r.and_then(|r| r.comment.as_deref()) {
             line.push_str(&format!(" comment={}", Value::String(c.to_owned())));
         }
         // §8.2: an addressed message's outbound track — did the addressee see it?
-        if let Some(m) = body.get("mailbox") {
-            let s = |k: &str| m.get(k).and_then(Value::as_str);
-            line.push_str(&format!(" mailbox={}", s("state").unwrap_or("?")));
-            if let Some(p) = s("prior") {
-                line.push_str(&format!(" prior={p}"));
+        if let Some(m) = &read.mailbox {
+            line.push_str(&format!(" mailbox={}", m.state.as_str()));
+            if let Some(p) = m.prior {
+                line.push_str(&format!(" prior={}", p.as_str()));
             }
         }
         println!("{line}");
@@ -87,15 +88,11 @@ pub fn report(body: &Value, json: bool) -> u8 {
 
 /// The Hub's push track, when the push failed for good: the Response is still here to pull, but
 /// the callback never got it.
-pub fn push_trouble(body: &Value) -> Option<String> {
-    let push = body.get("push")?;
-    let s = |k: &str| push.get(k).and_then(Value::as_str);
-    let error = s("last_error")?;
-    let attempts = push.get("attempts").and_then(Value::as_u64).unwrap_or(0);
+pub fn push_trouble(read: &MessageRead) -> Option<String> {
     // The Hub reports only a push that failed for good (§8.2: a terminal body does not change).
-    (s("status")? == "failed").then(|| {
-        format!("push failed after {attempts} attempt(s): {error} — the Response is still available here (pull)")
-    })
+    let push = read.failed_push()?;
+    let (attempts, error) = (push.attempts, push.last_error.as_deref().unwrap_or_default());
+    Some(format!("push failed after {attempts} attempt(s): {error} — the Response is still available here (pull)"))
 }
 
 #[cfg(test)]
@@ -106,9 +103,23 @@ mod push_tests {
     #[test]
     fn a_failed_push_is_explained_and_nothing_else_is() {
         let failed = json!({"push": {"status": "failed", "attempts": 5, "last_error": "receiver answered 500"}});
-        assert!(push_trouble(&failed).unwrap().contains("push failed after 5 attempt(s): receiver answered 500"));
-        assert_eq!(push_trouble(&json!({"push": {"status": "delivered", "attempts": 1, "last_error": null}})), None);
-        assert_eq!(push_trouble(&json!({"push": {"status": "pending", "attempts": 0, "last_error": null}})), None);
-        assert_eq!(push_trouble(&json!({"status": "open"})), None);
+        assert!(
+            push_trouble(&MessageRead::from_json(&failed))
+                .unwrap()
+                .contains("push failed after 5 attempt(s): receiver answered 500")
+        );
+        assert_eq!(
+            push_trouble(&MessageRead::from_json(
+                &json!({"push": {"status": "delivered", "attempts": 1, "last_error": null}})
+            )),
+            None
+        );
+        assert_eq!(
+            push_trouble(&MessageRead::from_json(
+                &json!({"push": {"status": "pending", "attempts": 0, "last_error": null}})
+            )),
+            None
+        );
+        assert_eq!(push_trouble(&MessageRead::from_json(&json!({"status": "open"}))), None);
     }
 }

@@ -27,6 +27,7 @@ pub mod config;
 pub mod error;
 pub mod inbox;
 pub mod inter_agent;
+pub mod read;
 pub mod replay;
 pub mod resolve;
 pub mod seal;
@@ -41,6 +42,7 @@ pub use inbox::{
     AckOptions, DrainOptions, DrainVerdict, EntryRejection, EntryVerdict, EntryVerifier, VerifiedDirective,
     VerifiedEntry,
 };
+pub use read::MessageRead;
 pub use replay::ReplayCache;
 pub use resolve::ResolveOutcome;
 pub use seal::StateKey;

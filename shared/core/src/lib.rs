@@ -35,7 +35,7 @@ pub use kernel::settings;
 /// Every port trait in one place, for the adapter crates that implement them. Code inside this
 /// crate names each port where its feature keeps it.
 pub mod ports {
-    pub use crate::channels::mail::{Mail, MailError, MailSender};
+    pub use crate::channels::mailer::{Mail, MailError, MailSender};
     pub use crate::kernel::changes::{ChangeFeed, Subscription};
     pub use crate::kernel::clock::{Clock, ManualClock, OsRandom, Random, SystemClock};
     pub use crate::kernel::credentials::{AgentMaterial, CredentialStore};

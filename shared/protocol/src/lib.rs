@@ -5,6 +5,15 @@
 //! the §7 lifecycle rules, the §6 Response, RFC 8785 canonical JSON and the §9.2/§9.7/§9.8 signatures.
 //!
 //! Nothing here performs I/O: the use-case crate feeds it bytes, times and random ids.
+//!
+//! ## Spec citations
+//!
+//! The protocol is [MA2H v0.5](https://github.com/autnmy/ma2h-protocol/blob/main/spec/v0.5.md)
+//! (`spec/v0.5.md` in `autnmy/ma2h-protocol`; its JSON Schemas are in `schema/v0.5/`). A `§N.M`
+//! anywhere in this workspace — code, tests, docs — names the heading numbered `N.M` in that file:
+//! `§8.1` is "8.1 Submit — `POST /v1/messages`", `§9.2` is "9.2 Response integrity". `§8.1 (v0.5)`
+//! marks a rule v0.5 added to an older section; `RFC 8785 §3.2.3` is a section of that RFC. The
+//! table of top-level sections is in `docs/ARCHITECTURE.md` ("Spec citations").
 
 pub mod egress;
 pub mod entries;

@@ -2,6 +2,7 @@
 //! without `state` (§9.3: opaque, never echoed), `client_ref` or anything else the model does
 //! not need, plus a `next` line saying what to do. Pure: unit-tested here.
 
+use ma2h_client::MessageRead;
 use serde_json::{Map, Value, json};
 
 /// How long an outcome's `next` suggests before calling `wait_for_answer` again.
@@ -11,35 +12,41 @@ const POLL_AGAIN: &str = "still open: call wait_for_answer again with the same i
 
 /// The outcome of a GET body (`status` plus the embedded Response, §6/§8.2) for the model.
 pub fn of_body(body: &Value) -> Value {
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    let id = s(body, "id").unwrap_or_default();
-    let status = s(body, "status").unwrap_or_else(|| "open".into());
+    of_read(&MessageRead::from_json(body))
+}
+
+/// The outcome of a message read for the model: only what it acts on, never `state` (§9.3).
+pub fn of_read(read: &MessageRead) -> Value {
+    let resolution = read.resolution().to_owned();
     let mut out = Map::new();
-    out.insert("id".into(), id.clone().into());
-    let response = body.get("response").filter(|r| r.is_object());
-    let resolution = response.and_then(|r| s(r, "resolution")).unwrap_or_else(|| status.clone());
+    out.insert("id".into(), read.id.clone().unwrap_or_default().into());
     out.insert("outcome".into(), resolution.clone().into());
-    if let Some(t) = s(body, "title") {
-        out.insert("title".into(), t.into());
+    if let Some(t) = &read.title {
+        out.insert("title".into(), t.as_str().into());
     }
-    if let Some(r) = response {
-        let inner = r.get("response").filter(|x| x.is_object());
-        for k in ["value", "comment", "actor", "resolved_at", "edited", "checklist"] {
-            if let Some(v) = inner.and_then(|i| i.get(k)).filter(|v| !v.is_null()) {
-                out.insert(k.into(), v.clone());
-            }
+    let mut defaulted = false;
+    if let Some(r) = &read.response {
+        if let Some(d) = &r.response {
+            let mut put = |k: &str, v: Option<Value>| {
+                if let Some(v) = v.filter(|v| !v.is_null()) {
+                    out.insert(k.into(), v);
+                }
+            };
+            put("value", d.value.clone());
+            put("comment", d.comment.clone().map(Value::from));
+            put("actor", Some(d.actor.as_str().into()));
+            put("resolved_at", Some(d.resolved_at.as_str().into()));
+            put("edited", d.edited.map(Value::from));
+            put("checklist", d.checklist.as_ref().and_then(|c| serde_json::to_value(c).ok()));
         }
-        if let Some(d) = r.get("defaulted").and_then(Value::as_bool) {
-            out.insert("defaulted".into(), d.into());
-        }
-        if let Some(rid) = s(r, "resolution_id") {
-            out.insert("resolution_id".into(), rid.into());
-        }
+        defaulted = r.defaulted;
+        out.insert("defaulted".into(), r.defaulted.into());
+        out.insert("resolution_id".into(), r.resolution_id.as_str().into());
     }
-    if let Some(u) = s(body, "review_url") {
-        out.insert("review_url".into(), u.into());
+    if let Some(u) = &read.review_url {
+        out.insert("review_url".into(), u.as_str().into());
     }
-    let next = next_step(&resolution, out.get("defaulted").and_then(Value::as_bool).unwrap_or(false));
+    let next = next_step(&resolution, defaulted);
     out.insert("next".into(), next.into());
     Value::Object(out)
 }
@@ -90,8 +97,10 @@ mod tests {
     fn an_answered_body_gives_value_actor_and_comment_but_never_state() {
         let body = json!({"id": "msg_1", "status": "answered", "title": "Ship?", "state": {"secret": 1},
             "client_ref": "mine",
-            "response": {"resolution": "answered", "resolution_id": "res_1", "defaulted": false, "state": {"s": 2},
-                "response": {"value": "ship", "actor": "human:alice", "comment": "LGTM", "edited": false}}});
+            "response": {"ma2h_version": "0.5", "in_reply_to": "msg_1", "resolution": "answered",
+                "resolution_id": "res_1", "defaulted": false, "state": {"s": 2},
+                "response": {"value": "ship", "actor": "human:alice", "comment": "LGTM", "edited": false,
+                    "resolved_at": "2026-06-04T12:00:00Z"}}});
         let o = of_body(&body);
         assert_eq!(o["outcome"], "answered");
         assert_eq!(o["value"], "ship");
@@ -107,8 +116,9 @@ mod tests {
         let o = of_body(&json!({"id": "msg_2", "status": "open"}));
         assert_eq!(o["outcome"], "open");
         assert!(o["next"].as_str().unwrap().contains("call wait_for_answer again"));
-        let d = of_body(&json!({"id": "msg_3", "status": "expired", "response": {"resolution": "expired",
-            "defaulted": true, "response": {"value": "deny", "actor": "system:default_on_expire"}}}));
+        let d = of_body(&json!({"id": "msg_3", "status": "expired", "response": {"ma2h_version": "0.5",
+            "in_reply_to": "msg_3", "resolution_id": "res_3", "resolution": "expired", "defaulted": true,
+            "response": {"value": "deny", "actor": "system:default_on_expire", "resolved_at": "2026-06-04T12:00:00Z"}}}));
         assert_eq!(d["outcome"], "expired");
         assert_eq!(d["defaulted"], true);
         assert!(d["next"].as_str().unwrap().contains("not as a human decision"));

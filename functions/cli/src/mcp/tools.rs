@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ma2h_client::MessageRead;
 use ma2h_client::inbox::EntryVerifier;
 use ma2h_client::{
     AckOptions, CancelOutcome, Client, ClientError, Config, DrainOptions, DrainVerdict, MessageBuilder, ReplayCache,
@@ -327,7 +328,8 @@ impl HubTools {
             };
             match result {
                 Ok(Ok(body)) => {
-                    let open = matches!(body.get("status").and_then(Value::as_str), Some("open" | "queued") | None);
+                    let open =
+                        matches!(MessageRead::from_json(&body).status.as_deref(), Some("open" | "queued") | None);
                     if !open {
                         return ok(self.outcome_of(&body).await);
                     }
@@ -485,12 +487,7 @@ impl HubTools {
                         VerifiedEntry::Message(m) => json!({"kind": "message", "from": m.from, "message": m.message}),
                         VerifiedEntry::Receipt(r) => json!({"kind": "receipt", "receipt": r.receipt}),
                         // (only delivered to a session; this server drains without one)
-                        VerifiedEntry::Response(r) => {
-                            let id = r.body.get("in_reply_to").cloned().unwrap_or(Value::Null);
-                            let status = r.body.get("resolution").cloned().unwrap_or(Value::Null);
-                            json!({"kind": "response",
-                                "outcome": outcome::of_body(&json!({"id": id, "status": status, "response": r.body}))})
-                        }
+                        VerifiedEntry::Response(r) => json!({"kind": "response", "outcome": outcome::of_body(&r.body)}),
                     };
                     if duplicate {
                         v["duplicate"] = true.into();

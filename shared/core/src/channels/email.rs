@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::channels::config::{EmailChannel, seal_context};
-use crate::channels::mail::{Mail, MailError};
+use crate::channels::mailer::{Mail, MailError};
 use crate::channels::outbox::{Step, StepKind};
 use crate::channels::sender::{Failure, Notifier};
 use crate::kernel::auth::Principal;

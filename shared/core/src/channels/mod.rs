@@ -5,7 +5,7 @@
 pub mod audience;
 pub mod config;
 pub mod email;
-pub mod mail;
+pub mod mailer;
 pub mod manage;
 pub mod notify;
 pub mod outbox;

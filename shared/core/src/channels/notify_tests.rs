@@ -1,6 +1,6 @@
 use super::*;
-use crate::channels::schedule::plan;
 use crate::channels::config::{Channel, ChannelsConfig, Route, Sealed, WebhookChannel};
+use crate::channels::schedule::plan;
 use serde_json::json;
 
 fn config(route: serde_json::Value) -> ChannelsConfig {

@@ -10,7 +10,7 @@ use crate::push::queue::{PushOutcome, PushSender};
 /// What sends a step: the HTTP sender (behind the §9.4 egress guard) and the channel adapters.
 pub struct Notifier {
     pub(crate) sender: Arc<dyn PushSender>,
-    pub(crate) mailer: Option<Arc<dyn crate::channels::mail::MailSender>>,
+    pub(crate) mailer: Option<Arc<dyn crate::channels::mailer::MailSender>>,
 }
 
 impl Notifier {
@@ -19,7 +19,7 @@ impl Notifier {
     }
 
     /// Email channels send through `mailer` (without one, their steps fail visibly).
-    pub fn with_mailer(mut self, mailer: Arc<dyn crate::channels::mail::MailSender>) -> Self {
+    pub fn with_mailer(mut self, mailer: Arc<dyn crate::channels::mailer::MailSender>) -> Self {
         self.mailer = Some(mailer);
         self
     }
