@@ -22,8 +22,10 @@ use support::*;
 
 const ITERATIONS: usize = 10;
 const SEED: u64 = 0x00d1_2ec7;
-/// A short window, so un-acked entries come back within the test.
-const HUB_ENV: &[(&str, &str)] = &[("MA2H_VISIBILITY_TIMEOUT_SECONDS", "1")];
+/// A short window, so un-acked entries come back within the test; and a mailbox deep enough that
+/// the sender (unpaced, while half of what is drained stays un-acked) never meets the 429 of the
+/// depth cap on a fast machine: the property here is durability, not the cap (tested elsewhere).
+const HUB_ENV: &[(&str, &str)] = &[("MA2H_VISIBILITY_TIMEOUT_SECONDS", "1"), ("MA2H_MAILBOX_DEPTH", "100000")];
 
 #[derive(Default)]
 struct Ledger {

@@ -293,6 +293,7 @@ impl Env {
         let after = snapshot(&self.raw, self.dep.store.table()).await;
         let mut last = self.last.lock().unwrap();
         (t.wru_table, t.wru_gsi) = units::write_units(&last, &after, &t.writes, &self.indexes);
+        t.heat = units::write_heat(&last, &after, &t.writes, &self.indexes);
         *last = after;
         t
     }

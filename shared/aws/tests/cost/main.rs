@@ -9,6 +9,7 @@
 
 mod channels;
 mod env;
+mod heat;
 mod inter_agent;
 mod mailbox;
 mod metering;

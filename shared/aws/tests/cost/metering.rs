@@ -42,6 +42,8 @@ pub struct Tally {
     /// Write request units on the table and on its indexes, filled in by `Env::phase`.
     pub wru_table: u64,
     pub wru_gsi: u64,
+    /// The same write units by partition (`crate::units::write_heat`), filled in by `Env::phase`.
+    pub heat: crate::units::Heat,
 }
 
 /// One billed write request.
@@ -213,6 +215,9 @@ impl Tally {
         self.writes.extend(other.writes.iter().cloned());
         self.wru_table += other.wru_table;
         self.wru_gsi += other.wru_gsi;
+        for (k, v) in &other.heat {
+            *self.heat.entry(k.clone()).or_default() += v;
+        }
     }
     /// Table + index write units.
     pub fn wru(&self) -> u64 {

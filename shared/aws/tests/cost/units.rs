@@ -13,7 +13,7 @@
 //! An item written more than once in one phase is billed each time at the larger of its sizes
 //! before and after the phase, and its index changes once (the phases here write an item once).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -32,6 +32,7 @@ pub enum Projection {
 
 #[derive(Debug, Clone)]
 pub struct IndexDef {
+    pub name: String,
     pub hash: String,
     pub range: Option<String>,
     pub projection: Projection,
@@ -63,7 +64,12 @@ pub fn indexes() -> Vec<IndexDef> {
                 ),
                 _ => Projection::All,
             };
-            IndexDef { hash: key("HASH").unwrap(), range: key("RANGE"), projection }
+            IndexDef {
+                name: g["IndexName"].as_str().unwrap().to_owned(),
+                hash: key("HASH").unwrap(),
+                range: key("RANGE"),
+                projection,
+            }
         })
         .collect()
 }
@@ -112,6 +118,58 @@ pub fn index_units(idx: &IndexDef, before: Option<&Item>, after: Option<&Item>) 
     }
 }
 
+/// Write units per partition: `("table", pk)` for the items written, `(index, hash key value)`
+/// for every index entry put, changed or removed — the partition that absorbs the write. A key
+/// change bills the old partition for the delete and the new one for the put.
+pub type Heat = BTreeMap<(String, String), u64>;
+
+fn hash_value(idx: &IndexDef, entry: &Item) -> String {
+    match entry.get(&idx.hash) {
+        Some(AttributeValue::S(s)) => s.clone(),
+        Some(AttributeValue::N(n)) => n.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// [`write_units`], attributed to the partitions that take them.
+pub fn write_heat(before: &Snapshot, after: &Snapshot, writes: &[Write], idx: &[IndexDef]) -> Heat {
+    let mut heat = Heat::new();
+    let mut touched: Vec<(String, String)> = Vec::new();
+    for w in writes {
+        let factor = if w.transactional { 2 } else { 1 };
+        for t in &w.targets {
+            let key = (t.pk.clone(), t.sk.clone());
+            let old = before.get(&key).map_or(0, item_size);
+            let new = after.get(&key).map_or(0, item_size);
+            let size = if t.check_only { old } else { old.max(new).max(t.put_size.unwrap_or(0)) };
+            *heat.entry(("table".into(), t.pk.clone())).or_default() += kb(size) * factor;
+            if w.ok && !t.check_only && !touched.contains(&key) {
+                touched.push(key);
+            }
+        }
+    }
+    for k in &touched {
+        for i in idx {
+            let old = before.get(k).and_then(|it| i.entry(it));
+            let new = after.get(k).and_then(|it| i.entry(it));
+            let size = |e: &Item| kb(item_size(e) + 100);
+            let mut add = |e: &Item, units: u64| *heat.entry((i.name.clone(), hash_value(i, e))).or_default() += units;
+            match (&old, &new) {
+                (None, None) => {}
+                (None, Some(n)) => add(n, size(n)),
+                (Some(o), None) => add(o, size(o)),
+                (Some(o), Some(n)) if i.keys_of(o) != i.keys_of(n) => {
+                    add(o, size(o));
+                    add(n, size(n));
+                }
+                (Some(o), Some(n)) if o != n => add(n, size(o).max(size(n))),
+                _ => {}
+            }
+        }
+    }
+    heat
+}
+
 /// (table units, index units) of a phase's writes.
 pub fn write_units(before: &Snapshot, after: &Snapshot, writes: &[Write], idx: &[IndexDef]) -> (u64, u64) {
     let mut table = 0;
@@ -143,7 +201,7 @@ mod tests {
     }
 
     fn keys_only() -> IndexDef {
-        IndexDef { hash: "h".into(), range: Some("r".into()), projection: Projection::KeysOnly }
+        IndexDef { name: "i".into(), hash: "h".into(), range: Some("r".into()), projection: Projection::KeysOnly }
     }
 
     #[test]
@@ -158,5 +216,30 @@ mod tests {
         let mut c = a.clone();
         c.insert("other".into(), AttributeValue::S("not projected".into()));
         assert_eq!(index_units(&idx, Some(&a), Some(&c)), 0, "no projected change");
+    }
+
+    #[test]
+    fn heat_bills_a_key_move_to_both_partitions_and_the_item_to_its_own() {
+        let idx = vec![keys_only()];
+        let (k, none) = (("p".to_owned(), "s".to_owned()), item(&[("pk", "p"), ("sk", "s")]));
+        let a = item(&[("pk", "p"), ("sk", "s"), ("h", "x"), ("r", "1")]);
+        let b = item(&[("pk", "p"), ("sk", "s"), ("h", "y"), ("r", "1")]);
+        let write = Write {
+            op: "UpdateItem",
+            targets: vec![crate::metering::Target {
+                pk: "p".into(),
+                sk: "s".into(),
+                put_size: None,
+                check_only: false,
+            }],
+            transactional: false,
+            ok: true,
+        };
+        let before = Snapshot::from([(k.clone(), a.clone())]);
+        let heat = write_heat(&before, &Snapshot::from([(k.clone(), b)]), std::slice::from_ref(&write), &idx);
+        let want = |i: &str, key: &str| heat.get(&(i.to_owned(), key.to_owned())).copied();
+        assert_eq!((want("table", "p"), want("i", "x"), want("i", "y")), (Some(1), Some(1), Some(1)));
+        let removed = write_heat(&before, &Snapshot::from([(k, none)]), &[write], &idx);
+        assert_eq!(removed.get(&("i".to_owned(), "x".to_owned())), Some(&1));
     }
 }

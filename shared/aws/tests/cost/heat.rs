@@ -1,0 +1,399 @@
+//! The partition-heat model (issue 38, docs/COST.md "Partition heat"): each workload runs
+//! through the Lambda handlers over metered clients, every write unit it consumed is attributed
+//! to the partition that absorbs it — the item's `pk` on the table, the entry's hash key on each
+//! index — and scaled to the deployment goal's rates. DynamoDB gives every partition 1,000 WCU/s
+//! (a throttled index back-pressures the table); the goal keeps every partition under half that.
+//!
+//! A key's rate depends on what it is shared by: a key naming one message, entry or session
+//! takes that item's writes only; one naming an agent takes at most the agent's §8.6 request
+//! budget; one naming the account — or nothing at all — takes the whole workload (one company on
+//! one account is the case to hold). Each test asserts the set of partitions over the bound, so
+//! the table in docs/COST.md is what the design does, and a fix shows as a shorter list.
+
+use std::collections::BTreeSet;
+
+use axum::http::StatusCode;
+use chrono::Duration;
+use ma2h_aws::handlers;
+use ma2h_core::admin;
+use ma2h_core::ports::Clock as _;
+use serde_json::{Value, json};
+
+use crate::env::*;
+use crate::metering::Tally;
+use crate::support::event;
+use crate::units::Heat;
+
+/// Half of DynamoDB's 1,000 WCU/s per partition.
+const BOUND: f64 = 500.0;
+/// The most one agent writes per second: the §8.6 default budget (600 requests a minute).
+const AGENT_RATE: f64 = 10.0;
+
+/// The goal's rates (issue 38), per workload.
+const ASKS: f64 = 20_000.0;
+const DIRECTIVES: f64 = 2_000.0;
+/// 100,000 agents holding sessions, each a 5-minute session renewed every 30 s.
+const SESSIONS: f64 = 100_000.0 / 300.0;
+const INTER_AGENT: f64 = 2_000.0;
+/// A tenth of the asks routed to a channel, and a tenth pushed to a receiver that is down.
+const ROUTED: f64 = 2_000.0;
+const FAILING_PUSHES: f64 = 2_000.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    /// One message, entry, session or claim.
+    Item,
+    Agent,
+    Account,
+    Global,
+}
+
+const ID_PREFIXES: [&str; 6] = ["msg_", "sess_", "dir_", "ent_", "rct_", "res_"];
+
+/// What a partition key is shared by, and its shape with names and ids replaced.
+fn classify(key: &str, agents: &[&str]) -> (Scope, String) {
+    let mut scope = Scope::Global;
+    let mut shape = String::new();
+    let item_kind = ["IDEM#", "NOTE#", "MSG#", "MBX#", "SESS#"].iter().any(|p| key.starts_with(p));
+    for (i, token) in key.split_inclusive(['#', '/', ':']).enumerate() {
+        let (word, sep) = match token.strip_suffix(['#', '/', ':']) {
+            Some(w) => (w, &token[w.len()..]),
+            None => (token, ""),
+        };
+        let replaced = if ID_PREFIXES.iter().any(|p| word.starts_with(p)) {
+            scope = Scope::Item;
+            "{id}"
+        } else if agents.contains(&word) {
+            scope = scope.min(Scope::Agent);
+            "{agent}"
+        } else if word == "acme" {
+            scope = scope.min(Scope::Account);
+            "{account}"
+        } else if i > 0 && word.chars().all(|c| c.is_ascii_digit()) && !word.is_empty() {
+            "{n}"
+        } else {
+            word
+        };
+        shape.push_str(replaced);
+        shape.push_str(sep);
+    }
+    if item_kind {
+        scope = Scope::Item;
+    }
+    (scope, shape)
+}
+
+/// One partition's load at the goal.
+#[derive(Debug, Clone)]
+struct Row {
+    index: String,
+    shape: String,
+    units: u64,
+    load: f64,
+}
+
+/// Scale a workload's heat (units per operation) to its goal rate.
+fn rows(rate: f64, heat: &Heat, agents: &[&str]) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    for ((index, key), units) in heat {
+        let (scope, shape) = classify(key, agents);
+        let per_second = match scope {
+            Scope::Item => 1.0,
+            Scope::Agent => rate.min(AGENT_RATE),
+            Scope::Account | Scope::Global => rate,
+        };
+        let load = *units as f64 * per_second;
+        // keys of one shape are distinct partitions: the hottest one is what counts
+        match out.iter_mut().find(|r| r.index == *index && r.shape == shape) {
+            Some(r) if r.load >= load => {}
+            Some(r) => (r.units, r.load) = (*units, load),
+            None => out.push(Row { index: index.clone(), shape, units: *units, load }),
+        }
+    }
+    out.sort_by(|a, b| b.load.total_cmp(&a.load));
+    out
+}
+
+/// Print a workload's partitions (hottest first) and assert which are over the bound.
+fn check(workload: &'static str, rate: f64, phases: &[Tally], agents: &[&str], hot_today: &[(&str, &str)]) {
+    let mut total = Tally::default();
+    for p in phases {
+        total.add(p);
+    }
+    let rows = rows(rate, &total.heat, agents);
+    println!("\n#### {workload} at {rate:.0}/s\n");
+    println!("| index | partition | WRU per op | WCU/s at the goal | |");
+    println!("|---|---|---|---|---|");
+    for r in &rows {
+        let over = if r.load > BOUND { "**over**" } else { "" };
+        println!("| {} | `{}` | {} | {:.0} | {over} |", r.index, r.shape, r.units, r.load);
+    }
+    let hot: BTreeSet<(String, String)> =
+        rows.iter().filter(|r| r.load > BOUND).map(|r| (r.index.clone(), r.shape.clone())).collect();
+    let want: BTreeSet<(String, String)> = hot_today.iter().map(|(i, s)| ((*i).to_owned(), (*s).to_owned())).collect();
+    crate::cost_eq!(hot, want, "{workload}: partitions over {BOUND} WCU/s at the goal ({} rows)", rows.len());
+}
+
+#[test]
+fn keys_are_classified_by_what_shares_them() {
+    let agents = ["bot", "worker"];
+    assert_eq!(classify("DUE", &agents), (Scope::Global, "DUE".into()));
+    assert_eq!(classify("acme#open", &agents), (Scope::Account, "{account}#open".into()));
+    assert_eq!(classify("OPEN#acme#bot", &agents), (Scope::Agent, "OPEN#{account}#{agent}".into()));
+    assert_eq!(classify("MSG#acme#msg_01J", &agents), (Scope::Item, "MSG#{account}#{id}".into()));
+    assert_eq!(classify("IDEM#acme#bot#c1", &agents), (Scope::Item, "IDEM#{account}#{agent}#c1".into()));
+    assert_eq!(classify("CNT#ia/acme/bot/29500", &agents), (Scope::Agent, "CNT#ia/{account}/{agent}/{n}".into()));
+    let heat = Heat::from([(("due".into(), "DUE".into()), 2), (("table".into(), "OPEN#acme#bot".into()), 1)]);
+    let r = rows(1_000.0, &heat, &agents);
+    assert_eq!((r[0].shape.as_str(), r[0].load), ("DUE", 2_000.0));
+    assert_eq!((r[1].shape.as_str(), r[1].load), ("OPEN#{account}#{agent}", AGENT_RATE));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_of_a_pushed_ask_with_expiry_answered() {
+    with_env("heat-ask", false, |e| async move {
+        let (url, _) = receiver().await;
+        let cb = json!({"mode": "push", "url": url, "auth": {"scheme": "hmac", "secret_ref": "cb"}});
+        let expires = e.clock.now() + Duration::hours(1);
+        let (status, ack) =
+            call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("h1", Some(cb), Some(expires))))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let id = ack["id"].as_str().unwrap().to_owned();
+        let mut phases = vec![e.phase().await];
+        let answer = json!({"resolution": "answered", "value": "ship"});
+        let (status, _) =
+            call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
+        assert_eq!(status, StatusCode::OK);
+        phases.push(e.phase().await);
+        assert_eq!(deliver_via_esm(&e).await, (1, 0));
+        phases.push(e.phase().await);
+        let (status, _) = call(&e, event("GET", &format!("/v1/messages/{id}"), &e.agent, None)).await;
+        assert_eq!(status, StatusCode::OK);
+        phases.push(e.phase().await);
+        e.clock.advance(Duration::days(40));
+        handlers::sweep(&e.dep).await.unwrap();
+        phases.push(e.phase().await);
+        check(
+            "pushed ask with expires_at, answered",
+            ASKS,
+            &phases,
+            &["bot"],
+            &[("due", "DUE"), ("inbox", "{account}#done"), ("inbox", "{account}#open"), ("retain", "RET")],
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_of_a_directive() {
+    with_env("heat-dir", false, |e| async move {
+        let body = json!({"to": "agent:bot", "title": "Freeze deploys", "body": "Until the incident closes."});
+        let (status, sent) = call(&e, event("POST", "/v1/operator/directives", &e.operator, Some(&body))).await;
+        assert_eq!(status, StatusCode::CREATED, "{sent}");
+        let key = sent["id"].as_str().unwrap().to_owned();
+        let mut phases = vec![e.phase().await];
+        let (_, drained) = call(&e, event("GET", "/v1/inbox", &e.agent, None)).await;
+        assert_eq!(drained["messages"].as_array().map(Vec::len), Some(1), "{drained}");
+        phases.push(e.phase().await);
+        let (_, acked) = call(&e, event("POST", "/v1/inbox/ack", &e.agent, Some(&json!({"ids": [key]})))).await;
+        assert_eq!(acked, json!({"acked": 1}));
+        phases.push(e.phase().await);
+        e.clock.advance(Duration::days(40));
+        handlers::sweep(&e.dep).await.unwrap();
+        phases.push(e.phase().await);
+        check(
+            "directive: send, drain, ack, purge",
+            DIRECTIVES,
+            &phases,
+            &["bot"],
+            &[("due", "MBXDUE"), ("retain", "MBXRET")],
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_of_a_session_with_ten_renewals() {
+    with_env("heat-sess", false, |e| async move {
+        let (status, reg) = call(&e, event("POST", "/v1/sessions", &e.agent, Some(&json!({"ttl_seconds": 120})))).await;
+        assert_eq!(status, StatusCode::CREATED, "{reg}");
+        let sess = reg["session"]["id"].as_str().unwrap().to_owned();
+        let mut phases = vec![e.phase().await];
+        for _ in 0..10 {
+            e.clock.advance(Duration::seconds(30));
+            let (status, _) = call(&e, event("GET", &format!("/v1/inbox?session={sess}"), &e.agent, None)).await;
+            assert_eq!(status, StatusCode::OK);
+            phases.push(e.phase().await);
+        }
+        let (status, _) = call(&e, event("DELETE", &format!("/v1/sessions/{sess}"), &e.agent, None)).await;
+        assert_eq!(status, StatusCode::OK);
+        phases.push(e.phase().await);
+        e.clock.advance(Duration::days(40));
+        handlers::sweep(&e.dep).await.unwrap();
+        phases.push(e.phase().await);
+        check(
+            "session: register, 10 renewals, close, purge",
+            SESSIONS,
+            &phases,
+            &["bot"],
+            &[("due", "SESSDUE"), ("push", "SESSACCT#{account}"), ("retain", "SESSRET")],
+        );
+    })
+    .await;
+}
+
+fn addressed(key: &str, to: &str, session: &str) -> Value {
+    json!({"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
+           "agent": {"id": "bot", "run_id": "r", "runtime": "cloud", "session": session}, "to": to,
+           "title": "Restart the consumer?", "idempotency_key": key, "request": {"mode": "confirm"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_of_an_inter_agent_ask_both_ways() {
+    with_env("heat-a2a", false, |e| async move {
+        let worker = admin::create_agent(&e.dep.hub, "acme", "worker", None).await.unwrap().api_key;
+        let (status, _) =
+            call(&e, event("PATCH", "/v1/operator/inter-agent", &e.operator, Some(&json!({"enabled": true})))).await;
+        assert_eq!(status, StatusCode::OK);
+        let (_, a) = call(&e, event("POST", "/v1/sessions", &e.agent, Some(&json!({"ttl_seconds": 900})))).await;
+        let asker = a["session"]["id"].as_str().unwrap().to_owned();
+        let (_, w) = call(&e, event("POST", "/v1/sessions", &worker, Some(&json!({"ttl_seconds": 900})))).await;
+        let sess = w["session"]["id"].as_str().unwrap().to_owned();
+        e.phase().await;
+
+        let to = format!("agent:worker#{sess}");
+        let (status, ack) =
+            call(&e, event("POST", "/v1/messages", &e.agent, Some(&addressed("h1", &to, &asker)))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let id = ack["id"].as_str().unwrap().to_owned();
+        let mut phases = vec![e.phase().await];
+        let (_, drained) = call(&e, event("GET", &format!("/v1/inbox?session={sess}"), &worker, None)).await;
+        assert_eq!(drained["messages"][0]["message"]["id"], id.as_str());
+        phases.push(e.phase().await);
+        let answer = json!({"resolution": "answered", "value": "approve"});
+        let uri = format!("/v1/messages/{id}/resolve?session={sess}");
+        let (status, r) = call(&e, event("POST", &uri, &worker, Some(&answer))).await;
+        assert_eq!(status, StatusCode::OK, "{r}");
+        let resolution_id = r["resolution_id"].as_str().unwrap().to_owned();
+        phases.push(e.phase().await);
+        let uri = format!("/v1/inbox/ack?session={sess}");
+        let (_, acked) = call(&e, event("POST", &uri, &worker, Some(&json!({"ids": [id]})))).await;
+        assert_eq!(acked, json!({"acked": 1}));
+        phases.push(e.phase().await);
+        let (_, back) = call(&e, event("GET", &format!("/v1/inbox?session={asker}"), &e.agent, None)).await;
+        assert_eq!(back["messages"][0]["response"]["resolution_id"], resolution_id.as_str());
+        phases.push(e.phase().await);
+        let uri = format!("/v1/inbox/ack?session={asker}");
+        let (_, acked) = call(&e, event("POST", &uri, &e.agent, Some(&json!({"ids": [resolution_id]})))).await;
+        assert_eq!(acked, json!({"acked": 1}));
+        phases.push(e.phase().await);
+        check(
+            "inter-agent ask both ways",
+            INTER_AGENT,
+            &phases,
+            &["bot", "worker"],
+            &[
+                ("due", "MBXDUE"),
+                ("inbox", "{account}#done"),
+                ("inbox", "{account}#open"),
+                ("retain", "MBXRET"),
+                ("retain", "RET"),
+            ],
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_of_a_routed_ask_with_reminder_and_escalation() {
+    with_env("heat-route", false, |e| async move {
+        let (url, _) = receiver().await;
+        let hub = &e.dep.hub;
+        ma2h_core::channels::manage::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
+        let route = ma2h_core::channels::manage::RouteSpec {
+            id: "all".into(),
+            targets: vec!["pager".into()],
+            remind_after_minutes: Some(10),
+            escalate: vec!["pager".into()],
+            escalate_percent_left: Some(20),
+            ..Default::default()
+        };
+        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
+        e.phase().await; // the configuration is set-up, not the workload
+        let expires = e.clock.now() + Duration::hours(1);
+        let (status, ack) =
+            call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("r1", None, Some(expires))))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let id = ack["id"].as_str().unwrap().to_owned();
+        let mut phases = vec![e.phase().await];
+        // announce, remind (10 min), escalate (at 20 % left: 48 min)
+        for minutes in [0, 11, 38] {
+            e.clock.advance(Duration::minutes(minutes));
+            if minutes > 0 {
+                handlers::sweep(&e.dep).await.unwrap();
+            }
+            deliver_via_esm(&e).await;
+            phases.push(e.phase().await);
+        }
+        let answer = json!({"resolution": "answered", "value": "ship"});
+        let (status, _) =
+            call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
+        assert_eq!(status, StatusCode::OK);
+        phases.push(e.phase().await);
+        deliver_via_esm(&e).await;
+        phases.push(e.phase().await);
+        check(
+            "routed ask with reminder and escalation",
+            ROUTED,
+            &phases,
+            &["bot"],
+            &[
+                ("due", "DUE"),
+                ("due", "NOTEDUE"),
+                ("inbox", "{account}#done"),
+                ("inbox", "{account}#open"),
+                ("retain", "RET"),
+            ],
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_of_ten_minutes_of_a_failing_push_receiver() {
+    with_env("heat-fail", false, |e| async move {
+        // a receiver that is down: nothing listens on the port
+        let dead = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let cb =
+            json!({"mode": "push", "url": format!("http://{dead}/cb"), "auth": {"scheme": "hmac", "secret_ref": "cb"}});
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("f1", Some(cb), None)))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let id = ack["id"].as_str().unwrap().to_owned();
+        let answer = json!({"resolution": "answered", "value": "ship"});
+        let (status, _) =
+            call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
+        assert_eq!(status, StatusCode::OK);
+        e.phase().await;
+        let deliverer = handlers::deliverer(&e.dep).unwrap();
+        let (account, mid) =
+            (ma2h_protocol::ids::AccountId::parse("acme").unwrap(), ma2h_protocol::ids::MessageId::parse(&id).unwrap());
+        let mut phases = Vec::new();
+        let end = e.clock.now() + Duration::minutes(10);
+        let mut attempts = 0;
+        while e.clock.now() < end {
+            let track = deliverer.attempt(&e.dep.hub, &account, &mid).await.unwrap();
+            attempts += 1;
+            phases.push(e.phase().await);
+            match track.and_then(|t| t.next_attempt_at) {
+                Some(next) if next > e.clock.now() => e.clock.set(next),
+                _ => break,
+            }
+        }
+        assert!(attempts >= 3, "{attempts} attempts in 10 minutes");
+        check("ten minutes of a failing push receiver", FAILING_PUSHES, &phases, &["bot"], &[("push", "PUSH")]);
+    })
+    .await;
+}
