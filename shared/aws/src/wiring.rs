@@ -39,6 +39,9 @@ pub struct AwsSettings {
     /// deletes it itself (`MA2H_PURGE_GRACE_HOURS`, default 72; TTL usually deletes within two
     /// days).
     pub purge_grace: Duration,
+    /// Partitions per sweeper index family (`MA2H_DYNAMODB_SHARDS`, default 128, at most 1024;
+    /// raise only — see `ma2h_store_dynamodb::shards`).
+    pub shards: u16,
 }
 
 impl AwsSettings {
@@ -59,8 +62,13 @@ impl AwsSettings {
             push_queue_url: String::new(),
             long_poll_interval: Duration::from_millis(500),
             purge_grace: Duration::from_secs(72 * 3600),
+            shards: ma2h_store_dynamodb::shards::DEFAULT_SHARDS,
         };
         e.duration("MA2H_LONG_POLL_INTERVAL_MS", &mut s.long_poll_interval);
+        e.int("MA2H_DYNAMODB_SHARDS", &mut s.shards);
+        if !(1..=ma2h_store_dynamodb::shards::MAX_SHARDS).contains(&s.shards) {
+            e.refuse(&format!("MA2H_DYNAMODB_SHARDS must be 1–{}", ma2h_store_dynamodb::shards::MAX_SHARDS));
+        }
         e.duration("MA2H_PURGE_GRACE_HOURS", &mut s.purge_grace);
         if s.long_poll_interval.is_zero() {
             e.refuse("MA2H_LONG_POLL_INTERVAL_MS must be at least 1");
@@ -120,7 +128,9 @@ async fn build_with(aws: AwsSettings, publish_only_allowed: bool) -> Result<Depl
     use crate::hub_secret::{PUBLIC_VAR, VAR, load, load_public};
     let config = sdk_loader().load().await;
     let settings = Settings::from_env()?;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table).with_purge_grace(aws.purge_grace);
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table)
+        .with_purge_grace(aws.purge_grace)
+        .with_shards(ma2h_store_dynamodb::Shards::new(aws.shards));
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);
     match (env(VAR), env(PUBLIC_VAR)) {
         // The discovery function: given only the public keys, it can publish them and sign

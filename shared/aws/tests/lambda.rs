@@ -53,9 +53,17 @@ async fn env_with(template: &str, report: bool) -> Option<Env> {
         push_queue_url: queue_url.clone(),
         long_poll_interval: std::time::Duration::from_millis(50),
         purge_grace: std::time::Duration::ZERO,
+        // a few shards keep each sweep's reads few on moto (the cost tests run the default)
+        shards: 4,
     };
     let mut fns = support::Functions::start(&config, template, &settings, &aws, report).await;
-    let mut dep = assemble(settings, &aws, DynamoStore::new(ddb, table), SqsPushQueue::new(sqs, queue_url)).unwrap();
+    let mut dep = assemble(
+        settings,
+        &aws,
+        DynamoStore::new(ddb, table).with_shards(ma2h_store_dynamodb::Shards::new(aws.shards)),
+        SqsPushQueue::new(sqs, queue_url),
+    )
+    .unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     dep.hub.clock = clock.clone();
     for f in fns.each_mut() {

@@ -14,6 +14,8 @@ use ma2h_protocol::ids::{AccountId, AgentId, HumanId, MessageId, ResolutionId, k
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::time::{self, Timestamp};
 
+use crate::shards::Shards;
+
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
 pub(crate) const MSG_SK: &str = "MSG";
@@ -23,6 +25,12 @@ pub(crate) const TOMBSTONE_DAYS: i64 = 365;
 
 // Every caller-chosen component is escaped (`key_part`), so `#` joins are unambiguous whatever
 // the ids contain; ordinary ids are unchanged by the escape.
+
+/// The message sweeper partition families (`shards.rs`): open with an `expires_at`, past
+/// retention, a push due.
+pub(crate) const DUE: &str = "DUE";
+pub(crate) const RETAIN: &str = "RET";
+pub(crate) const PUSH: &str = "PUSH";
 
 pub(crate) fn msg_pk(account: &AccountId, id: &MessageId) -> String {
     format!("MSG#{}#{id}", key_part(account.as_str()))
@@ -131,8 +139,9 @@ pub(crate) fn list_keys(m: &MessageRecord) -> (String, String) {
 }
 
 /// The full item for a message, index attributes included.
-pub(crate) fn message_item(m: &MessageRecord) -> Item {
-    let mut item = key(msg_pk(&m.account, &m.id), MSG_SK);
+pub(crate) fn message_item(m: &MessageRecord, shards: Shards) -> Item {
+    let pk = msg_pk(&m.account, &m.id);
+    let mut item = key(pk.clone(), MSG_SK);
     let mut put = |k: &str, v: AttributeValue| {
         item.insert(k.to_owned(), v);
     };
@@ -150,7 +159,7 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
     if let Some(e) = m.expires_at {
         put("expires_at", n(ms(e)));
         if m.status == Status::Open {
-            put("due_pk", s("DUE"));
+            put("due_pk", s(shards.key(DUE, &pk)));
             put("due_sk", n(ms(e)));
         }
     }
@@ -159,14 +168,14 @@ pub(crate) fn message_item(m: &MessageRecord) -> Item {
     }
     if let Some(r) = m.retain_until {
         put("retain_until", n(ms(r)));
-        put("retain_pk", s("RET"));
+        put("retain_pk", s(shards.key(RETAIN, &pk)));
         put("retain_sk", n(ms(r)));
         // DynamoDB's TTL deletes the message once retention ends (free; usually within two
         // days); the tombstone keeps answering 410.
         put("ttl", n(r.timestamp() + 1));
     }
     if let Some(p) = &m.push {
-        for (k, v) in push_attrs(p) {
+        for (k, v) in push_attrs(p, &pk, shards) {
             put(&k, v);
         }
     }
@@ -269,13 +278,13 @@ pub(crate) fn push_from(item: &Item) -> Result<Option<PushTrack>, StoreError> {
 }
 
 /// The push columns (and the sparse `push` index keys while pending with a due time).
-pub(crate) fn push_attrs(p: &PushTrack) -> Vec<(String, AttributeValue)> {
+pub(crate) fn push_attrs(p: &PushTrack, pk: &str, shards: Shards) -> Vec<(String, AttributeValue)> {
     let mut v =
         vec![(TRACK_STATUS.to_owned(), s(p.status.as_str())), (TRACK_ATTEMPTS.to_owned(), n(i64::from(p.attempts)))];
     if let Some(t) = p.next_attempt_at {
         v.push((TRACK_NEXT_AT.into(), n(ms(t))));
         if p.status == PushStatus::Pending {
-            v.push(("push_pk".into(), s("PUSH")));
+            v.push(("push_pk".into(), s(shards.key(PUSH, pk))));
             v.push(("push_sk".into(), n(ms(t))));
         }
     }

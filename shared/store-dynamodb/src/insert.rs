@@ -90,7 +90,7 @@ impl DynamoStore {
     /// message id exists already.
     async fn put_message_items(&self, m: &MessageRecord) -> R<bool> {
         // (The open count was raised by `admit`, before: see `admission.rs`.)
-        if !self.put_if(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new()).await? {
+        if !self.put_if(message_item(m, self.shards), Some("attribute_not_exists(pk)"), HashMap::new()).await? {
             return Ok(false);
         }
         if let Some(r) = m.retain_until {
@@ -143,9 +143,9 @@ impl DynamoStore {
             };
         }
         let mut items = vec![
-            self.put(message_item(m), Some("attribute_not_exists(pk)"), HashMap::new())?,
+            self.put(message_item(m, self.shards), Some("attribute_not_exists(pk)"), HashMap::new())?,
             // §8.7.1: the addressed message and its mailbox entry commit in one transaction.
-            self.put(crate::mailbox::entry_item(e), Some("attribute_not_exists(pk)"), HashMap::new())?,
+            self.put(crate::mailbox::entry_item(e, self.shards), Some("attribute_not_exists(pk)"), HashMap::new())?,
         ];
         if let Some(c) = claim {
             // §8.1: a live claim blocks the write; an expired one is replaced.

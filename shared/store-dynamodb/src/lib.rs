@@ -23,10 +23,12 @@ mod messages;
 mod notifications;
 pub mod provision;
 mod sessions;
+pub mod shards;
 mod terminal;
 
 use aws_sdk_dynamodb::Client;
 use ma2h_core::ports::StoreError;
+pub use shards::Shards;
 
 /// The DynamoDB adapter: a client and the table name.
 #[derive(Debug, Clone)]
@@ -38,6 +40,8 @@ pub struct DynamoStore {
     /// How long past `retain_until` a message is left to the table's TTL before `purge` deletes
     /// it (0: at once).
     purge_grace: chrono::Duration,
+    /// Shards of every sweeper partition family (`shards.rs`).
+    shards: Shards,
 }
 
 impl DynamoStore {
@@ -47,7 +51,15 @@ impl DynamoStore {
             table: table.into(),
             max_scanned: listing::MAX_SCANNED_PER_PAGE,
             purge_grace: chrono::Duration::zero(),
+            shards: Shards::default(),
         }
+    }
+
+    /// Split each sweeper partition family into `shards` partitions (`MA2H_DYNAMODB_SHARDS`; may be
+    /// raised at any time, see `shards.rs`).
+    pub fn with_shards(mut self, shards: Shards) -> Self {
+        self.shards = shards;
+        self
     }
 
     /// Leave messages past retention to the table's TTL (it deletes for free, usually within two

@@ -263,7 +263,7 @@ impl DynamoStore {
         while let Some(item) = items.next().await {
             let item = item.map_err(|e| unavailable("Scan", e))?;
             let m = message_from(&item)?;
-            let fresh = message_item(&m);
+            let fresh = message_item(&m, self.shards);
             let missing: Vec<(&str, &AttributeValue)> = ["project", "tags", "actor", "comment"]
                 .into_iter()
                 .filter_map(|k| fresh.get(k).filter(|v| item.get(k) != Some(*v)).map(|v| (k, v)))
@@ -378,7 +378,7 @@ mod tests {
             push: Some(PushTrack { last_error: Some("502".into()), ..PushTrack::pending(at(5)) }),
             ..m
         };
-        let item = projected(&message_item(&m));
+        let item = projected(&message_item(&m, crate::Shards::default()));
         assert!(
             !item.contains_key("z")
                 && !item.contains_key("envelope")
@@ -389,6 +389,6 @@ mod tests {
         // reads it from the item (`with_push_tracks`).
         assert!(!item.keys().any(|k| k.starts_with("track_") || k.starts_with("push_")), "{item:?}");
         assert_eq!(summary_from(&item).unwrap(), MessageSummary { push: None, ..MessageSummary::from(&m) });
-        assert_eq!(crate::codec::push_from(&message_item(&m)).unwrap(), m.push);
+        assert_eq!(crate::codec::push_from(&message_item(&m, crate::Shards::default())).unwrap(), m.push);
     }
 }

@@ -23,6 +23,7 @@ use ma2h_protocol::ids::{AccountId, AgentId, SessionId, key_part};
 use ma2h_protocol::time::{self, Timestamp};
 
 use crate::codec::*;
+use crate::shards::{Due, Shards};
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
@@ -56,8 +57,9 @@ where
     e.as_service_error().and_then(|s| s.code()) == Some("ConditionalCheckFailedException")
 }
 
-pub(crate) fn entry_item(e: &MailboxEntry) -> Item {
-    let mut item = key(entry_pk(&e.mailbox.account, &e.key), ENTRY_SK);
+pub(crate) fn entry_item(e: &MailboxEntry, shards: Shards) -> Item {
+    let pk = entry_pk(&e.mailbox.account, &e.key);
+    let mut item = key(pk.clone(), ENTRY_SK);
     let mut put = |k: &str, v: AttributeValue| {
         item.insert(k.to_owned(), v);
     };
@@ -81,7 +83,7 @@ pub(crate) fn entry_item(e: &MailboxEntry) -> Item {
     put("deliveries", n(i64::from(e.deliveries)));
     put("mbx_pk", s(ready_pk(&e.mailbox, &e.audience)));
     put("mbx_sk", s(ready_sk(e.visible_at, &e.key)));
-    put("due_pk", s(DUE_PARTITION));
+    put("due_pk", s(shards.key(DUE_PARTITION, &pk)));
     put("due_sk", n(ms(e.deadline)));
     put("list_pk", s(history_pk(&e.mailbox)));
     put("list_sk", s(format!("{:015}#{}", ms(e.enqueued_at), e.key)));
@@ -194,6 +196,7 @@ impl DynamoStore {
         at: Timestamp,
         retain_until: Timestamp,
     ) -> R<Option<MailboxEntry>> {
+        let rp = self.shards.key(RETAIN_PARTITION, &pk);
         let mut req = self.client.update_item();
         for (name, value) in values {
             req = req.expression_attribute_values(*name, s(*value));
@@ -207,7 +210,7 @@ impl DynamoStore {
             .expression_attribute_values(":at", n(ms(at)))
             .expression_attribute_values(":why", s(why))
             .expression_attribute_values(":ret", n(ms(retain_until)))
-            .expression_attribute_values(":rp", s(RETAIN_PARTITION))
+            .expression_attribute_values(":rp", s(rp))
             .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
             .return_values(ReturnValue::AllNew)
             .send()
@@ -241,6 +244,8 @@ impl DynamoStore {
     }
 
     /// Items (keys only) of a sparse time index partition, due at `now` (`<` or `<=`).
+    /// Due entry rows of the `MBXDUE` (deadline, strictly before `now`) or `MBXRET` (retention,
+    /// at or before `now`) family, across its shards.
     async fn due_keys(
         &self,
         index: &str,
@@ -249,21 +254,9 @@ impl DynamoStore {
         inclusive: bool,
         limit: usize,
     ) -> R<Vec<Item>> {
-        let (pk, sk) = if index == "due" { ("due_pk", "due_sk") } else { ("retain_pk", "retain_sk") };
-        let op = if inclusive { "<=" } else { "<" };
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(index)
-            .key_condition_expression(format!("{pk} = :p AND {sk} {op} :now"))
-            .expression_attribute_values(":p", s(partition))
-            .expression_attribute_values(":now", n(ms(now)))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .send()
-            .await
-            .map_err(|e| unavailable("Query", e))?;
-        Ok(out.items.unwrap_or_default())
+        let attrs = if index == "due" { ("due_pk", "due_sk") } else { ("retain_pk", "retain_sk") };
+        let due = if inclusive { Due::AtOrBefore(ms(now)) } else { Due::Before(ms(now)) };
+        self.due_rows(index, attrs, partition, due, limit).await
     }
 }
 
@@ -277,7 +270,7 @@ impl MailboxStore for DynamoStore {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(entry_item(entry)))
+            .set_item(Some(entry_item(entry, self.shards)))
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await
@@ -371,7 +364,10 @@ impl MailboxStore for DynamoStore {
                 .expression_attribute_values(":at", n(ms(ack.acked_at)))
                 .expression_attribute_values(":why", s("acked"))
                 .expression_attribute_values(":ret", n(ms(retain_until)))
-                .expression_attribute_values(":rp", s(RETAIN_PARTITION))
+                .expression_attribute_values(
+                    ":rp",
+                    s(self.shards.key(RETAIN_PARTITION, &entry_pk(&mailbox.account, entry_key))),
+                )
                 .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
                 .expression_attribute_values(":by", s(ack.by.clone()))
                 .expression_attribute_values(

@@ -14,6 +14,8 @@ use ma2h_protocol::ids::{AccountId, AgentId, MessageId};
 use ma2h_protocol::lifecycle::Status;
 use ma2h_protocol::time::Timestamp;
 
+use crate::shards::Due;
+
 use crate::codec::*;
 use crate::{DynamoStore, unavailable};
 
@@ -75,28 +77,17 @@ impl DynamoStore {
     }
 
     /// Keys from a sparse time index, due at `now`, oldest first.
+    /// Due message keys of one partition family, oldest first, across its shards.
     async fn due(
         &self,
         index: &str,
-        pk_attr: &str,
-        pk: &str,
-        sk_attr: &str,
-        now: Timestamp,
+        attrs: (&str, &str),
+        base: &str,
+        at: Timestamp,
         limit: usize,
     ) -> R<Vec<(AccountId, MessageId)>> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(index)
-            .key_condition_expression(format!("{pk_attr} = :p AND {sk_attr} <= :now"))
-            .expression_attribute_values(":p", s(pk))
-            .expression_attribute_values(":now", n(ms(now)))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .send()
-            .await
-            .map_err(|e| unavailable("Query", e))?;
-        Ok(out.items().iter().filter_map(|i| get_s(i, "pk").ok().and_then(parse_msg_pk)).collect())
+        let rows = self.due_rows(index, attrs, base, Due::AtOrBefore(ms(at)), limit).await?;
+        Ok(rows.iter().filter_map(|i| get_s(i, "pk").ok().and_then(parse_msg_pk)).collect())
     }
 }
 
@@ -183,7 +174,7 @@ impl MessageStore for DynamoStore {
     }
 
     async fn due_expiries(&self, now: Timestamp, limit: usize) -> R<Vec<(AccountId, MessageId)>> {
-        self.due("due", "due_pk", "DUE", "due_sk", now, limit).await
+        self.due("due", ("due_pk", "due_sk"), DUE, now, limit).await
     }
 
     async fn purge(&self, now: Timestamp, limit: usize) -> R<usize> {
@@ -191,7 +182,7 @@ impl MessageStore for DynamoStore {
         // grace (docs/dynamodb.md), so retention has a hard upper bound too.
         let cutoff = now - self.purge_grace;
         let mut purged = 0;
-        for (account, id) in self.due("retain", "retain_pk", "RET", "retain_sk", cutoff, limit).await? {
+        for (account, id) in self.due("retain", ("retain_pk", "retain_sk"), RETAIN, cutoff, limit).await? {
             let res = self
                 .client
                 .delete_item()
@@ -226,7 +217,7 @@ impl MessageStore for DynamoStore {
         limit: usize,
     ) -> R<Vec<(AccountId, MessageId)>> {
         let mut claimed = Vec::new();
-        for (account, id) in self.due("push", "push_pk", "PUSH", "push_sk", now, limit).await? {
+        for (account, id) in self.due("push", ("push_pk", "push_sk"), PUSH, now, limit).await? {
             // Claim = move the due time to the lease end, only if nobody else did first.
             let res = self
                 .client
@@ -254,7 +245,7 @@ impl MessageStore for DynamoStore {
     }
 
     async fn record_push(&self, account: &AccountId, id: &MessageId, track: &PushTrack) -> R<()> {
-        let attrs = push_attrs(track);
+        let attrs = push_attrs(track, &msg_pk(account, id), self.shards);
         let mut set: Vec<String> = Vec::new();
         let mut values = HashMap::new();
         for (i, (k, v)) in attrs.iter().enumerate() {

@@ -19,6 +19,7 @@ use ma2h_protocol::time::{self, Timestamp};
 
 use crate::codec::*;
 use crate::mailbox::is_condition_failure;
+use crate::shards::{Due, Shards};
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
@@ -34,8 +35,9 @@ fn values(pairs: Vec<(&str, AttributeValue)>) -> HashMap<String, AttributeValue>
     pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
-fn item_of(x: &Notification) -> Item {
-    let mut item = key(note_pk(&x.account, &x.message_id), SK);
+fn item_of(x: &Notification, shards: Shards) -> Item {
+    let pk = note_pk(&x.account, &x.message_id);
+    let mut item = key(pk.clone(), SK);
     item.insert("account".into(), s(x.account.as_str()));
     item.insert("id".into(), s(x.message_id.as_str()));
     item.insert("version".into(), n(i64::try_from(x.version).unwrap_or(i64::MAX)));
@@ -44,7 +46,7 @@ fn item_of(x: &Notification) -> Item {
     item.insert("steps".into(), s(x.steps_json()));
     if let Some(due) = x.next_due {
         item.insert("next_due".into(), n(ms(due)));
-        item.insert("due_pk".into(), s(DUE));
+        item.insert("due_pk".into(), s(shards.key(DUE, &pk)));
         item.insert("due_sk".into(), n(ms(due)));
     }
     if let Some(r) = x.retain_until {
@@ -71,7 +73,7 @@ fn from_item(item: &Item) -> R<Notification> {
 #[async_trait]
 impl NotificationStore for DynamoStore {
     async fn create_notification(&self, item: &Notification) -> R<bool> {
-        self.put_if(item_of(item), Some("attribute_not_exists(pk)"), HashMap::new()).await
+        self.put_if(item_of(item, self.shards), Some("attribute_not_exists(pk)"), HashMap::new()).await
     }
 
     async fn get_notification(&self, account: &AccountId, id: &MessageId) -> R<Option<Notification>> {
@@ -79,20 +81,9 @@ impl NotificationStore for DynamoStore {
     }
 
     async fn due_notifications(&self, now: Timestamp, limit: usize) -> R<Vec<(AccountId, MessageId)>> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name("due")
-            .key_condition_expression("due_pk = :p AND due_sk <= :now")
-            .expression_attribute_values(":p", s(DUE))
-            .expression_attribute_values(":now", n(ms(now)))
-            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
-            .send()
-            .await
-            .map_err(|e| unavailable("Query", e))?;
+        let rows = self.due_rows("due", ("due_pk", "due_sk"), DUE, Due::AtOrBefore(ms(now)), limit).await?;
         let mut due = Vec::new();
-        for row in out.items.unwrap_or_default() {
+        for row in rows {
             // `NOTE#{account}#{id}`: the account part is escaped, the id never contains `#`.
             let pk = get_s(&row, "pk")?;
             let parsed = pk.strip_prefix("NOTE#").and_then(|rest| rest.rsplit_once('#')).and_then(|(a, i)| {
@@ -124,7 +115,7 @@ impl NotificationStore for DynamoStore {
             )
             .set_expression_attribute_values(Some(values(vec![
                 (":lease", n(ms(lease_until))),
-                (":p", s(DUE)),
+                (":p", s(self.shards.key(DUE, &note_pk(account, id)))),
                 (":one", n(1)),
                 (":now", n(ms(now))),
             ])))
@@ -140,7 +131,7 @@ impl NotificationStore for DynamoStore {
 
     async fn save_notification(&self, item: &Notification, expected: u64) -> R<bool> {
         let expected = n(i64::try_from(expected).unwrap_or(i64::MAX));
-        self.put_if(item_of(item), Some("version = :v"), values(vec![(":v", expected)])).await
+        self.put_if(item_of(item, self.shards), Some("version = :v"), values(vec![(":v", expected)])).await
     }
 
     async fn wake_notification(&self, account: &AccountId, id: &MessageId, at: Timestamp) -> R<()> {
@@ -154,7 +145,11 @@ impl NotificationStore for DynamoStore {
             )
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#ttl", "ttl")
-            .set_expression_attribute_values(Some(values(vec![(":at", n(ms(at))), (":p", s(DUE)), (":one", n(1))])))
+            .set_expression_attribute_values(Some(values(vec![
+                (":at", n(ms(at))),
+                (":p", s(self.shards.key(DUE, &note_pk(account, id)))),
+                (":one", n(1)),
+            ])))
             .send()
             .await;
         match res {

@@ -23,6 +23,7 @@ use ma2h_protocol::time::{self, Timestamp};
 
 use crate::codec::*;
 use crate::mailbox::is_condition_failure;
+use crate::shards::{Due, Shards};
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
@@ -49,8 +50,9 @@ fn live_pk(account: &AccountId, agent: &AgentId) -> String {
     format!("{}#{}#@live", key_part(account.as_str()), key_part(agent.as_str()))
 }
 
-fn session_item(x: &SessionRecord) -> Item {
-    let mut item = key(session_pk(&x.account, &x.id), SESSION_SK);
+fn session_item(x: &SessionRecord, shards: Shards) -> Item {
+    let pk = session_pk(&x.account, &x.id);
+    let mut item = key(pk.clone(), SESSION_SK);
     let created = ms(x.created_at);
     let mut put = |k: &str, v: AttributeValue| {
         item.insert(k.to_owned(), v);
@@ -74,7 +76,7 @@ fn session_item(x: &SessionRecord) -> Item {
     put("mbx_pk", s(live_pk(&x.account, &x.agent)));
     put("mbx_sk", s(x.id.as_str()));
     put("deadline", n(ms(x.expires_at)));
-    put("due_pk", s(DUE));
+    put("due_pk", s(shards.key(DUE, &pk)));
     put("due_sk", n(ms(x.expires_at)));
     item
 }
@@ -152,20 +154,20 @@ impl DynamoStore {
             .update_expression(END_EXPRESSION)
             .condition_expression(END_CONDITION)
             .expression_attribute_names("#ttl", "ttl")
-            .set_expression_attribute_values(Some(end_values(end, retain_until)))
+            .set_expression_attribute_values(Some(end_values(end, retain_until, self.shards, &session_pk(account, id))))
             .build()
             .map_err(|e| unavailable("update", e))
     }
 }
 
-fn end_values(end: SessionEnd, retain_until: Timestamp) -> HashMap<String, AttributeValue> {
+fn end_values(end: SessionEnd, retain_until: Timestamp, shards: Shards, pk: &str) -> HashMap<String, AttributeValue> {
     [
         (":kind", s(end.kind.as_str())),
         (":at", n(ms(end.at))),
         (":ret", n(ms(retain_until))),
-        (":rp", s(RETAIN)),
+        (":rp", s(shards.key(RETAIN, pk))),
         (":true", AttributeValue::Bool(true)),
-        (":bp", s(BOUNCE)),
+        (":bp", s(shards.key(BOUNCE, pk))),
         (":ttl", ttl_secs(retain_until + chrono::Duration::days(1))),
     ]
     .into_iter()
@@ -214,7 +216,7 @@ impl SessionStore for DynamoStore {
             .map_err(|e| unavailable("condition", e))?;
         let items = vec![
             TransactWriteItem::builder().condition_check(check).build(),
-            self.put(session_item(session), Some("attribute_not_exists(pk)"), HashMap::new())?,
+            self.put(session_item(session, self.shards), Some("attribute_not_exists(pk)"), HashMap::new())?,
         ];
         if self.transact(items).await? { Ok(Registered::New) } else { Ok(Registered::Stopped) }
     }
@@ -311,16 +313,15 @@ impl SessionStore for DynamoStore {
     }
 
     async fn expire_due_sessions(&self, now: Timestamp, retention: chrono::Duration, limit: usize) -> R<usize> {
-        let rows = self
-            .index_rows("due", "due_pk = :p AND due_sk < :now", &[(":p", s(DUE)), (":now", n(ms(now)))], true, limit)
-            .await?;
+        let rows = self.due_rows("due", ("due_pk", "due_sk"), DUE, Due::Before(ms(now)), limit).await?;
         let mut expired = 0;
         for row in rows {
+            let pk = get_s(&row, "pk")?.to_owned();
             let res = self
                 .client
                 .update_item()
                 .table_name(&self.table)
-                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), SESSION_SK)))
+                .set_key(Some(key(pk.clone(), SESSION_SK)))
                 .update_expression(
                     "SET end_kind = :kind, ended_at = expires_at, retain_until = expires_at + :ret, retain_pk = :rp, \
                      retain_sk = expires_at + :ret, bounce_pending = :true, due_pk = :bp, due_sk = expires_at, \
@@ -330,9 +331,9 @@ impl SessionStore for DynamoStore {
                 .expression_attribute_names("#ttl", "ttl")
                 .expression_attribute_values(":kind", s(EndKind::Expired.as_str()))
                 .expression_attribute_values(":ret", n(retention.num_milliseconds()))
-                .expression_attribute_values(":rp", s(RETAIN))
+                .expression_attribute_values(":rp", s(self.shards.key(RETAIN, &pk)))
                 .expression_attribute_values(":true", AttributeValue::Bool(true))
-                .expression_attribute_values(":bp", s(BOUNCE))
+                .expression_attribute_values(":bp", s(self.shards.key(BOUNCE, &pk)))
                 .expression_attribute_values(":now", n(ms(now)))
                 .expression_attribute_values(":ttl", ttl_secs(now + retention + chrono::Duration::days(1)))
                 .send()
@@ -348,7 +349,7 @@ impl SessionStore for DynamoStore {
     }
 
     async fn pending_bounces(&self, limit: usize) -> R<Vec<SessionRecord>> {
-        let rows = self.index_rows("due", "due_pk = :p", &[(":p", s(BOUNCE))], true, limit).await?;
+        let rows = self.due_rows("due", ("due_pk", "due_sk"), BOUNCE, Due::All, limit).await?;
         self.sessions_by_keys(&rows).await
     }
 
@@ -367,15 +368,7 @@ impl SessionStore for DynamoStore {
     }
 
     async fn purge_sessions(&self, now: Timestamp, limit: usize) -> R<usize> {
-        let rows = self
-            .index_rows(
-                "retain",
-                "retain_pk = :p AND retain_sk <= :now",
-                &[(":p", s(RETAIN)), (":now", n(ms(now)))],
-                true,
-                limit,
-            )
-            .await?;
+        let rows = self.due_rows("retain", ("retain_pk", "retain_sk"), RETAIN, Due::AtOrBefore(ms(now)), limit).await?;
         let mut purged = 0;
         for row in rows {
             let res = self

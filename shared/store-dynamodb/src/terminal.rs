@@ -66,7 +66,7 @@ impl DynamoStore {
         let tomb = tombstone_item(account, id, &current.agent_id, w.retain_until);
         let cas = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(message_item(&next)))
+            .set_item(Some(message_item(&next, self.shards)))
             .condition_expression(CAS)
             .expression_attribute_names("#st", "status")
             .set_expression_attribute_values(Some(Self::cas_values(current, w)))
@@ -77,7 +77,11 @@ impl DynamoStore {
             let items = vec![
                 TransactWriteItem::builder().put(cas).build(),
                 self.put(tomb, None, HashMap::new())?,
-                self.put(crate::mailbox::entry_item(entry), Some("attribute_not_exists(pk)"), HashMap::new())?,
+                self.put(
+                    crate::mailbox::entry_item(entry, self.shards),
+                    Some("attribute_not_exists(pk)"),
+                    HashMap::new(),
+                )?,
             ];
             return Ok(self.transact(items).await?.then_some(next));
         }

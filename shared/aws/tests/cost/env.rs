@@ -36,7 +36,7 @@ pub(crate) struct Env {
 }
 
 /// A fresh table and queue over metered clients. `None` (skipped) without moto.
-pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
+pub(crate) async fn env(name: &str, capacity: bool, shards: u16) -> Option<Env> {
     let config = moto_config().await?;
     let table = unique(&format!("cost-{name}"));
     let meter = if capacity { Meter::default().ask_for_capacity() } else { Meter::default() };
@@ -70,8 +70,11 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
         push_queue_url: queue_url.clone(),
         long_poll_interval: ms(500),
         purge_grace: std::time::Duration::from_secs(72 * 3600),
+        shards,
     };
-    let store = DynamoStore::new(ddb, table).with_purge_grace(aws.purge_grace);
+    let store = DynamoStore::new(ddb, table)
+        .with_purge_grace(aws.purge_grace)
+        .with_shards(ma2h_store_dynamodb::Shards::new(aws.shards));
     let mut dep = assemble(settings, &aws, store, SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     dep.hub.clock = clock.clone();
@@ -85,6 +88,17 @@ pub(crate) async fn env(name: &str, capacity: bool) -> Option<Env> {
     meter.take();
     let last = std::sync::Mutex::new(snapshot(&raw, dep.store.table()).await);
     Some(Env { dep, clock, meter, esm, esm_sqs, raw, agent, operator, last, indexes: units::indexes() })
+}
+
+/// One sweep's index reads: nine partition families (`due`, `retain`, `push`, the mailbox's
+/// MBXDUE and MBXRET, the sessions' SESSDUE, SESSBNC and SESSRET, the notifications' NOTEDUE),
+/// each read on its every shard and on the unsharded partition of items written before sharding
+/// (issue 38: the price of no hot partition — 1,161 eventually consistent reads a minute, about
+/// $6 a month at on-demand rates).
+pub(crate) const SWEEP_QUERIES: u64 = sweep_queries(ma2h_store_dynamodb::shards::DEFAULT_SHARDS);
+
+pub(crate) const fn sweep_queries(shards: u16) -> u64 {
+    9 * (shards as u64 + 1)
 }
 
 pub(crate) fn ms(n: u64) -> std::time::Duration {
@@ -103,7 +117,17 @@ where
     F: FnOnce(Arc<Env>) -> Fut,
     Fut: Future<Output = T> + Send + 'static,
 {
-    let e = Arc::new(env(name, capacity).await?);
+    with_env_sharded(name, capacity, ma2h_store_dynamodb::shards::DEFAULT_SHARDS, body).await
+}
+
+/// [`with_env`] with `shards` per sweeper partition family instead of the production default.
+pub(crate) async fn with_env_sharded<T, F, Fut>(name: &str, capacity: bool, shards: u16, body: F) -> Option<T>
+where
+    T: Send + 'static,
+    F: FnOnce(Arc<Env>) -> Fut,
+    Fut: Future<Output = T> + Send + 'static,
+{
+    let e = Arc::new(env(name, capacity, shards).await?);
     let result = tokio::spawn(body(e.clone())).await;
     let (table, url) = (e.dep.store.table().to_owned(), e.dep.queue.queue_url().to_owned());
     let _ = e.raw.delete_table().table_name(table).send().await;

@@ -87,10 +87,10 @@ async fn requests_per_phase_of_a_session() {
         e.clock.advance(Duration::days(2));
         let outcome = handlers::sweep(&e.dep).await.unwrap();
         assert_eq!(outcome.sessions_purged, 1, "{outcome:?}");
-        // the nine sweep Queries and the session's delete
+        // the sweep's Queries (`SWEEP_QUERIES`) and the session's delete
         phase(
             "sweep after retention (purges the session)",
-            &[("dynamodb:Query", 9), ("dynamodb:DeleteItem", 1)],
+            &[("dynamodb:Query", SWEEP_QUERIES), ("dynamodb:DeleteItem", 1)],
             &mut rows,
         );
         print_table("Requests per phase of a session (counted on the wire, asserted)", &rows);

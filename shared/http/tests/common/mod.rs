@@ -95,7 +95,14 @@ async fn over_test_store(settings: Settings) -> (Hub, Option<tempfile::TempDir>)
             let client = ma2h_test_support::dynamodb().await.expect("moto");
             let table = ma2h_test_support::unique("router");
             ma2h_store_dynamodb::provision::create_table(&client, &table).await.unwrap();
-            (assemble(ma2h_store_dynamodb::DynamoStore::new(client, table), settings), None)
+            (
+                assemble(
+                    ma2h_store_dynamodb::DynamoStore::new(client, table)
+                        .with_shards(ma2h_store_dynamodb::Shards::new(4)),
+                    settings,
+                ),
+                None,
+            )
         }
         Ok(other) => panic!("MA2H_TEST_STORE must be sqlite, sqlite-file or dynamodb, not {other:?}"),
     }
