@@ -425,7 +425,12 @@ fn dynamo_targets(shards: usize) -> Vec<Target> {
             for shard in 0..shards {
                 let table = ma2h_test_support::unique(&format!("cas-race-{shard}"));
                 ma2h_store_dynamodb::provision::create_table(&client, &table).await.unwrap();
-                let store = Arc::new(ma2h_store_dynamodb::DynamoStore::new(client.clone(), &table));
+                // a few sweeper shards: this Hub sweeps often, and each sweep reads every shard
+                // (moto walks the table per read; the production 128 would swamp it)
+                let store = Arc::new(
+                    ma2h_store_dynamodb::DynamoStore::new(client.clone(), &table)
+                        .with_shards(ma2h_store_dynamodb::Shards::new(4)),
+                );
                 let vars = [
                     ("MA2H_MODE", "dev"),
                     ("MA2H_REQUESTS_PER_MINUTE", "0"),

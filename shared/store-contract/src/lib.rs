@@ -91,6 +91,7 @@ macro_rules! for_each_check {
             concurrent_session_transitions_leave_exactly_one_terminal,
             session_addressed_entries_reach_only_their_session_and_bounce_with_prior,
             lapsed_sessions_expire_from_an_index_and_are_purged_once_bounced,
+            a_session_renewed_early_is_not_expired_at_its_first_lease_end,
             a_response_entry_commits_with_its_terminal_only,
             an_addressed_insert_commits_its_entry_with_the_message_or_not_at_all,
             principal_addressed_entries_reach_only_session_drains_one_claimant_per_window,

@@ -196,6 +196,26 @@ fn mb_account() -> ma2h_protocol::ids::AccountId {
     crate::fixtures::account("acct-a")
 }
 
+/// §16.2/§16.3: the lease is what a renewal set, whatever a store's index still says. (A store
+/// may move its expiry index lazily — issue 38: DynamoDB moves it once per half lease — but the
+/// sweep must re-check the lease before it expires anything.)
+pub async fn a_session_renewed_early_is_not_expired_at_its_first_lease_end<S: Store>(store: S) {
+    let s = session("acct-a", "bot", at(0));
+    store.register(&s, 16).await.unwrap();
+    // renewed with most of the lease left: its lease ends at 70, not 60
+    let renewed = store.renew_session(&s.account, &s.agent, &s.id, at(10)).await.unwrap().expect("renewed");
+    assert_eq!(renewed.expires_at, at(70));
+    assert_eq!(store.expire_due_sessions(at(61), Duration::seconds(100), 10).await.unwrap(), 0, "live until 70");
+    let live = store.get_session(&s.account, &s.id).await.unwrap().unwrap();
+    assert_eq!((live.end, live.expires_at), (None, at(70)));
+    // and renewing again still works after the sweep looked at it
+    store.renew_session(&s.account, &s.agent, &s.id, at(65)).await.unwrap().expect("renewed again");
+    assert_eq!(store.expire_due_sessions(at(124), Duration::seconds(100), 10).await.unwrap(), 0, "live until 125");
+    assert_eq!(store.expire_due_sessions(at(126), Duration::seconds(100), 10).await.unwrap(), 1);
+    let ended = store.get_session(&s.account, &s.id).await.unwrap().unwrap();
+    assert_eq!(ended.end, Some(SessionEnd { at: at(125), kind: EndKind::Expired }), "ended at its last lease end");
+}
+
 pub async fn lapsed_sessions_expire_from_an_index_and_are_purged_once_bounced<S: Store>(store: S) {
     let (lapsing, renewed) = (session("acct-a", "bot", at(0)), session("acct-a", "bot", at(0)));
     store.register(&lapsing, 16).await.unwrap();

@@ -147,6 +147,26 @@ impl DynamoStore {
         Ok(q.send().await.map_err(|e| unavailable("Query", e))?.items.unwrap_or_default())
     }
 
+    /// Bring a live session's lease-following index keys (`due_sk`, `deadline`) up to its
+    /// `expires_at`; nothing once it has ended or lapsed (its keys are the end's then).
+    async fn move_lease_keys(&self, pk: &str, now: Timestamp) -> R<()> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(pk.to_owned(), SESSION_SK)))
+            .update_expression("SET due_sk = expires_at, deadline = expires_at")
+            .condition_expression("attribute_not_exists(end_kind) AND expires_at >= :now")
+            .expression_attribute_values(":now", n(ms(now)))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if is_condition_failure(&e) => Ok(()),
+            Err(e) => Err(unavailable("UpdateItem", e)),
+        }
+    }
+
     fn end_update(&self, account: &AccountId, id: &SessionId, end: SessionEnd, retain_until: Timestamp) -> R<Update> {
         Update::builder()
             .table_name(&self.table)
@@ -245,25 +265,34 @@ impl SessionStore for DynamoStore {
         id: &SessionId,
         now: Timestamp,
     ) -> R<Option<SessionRecord>> {
+        // Issue 38: a renewal writes the item only. The index keys that follow the lease — the
+        // sweeper's `due_sk` and the live count's `deadline` — move only once less than half the
+        // lease is left on them, so an agent renewing on every long-poll moves them once per half
+        // lease, not once per poll (each move rewrites two index entries). An agent renewing less
+        // often than that leaves a stale `due_sk`: the sweeper re-checks `expires_at` before it
+        // expires anything, and moves the key instead (`expire_due_sessions`).
         let res = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(session_pk(account, id), SESSION_SK)))
-            .update_expression(
-                "SET expires_at = ttl_ms + :now, deadline = ttl_ms + :now, due_sk = ttl_ms + :now, last_seen = :now",
-            )
+            .update_expression("SET expires_at = ttl_ms + :now, last_seen = :now")
             .condition_expression("agent_id = :me AND attribute_not_exists(end_kind) AND expires_at >= :now")
             .expression_attribute_values(":me", s(agent.as_str()))
             .expression_attribute_values(":now", n(ms(now)))
             .return_values(ReturnValue::AllNew)
             .send()
             .await;
-        match res {
-            Ok(out) => Ok(Some(session_from(&out.attributes.unwrap_or_default())?)),
-            Err(e) if is_condition_failure(&e) => Ok(None),
-            Err(e) => Err(unavailable("UpdateItem", e)),
+        let item = match res {
+            Ok(out) => out.attributes.unwrap_or_default(),
+            Err(e) if is_condition_failure(&e) => return Ok(None),
+            Err(e) => return Err(unavailable("UpdateItem", e)),
+        };
+        let half_lease = opt_n(&item, "ttl_ms")?.unwrap_or(0) / 2;
+        if opt_n(&item, "due_sk")?.is_some_and(|due| due < ms(now) + half_lease) {
+            self.move_lease_keys(&get_s(&item, "pk")?.to_owned(), now).await?;
         }
+        Ok(Some(session_from(&item)?))
     }
 
     async fn end_session(
@@ -340,8 +369,10 @@ impl SessionStore for DynamoStore {
                 .await;
             match res {
                 Ok(_) => expired += 1,
-                // Renewed or ended since the index read.
-                Err(e) if is_condition_failure(&e) => {}
+                // Ended since the index read, or renewed: a renewal leaves `due_sk` behind for up
+                // to half a lease (`renew_session`), so a live session found here has its keys
+                // moved up to its lease end, once.
+                Err(e) if is_condition_failure(&e) => self.move_lease_keys(&pk, now).await?,
                 Err(e) => return Err(unavailable("UpdateItem", e)),
             }
         }
