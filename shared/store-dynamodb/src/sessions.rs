@@ -290,7 +290,7 @@ impl SessionStore for DynamoStore {
         };
         let half_lease = opt_n(&item, "ttl_ms")?.unwrap_or(0) / 2;
         if opt_n(&item, "due_sk")?.is_some_and(|due| due < ms(now) + half_lease) {
-            self.move_lease_keys(&get_s(&item, "pk")?.to_owned(), now).await?;
+            self.move_lease_keys(get_s(&item, "pk")?, now).await?;
         }
         Ok(Some(session_from(&item)?))
     }
