@@ -18,9 +18,10 @@ use chrono::Duration;
 use ma2h_aws::handlers;
 use ma2h_core::admin;
 use ma2h_core::ports::Clock as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::env::*;
+use crate::inter_agent::addressed;
 use crate::metering::Tally;
 use crate::support::event;
 use crate::units::Heat;
@@ -247,12 +248,6 @@ async fn heat_of_a_session_with_ten_renewals() {
         );
     })
     .await;
-}
-
-fn addressed(key: &str, to: &str, session: &str) -> Value {
-    json!({"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
-           "agent": {"id": "bot", "run_id": "r", "runtime": "cloud", "session": session}, "to": to,
-           "title": "Restart the consumer?", "idempotency_key": key, "request": {"mode": "confirm"}})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ use crate::env::*;
 use crate::metering::Tally;
 use crate::support::event;
 
-fn addressed(key: &str, to: &str, session: &str) -> Value {
+pub(crate) fn addressed(key: &str, to: &str, session: &str) -> Value {
     json!({"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
            "agent": {"id": "bot", "run_id": "r", "runtime": "cloud", "session": session}, "to": to,
            "title": "Restart the consumer?", "idempotency_key": key, "request": {"mode": "confirm"}})

@@ -105,16 +105,25 @@ fn kb(bytes: usize) -> u64 {
 
 /// The index units of one item going from `before` to `after`.
 pub fn index_units(idx: &IndexDef, before: Option<&Item>, after: Option<&Item>) -> u64 {
+    index_changes(idx, before, after).iter().map(|(_, u)| u).sum()
+}
+
+/// The units one item's change bills its entry in `idx`, by the partition (hash key value) that
+/// takes them: a put or delete bills the entry's size; a key change, the old partition for the
+/// delete and the new one for the put; any other change of a projected attribute, the larger size.
+fn index_changes(idx: &IndexDef, before: Option<&Item>, after: Option<&Item>) -> Vec<(String, u64)> {
     let old = before.and_then(|i| idx.entry(i));
     let new = after.and_then(|i| idx.entry(i));
     let size = |e: &Item| kb(item_size(e) + 100);
     match (&old, &new) {
-        (None, None) => 0,
-        (None, Some(n)) => size(n),
-        (Some(o), None) => size(o),
-        (Some(o), Some(n)) if idx.keys_of(o) != idx.keys_of(n) => size(o) + size(n),
-        (Some(o), Some(n)) if o != n => size(o).max(size(n)),
-        _ => 0,
+        (None, None) => vec![],
+        (None, Some(n)) => vec![(hash_value(idx, n), size(n))],
+        (Some(o), None) => vec![(hash_value(idx, o), size(o))],
+        (Some(o), Some(n)) if idx.keys_of(o) != idx.keys_of(n) => {
+            vec![(hash_value(idx, o), size(o)), (hash_value(idx, n), size(n))]
+        }
+        (Some(o), Some(n)) if o != n => vec![(hash_value(idx, n), size(o).max(size(n)))],
+        _ => vec![],
     }
 }
 
@@ -150,46 +159,19 @@ pub fn write_heat(before: &Snapshot, after: &Snapshot, writes: &[Write], idx: &[
     }
     for k in &touched {
         for i in idx {
-            let old = before.get(k).and_then(|it| i.entry(it));
-            let new = after.get(k).and_then(|it| i.entry(it));
-            let size = |e: &Item| kb(item_size(e) + 100);
-            let mut add = |e: &Item, units: u64| *heat.entry((i.name.clone(), hash_value(i, e))).or_default() += units;
-            match (&old, &new) {
-                (None, None) => {}
-                (None, Some(n)) => add(n, size(n)),
-                (Some(o), None) => add(o, size(o)),
-                (Some(o), Some(n)) if i.keys_of(o) != i.keys_of(n) => {
-                    add(o, size(o));
-                    add(n, size(n));
-                }
-                (Some(o), Some(n)) if o != n => add(n, size(o).max(size(n))),
-                _ => {}
+            for (partition, units) in index_changes(i, before.get(k), after.get(k)) {
+                *heat.entry((i.name.clone(), partition)).or_default() += units;
             }
         }
     }
     heat
 }
 
-/// (table units, index units) of a phase's writes.
+/// (table units, index units) of a phase's writes: [`write_heat`] summed over the partitions.
 pub fn write_units(before: &Snapshot, after: &Snapshot, writes: &[Write], idx: &[IndexDef]) -> (u64, u64) {
-    let mut table = 0;
-    let mut touched: Vec<(String, String)> = Vec::new();
-    for w in writes {
-        let factor = if w.transactional { 2 } else { 1 };
-        for t in &w.targets {
-            let key = (t.pk.clone(), t.sk.clone());
-            let old = before.get(&key).map_or(0, item_size);
-            let new = after.get(&key).map_or(0, item_size);
-            let size = if t.check_only { old } else { old.max(new).max(t.put_size.unwrap_or(0)) };
-            table += kb(size) * factor;
-            if w.ok && !t.check_only && !touched.contains(&key) {
-                touched.push(key);
-            }
-        }
-    }
-    let gsi =
-        touched.iter().map(|k| idx.iter().map(|i| index_units(i, before.get(k), after.get(k))).sum::<u64>()).sum();
-    (table, gsi)
+    write_heat(before, after, writes, idx).iter().fold((0, 0), |(table, gsi), ((place, _), units)| {
+        if place == "table" { (table + units, gsi) } else { (table, gsi + units) }
+    })
 }
 
 #[cfg(test)]
