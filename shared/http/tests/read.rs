@@ -157,6 +157,22 @@ async fn the_sweeper_expires_due_messages_without_any_read() {
     assert_eq!(t.get(&t.agent, &later).await.body["status"], "open");
 }
 
+/// Issue 38: one sweep is not capped at one batch — a backlog larger than `SWEEP_BATCH` is
+/// read again and settled in the same run (within `MA2H_SWEEP_BUDGET_SECONDS`).
+#[tokio::test]
+async fn one_sweep_expires_a_backlog_larger_than_its_batch() {
+    let t = hub().await;
+    let n = sweep::SWEEP_BATCH + 20;
+    for i in 0..n {
+        let body = with(ask(&format!("b{i}")), "/expires_at", json!(ts(start() + Duration::minutes(1))));
+        t.submit_ok(body).await;
+    }
+    t.advance(Duration::minutes(2));
+    let report = sweep::sweep_once(&t.hub).await.unwrap();
+    assert_eq!(report.expired, n, "every due message in one sweep");
+    assert_eq!(sweep::sweep_once(&t.hub).await.unwrap().expired, 0, "and nothing twice");
+}
+
 #[tokio::test]
 async fn after_retention_the_submitter_gets_410_and_others_404() {
     let t = hub().await;

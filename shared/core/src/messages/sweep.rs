@@ -2,6 +2,8 @@
 //! full scan) and purges rows past retention. Lazy expiry on every read covers the gaps between
 //! sweeps; the sweeper makes expiry happen even when nobody reads.
 
+use futures_util::{StreamExt as _, TryStreamExt as _};
+
 use crate::messages::lifecycle::settle;
 use crate::messages::records::Lookup;
 use crate::{Hub, HubError};
@@ -20,26 +22,17 @@ pub struct SweepReport {
     pub sessions_purged: usize,
 }
 
-/// How many due messages one sweep handles before yielding (the next sweep continues).
+/// How many due rows of each kind one read of the sweeper takes (due expiries are read again
+/// while a read comes back full and the budget lasts; the rest wait for the next sweep).
 pub const SWEEP_BATCH: usize = 500;
+/// Due expiries settled at once. Each is its own §7 compare-and-set, so two sweeps (or a sweep
+/// and a resolve) racing for one message still commit exactly one terminal.
+pub const SWEEP_CONCURRENCY: usize = 16;
 
 pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     let now = hub.clock.now();
     let mut report = SweepReport::default();
-    let mut lag = 0.0f64;
-    for (account, id) in hub.messages.due_expiries(now, SWEEP_BATCH).await? {
-        if let Lookup::Found(rec) = hub.messages.get_message(&account, &id).await? {
-            if let Some(at) = rec.expires_at {
-                lag = lag.max((now - at).num_milliseconds() as f64 / 1000.0);
-            }
-            let before = rec.status;
-            let after = settle(hub, rec).await?;
-            if before != after.status {
-                report.expired += 1;
-            }
-        }
-    }
-    crate::kernel::metrics::swept(lag, report.expired);
+    expire_due(hub, &mut report).await?;
     report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
     // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable.
     let retain_until = crate::mailbox::undeliverable::retain_after(hub, now);
@@ -58,6 +51,42 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     report.sessions_purged = hub.sessions.purge_sessions(now, SWEEP_BATCH).await?;
     hub.notifications.purge_notifications(now, SWEEP_BATCH).await?;
     Ok(report)
+}
+
+/// Issue 38: the sweeper's expiry throughput grows with the backlog. Due messages are read a
+/// batch at a time and settled [`SWEEP_CONCURRENCY`] at once; a full batch is followed by
+/// another while `MA2H_SWEEP_BUDGET_SECONDS` lasts (so a minute's schedule is not a cap of 500
+/// expiries a minute). A full batch that expires nothing (index rows of messages already settled
+/// or gone) ends the run: the next sweep reads again.
+async fn expire_due(hub: &Hub, report: &mut SweepReport) -> Result<(), HubError> {
+    let started = std::time::Instant::now();
+    let mut lag = 0.0f64;
+    loop {
+        let now = hub.clock.now();
+        let due = hub.messages.due_expiries(now, SWEEP_BATCH).await?;
+        let full = due.len() >= SWEEP_BATCH;
+        let outcomes: Vec<(bool, Option<f64>)> = futures_util::stream::iter(due)
+            .map(|(account, id)| async move {
+                let Lookup::Found(rec) = hub.messages.get_message(&account, &id).await? else {
+                    return Ok::<_, HubError>((false, None));
+                };
+                let late = rec.expires_at.map(|at| (now - at).num_milliseconds() as f64 / 1000.0);
+                let before = rec.status;
+                let after = settle(hub, rec).await?;
+                Ok((before != after.status, late))
+            })
+            .buffer_unordered(SWEEP_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let expired = outcomes.iter().filter(|(changed, _)| *changed).count();
+        lag = outcomes.iter().filter_map(|(_, late)| *late).fold(lag, f64::max);
+        report.expired += expired;
+        if !full || expired == 0 || started.elapsed() >= hub.settings.sweep_budget {
+            break;
+        }
+    }
+    crate::kernel::metrics::swept(lag, report.expired);
+    Ok(())
 }
 
 /// A pending push not attempted this long after it was due lost its queue announcement (it is

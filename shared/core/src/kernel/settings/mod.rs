@@ -66,6 +66,9 @@ pub struct Settings {
     pub long_poll_max_seconds: u32,
     /// How often the background sweeper runs (`MA2H_SWEEP_INTERVAL_MS`).
     pub sweep_interval: Duration,
+    /// How long one sweep keeps expiring while due messages remain (`MA2H_SWEEP_BUDGET_SECONDS`,
+    /// default 30: inside the sweep function's 60 s timeout).
+    pub sweep_budget: Duration,
     /// Log as JSON lines instead of human-readable text (`MA2H_LOG_JSON`).
     pub log_json: bool,
     /// §8.3 push retries: the caps on attempts and on total duration, and the backoff.
@@ -326,6 +329,7 @@ impl Default for Settings {
             replay_window_seconds: 120,
             long_poll_max_seconds: 30,
             sweep_interval: Duration::from_millis(1000),
+            sweep_budget: Duration::from_secs(30),
             log_json: false,
             push: PushSettings::default(),
             ed25519_seed: None,
@@ -396,6 +400,7 @@ impl Settings {
         e.int("MA2H_REPLAY_WINDOW_SECONDS", &mut s.replay_window_seconds);
         e.int("MA2H_LONG_POLL_MAX_SECONDS", &mut s.long_poll_max_seconds);
         e.duration("MA2H_SWEEP_INTERVAL_MS", &mut s.sweep_interval);
+        e.duration("MA2H_SWEEP_BUDGET_SECONDS", &mut s.sweep_budget);
         let p = &mut s.push;
         e.int("MA2H_PUSH_MAX_ATTEMPTS", &mut p.max_attempts);
         e.duration("MA2H_PUSH_MAX_DURATION_SECONDS", &mut p.max_duration);
@@ -539,6 +544,9 @@ impl Settings {
             err(
                 "MA2H_PRESENCE_FRESHNESS_SECONDS must exceed MA2H_LONG_POLL_MAX_SECONDS by more than its sixth (at least 1 s)",
             );
+        }
+        if self.sweep_budget > Duration::from_secs(600) {
+            err("MA2H_SWEEP_BUDGET_SECONDS must be at most 600");
         }
         if self.sweep_interval.is_zero() {
             err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
