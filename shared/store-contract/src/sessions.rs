@@ -55,7 +55,16 @@ pub async fn sessions_register_renew_and_end_by_compare_and_set<S: Store>(store:
     let listed: Vec<_> = store.list_sessions(&a.account, Some(&a.agent), 10).await.unwrap();
     assert_eq!(listed.len(), 3, "newest first: {listed:?}");
     assert_eq!(listed[2].id, a.id);
-    assert_eq!(store.list_sessions(&a.account, None, 10).await.unwrap().len(), 4, "the whole account");
+    let account_wide = store.list_sessions(&a.account, None, 10).await.unwrap();
+    assert_eq!(account_wide.len(), 4, "the whole account");
+    let created: Vec<_> = account_wide.iter().map(|s| s.created_at).collect();
+    assert!(created.windows(2).all(|w| w[0] >= w[1]), "newest first across the account: {created:?}");
+    let newest = store.list_sessions(&a.account, None, 2).await.unwrap();
+    assert_eq!(
+        newest.iter().map(|s| s.created_at).collect::<Vec<_>>(),
+        created[..2].to_vec(),
+        "limit keeps the newest"
+    );
 
     // Renewal: only the owner, only while live; it moves the lease to now + ttl.
     let other = mailbox("acct-a", "other").agent;

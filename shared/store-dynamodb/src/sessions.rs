@@ -23,7 +23,7 @@ use ma2h_protocol::time::{self, Timestamp};
 
 use crate::codec::*;
 use crate::mailbox::is_condition_failure;
-use crate::shards::{Due, Shards};
+use crate::shards::{ACCOUNT_LIST_SHARDS, Due, Shards};
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
@@ -71,7 +71,7 @@ fn session_item(x: &SessionRecord, shards: Shards) -> Item {
     put("bounce_pending", AttributeValue::Bool(false));
     put("list_pk", s(agent_list_pk(&x.account, &x.agent)));
     put("list_sk", s(format!("{created:015}#{}", x.id)));
-    put("push_pk", s(account_list_pk(&x.account)));
+    put("push_pk", s(Shards::new(ACCOUNT_LIST_SHARDS).key(&account_list_pk(&x.account), &pk)));
     put("push_sk", n(created));
     put("mbx_pk", s(live_pk(&x.account, &x.agent)));
     put("mbx_sk", s(x.id.as_str()));
@@ -252,7 +252,15 @@ impl SessionStore for DynamoStore {
                     .await?
             }
             None => {
-                self.index_rows("push", "push_pk = :p", &[(":p", s(account_list_pk(account)))], false, limit).await?
+                // every shard of the account's list (and its unsharded partition: sessions
+                // registered before it was sharded), newest first, merged
+                let mut rows = Vec::new();
+                for partition in Shards::new(ACCOUNT_LIST_SHARDS).all(&account_list_pk(account)) {
+                    rows.extend(self.index_rows("push", "push_pk = :p", &[(":p", s(partition))], false, limit).await?);
+                }
+                rows.sort_by_key(|r| std::cmp::Reverse(get_n(r, "push_sk").unwrap_or(0)));
+                rows.truncate(limit);
+                rows
             }
         };
         self.sessions_by_keys(&rows).await
