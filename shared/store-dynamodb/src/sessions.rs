@@ -253,11 +253,13 @@ impl SessionStore for DynamoStore {
             }
             None => {
                 // every shard of the account's list (and its unsharded partition: sessions
-                // registered before it was sharded), newest first, merged
-                let mut rows = Vec::new();
-                for partition in Shards::new(ACCOUNT_LIST_SHARDS).all(&account_list_pk(account)) {
-                    rows.extend(self.index_rows("push", "push_pk = :p", &[(":p", s(partition))], false, limit).await?);
-                }
+                // registered before it was sharded), read at once, newest first, merged
+                let reads =
+                    Shards::new(ACCOUNT_LIST_SHARDS).all(&account_list_pk(account)).into_iter().map(|p| async move {
+                        self.index_rows("push", "push_pk = :p", &[(":p", s(p))], false, limit).await
+                    });
+                let mut rows: Vec<Item> =
+                    futures_util::future::try_join_all(reads).await?.into_iter().flatten().collect();
                 rows.sort_by_key(|r| std::cmp::Reverse(get_n(r, "push_sk").unwrap_or(0)));
                 rows.truncate(limit);
                 rows
