@@ -63,7 +63,7 @@ aws-local)
     RUN="conf-$RANDOM$RANDOM"
     export MA2H_TABLE=$RUN MA2H_HUB_SECRET="ma2h/$RUN"
     # a sweep every 500 ms reads each family's every shard: a few keep that within moto's means
-    export MA2H_DYNAMODB_SHARDS=${MA2H_DYNAMODB_SHARDS:-4}
+    export MA2H_DYNAMODB_SHARDS=${MA2H_DYNAMODB_SHARDS:-4} MA2H_DYNAMODB_LIST_SHARDS=${MA2H_DYNAMODB_LIST_SHARDS:-4}
     "$BINS/ma2h-aws-local" --listen 127.0.0.1:0 --bin-dir "$BINS" --table "$RUN" \
         --parameter "HubSecretName=$MA2H_HUB_SECRET" --parameter "HubPublicKeysSecretName=$MA2H_HUB_SECRET-public" \
         --schedule-every-ms 500 --log-dir "$DATA/logs" \

@@ -42,9 +42,17 @@ pub struct AwsSettings {
     /// Partitions per sweeper index family (`MA2H_DYNAMODB_SHARDS`, default 128, at most 1024;
     /// raise only — see `ma2h_store_dynamodb::shards`).
     pub shards: u16,
+    /// Partitions of an account's listing (`MA2H_DYNAMODB_LIST_SHARDS`, default 128, at most
+    /// 1024; raise only). Every listing page reads each of them.
+    pub list_shards: u16,
 }
 
 impl AwsSettings {
+    /// The store's shard counts (sweeper families and listing).
+    pub fn store_shards(&self) -> ma2h_store_dynamodb::Shards {
+        ma2h_store_dynamodb::Shards::new(self.shards).with_list(self.list_shards)
+    }
+
     /// For the admin commands, which never enqueue: the queue URL may be absent.
     pub fn for_admin(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Self::read(get, false)
@@ -63,11 +71,16 @@ impl AwsSettings {
             long_poll_interval: Duration::from_millis(500),
             purge_grace: Duration::from_secs(72 * 3600),
             shards: ma2h_store_dynamodb::shards::DEFAULT_SHARDS,
+            list_shards: ma2h_store_dynamodb::shards::DEFAULT_LIST_SHARDS,
         };
         e.duration("MA2H_LONG_POLL_INTERVAL_MS", &mut s.long_poll_interval);
         e.int("MA2H_DYNAMODB_SHARDS", &mut s.shards);
         if !(1..=ma2h_store_dynamodb::shards::MAX_SHARDS).contains(&s.shards) {
             e.refuse(&format!("MA2H_DYNAMODB_SHARDS must be 1–{}", ma2h_store_dynamodb::shards::MAX_SHARDS));
+        }
+        e.int("MA2H_DYNAMODB_LIST_SHARDS", &mut s.list_shards);
+        if !(1..=ma2h_store_dynamodb::shards::MAX_SHARDS).contains(&s.list_shards) {
+            e.refuse(&format!("MA2H_DYNAMODB_LIST_SHARDS must be 1–{}", ma2h_store_dynamodb::shards::MAX_SHARDS));
         }
         e.duration("MA2H_PURGE_GRACE_HOURS", &mut s.purge_grace);
         if s.long_poll_interval.is_zero() {
@@ -130,7 +143,7 @@ async fn build_with(aws: AwsSettings, publish_only_allowed: bool) -> Result<Depl
     let settings = Settings::from_env()?;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table)
         .with_purge_grace(aws.purge_grace)
-        .with_shards(ma2h_store_dynamodb::Shards::new(aws.shards));
+        .with_shards(aws.store_shards());
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);
     match (env(VAR), env(PUBLIC_VAR)) {
         // The discovery function: given only the public keys, it can publish them and sign

@@ -55,12 +55,13 @@ async fn env_with(template: &str, report: bool) -> Option<Env> {
         purge_grace: std::time::Duration::ZERO,
         // a few shards keep each sweep's reads few on moto (the cost tests run the default)
         shards: 4,
+        list_shards: 4,
     };
     let mut fns = support::Functions::start(&config, template, &settings, &aws, report).await;
     let mut dep = assemble(
         settings,
         &aws,
-        DynamoStore::new(ddb, table).with_shards(ma2h_store_dynamodb::Shards::new(aws.shards)),
+        DynamoStore::new(ddb, table).with_shards(aws.store_shards()),
         SqsPushQueue::new(sqs, queue_url),
     )
     .unwrap();

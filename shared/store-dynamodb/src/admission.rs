@@ -17,6 +17,7 @@
 //! request-rate limit bounds how often an agent can make it happen).
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use ma2h_core::ports::{Admission, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId};
 
@@ -88,8 +89,14 @@ impl DynamoStore {
         Err(StoreError::Unavailable(format!("counter of {agent}: too much contention")))
     }
 
-    /// The agent's open asks/tasks, counted in the `inbox` index.
+    /// The agent's open asks/tasks, counted in the `inbox` index (every listing shard at once).
     pub(crate) async fn count_open_exact(&self, account: &AccountId, agent: &AgentId) -> R<u64> {
+        let reads = self.shards.list_all(&list_pk(account, true)).into_iter().map(|p| self.count_agent_in(p, agent));
+        let parts: Vec<u64> = futures_util::stream::iter(reads).buffer_unordered(32).try_collect().await?;
+        Ok(parts.into_iter().sum())
+    }
+
+    async fn count_agent_in(&self, partition: String, agent: &AgentId) -> R<u64> {
         let mut total = 0u64;
         let mut start = None;
         loop {
@@ -100,7 +107,7 @@ impl DynamoStore {
                 .index_name(crate::listing::INDEX)
                 .key_condition_expression("list_pk = :p")
                 .filter_expression("agent_id = :a")
-                .expression_attribute_values(":p", s(list_pk(account, true)))
+                .expression_attribute_values(":p", s(&partition))
                 .expression_attribute_values(":a", s(agent.as_str()))
                 .select(Select::Count)
                 .set_exclusive_start_key(start)

@@ -129,13 +129,16 @@ pub(crate) fn cursor_from_sk(open: bool, sk: &str) -> Option<ListCursor> {
     }
 }
 
-pub(crate) fn list_keys(m: &MessageRecord) -> (String, String) {
+/// A message's listing keys: its shard of the account's open or done partition (issue 38: one
+/// partition took every submit and terminal of the account), and its position.
+pub(crate) fn list_keys(m: &MessageRecord, shards: Shards) -> (String, String) {
     let position = if m.status == Status::Open {
         ListCursor::Open { rank: m.priority.rank(), created_at: m.created_at, id: m.id.clone() }
     } else {
         ListCursor::Done { updated_at: m.updated_at, id: m.id.clone() }
     };
-    (list_pk(&m.account, m.status == Status::Open), list_sk(&position))
+    let base = list_pk(&m.account, m.status == Status::Open);
+    (shards.list_key(&base, &msg_pk(&m.account, &m.id)), list_sk(&position))
 }
 
 /// The full item for a message, index attributes included.
@@ -204,7 +207,7 @@ pub(crate) fn message_item(m: &MessageRecord, shards: Shards) -> Item {
             put(k, s(v));
         }
     }
-    let (lpk, lsk) = list_keys(m);
+    let (lpk, lsk) = list_keys(m, shards);
     put("list_pk", s(lpk));
     put("list_sk", s(lsk));
     item

@@ -19,6 +19,7 @@ mod credentials;
 mod insert;
 mod listing;
 mod mailbox;
+mod merge;
 mod messages;
 mod notifications;
 pub mod provision;

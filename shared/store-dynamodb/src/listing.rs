@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use futures_util::{StreamExt as _, TryStreamExt as _};
+
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
@@ -22,6 +24,7 @@ use crate::codec::{
     MSG_SK, PUSH_READ, cursor_from_sk, get_s, key, list_pk, list_sk, message_from, message_item, msg_pk, push_from, s,
     summary_from,
 };
+use crate::merge::{self, End, Lane, Step};
 use crate::{DynamoStore, unavailable};
 
 /// The index the listing reads.
@@ -68,18 +71,18 @@ impl Expr {
     }
 }
 
-/// The key condition and filter for a page of `q`; `None` when the page is empty by construction
-/// (a cursor already past the filtered priority).
-fn page_expr(account: &AccountId, q: &ListQuery) -> Option<Expr> {
+/// The key condition and filter for reading `partition` after `after` (a sort key) for a page of
+/// `q`; `None` when the read is empty by construction (a cursor already past the filtered
+/// priority).
+fn page_expr(partition: &str, q: &ListQuery, after: Option<&str>) -> Option<Expr> {
     let mut e = Expr { key: "list_pk = :p".into(), ..Expr::default() };
-    e.value(":p", s(list_pk(account, q.open)));
-    let after = q.after.as_ref().map(list_sk);
+    e.value(":p", s(partition));
     match (q.open, q.filter.priority, after) {
         (true, Some(p), after) => {
             // Every id character sorts above a space, so `sk + " "` is the least key after `sk`.
             let floor = format!("{}#", p.rank());
             let lo = match after {
-                Some(a) if a >= floor => format!("{a} "),
+                Some(a) if a >= floor.as_str() => format!("{a} "),
                 _ => floor,
             };
             let hi = format!("{}#~", p.rank());
@@ -124,34 +127,32 @@ fn index_unavailable<E: ProvideErrorMetadata>(e: &SdkError<E>) -> bool {
     })
 }
 
-/// One read of a listing range: what passed, and where reading stopped early (if it did).
-struct Range {
-    items: Vec<MessageSummary>,
-    cut_at: Option<ListCursor>,
-}
+/// Listing shards read at once.
+const READ_CONCURRENCY: usize = 32;
 
 impl DynamoStore {
-    /// Read summaries in index order until `want` pass, the range ends, or
-    /// [`MAX_SCANNED_PER_PAGE`] entries were read.
-    async fn read_range(&self, e: &Expr, forward: bool, want: usize) -> Result<Range, StoreError> {
-        match self.read_index(e, forward, want, false).await {
+    /// Read summaries in index order until `want` pass, the range ends, or `budget` entries were
+    /// read: one lane of the merge (`merge.rs`).
+    async fn read_range(&self, e: &Expr, forward: bool, want: usize, budget: i32) -> Result<(Lane, i32), StoreError> {
+        match self.read_index(e, forward, want, budget, false).await {
             Err(err) if index_unavailable(&err) => {
                 tracing::warn!("the `inbox` index is not available yet: listing from the legacy `list` index");
-                self.read_index(e, forward, want, true).await.map_err(|e| unavailable("Query", e))?
+                self.read_index(e, forward, want, budget, true).await.map_err(|e| unavailable("Query", e))?
             }
             other => other.map_err(|e| unavailable("Query", e))?,
         }
     }
 
     /// `legacy`: read `list` (whole items, possibly without the summary attributes) and apply the
-    /// filter here instead of in a `FilterExpression`.
+    /// filter here instead of in a `FilterExpression`. Returns the lane and the entries read.
     async fn read_index(
         &self,
         e: &Expr,
         forward: bool,
         want: usize,
+        budget: i32,
         legacy: bool,
-    ) -> Result<Result<Range, StoreError>, SdkError<QueryError>> {
+    ) -> Result<Result<(Lane, i32), StoreError>, SdkError<QueryError>> {
         let mut out = Vec::new();
         let (mut start, mut scanned) = (None, 0);
         let filter = (!e.filter.is_empty() && !legacy).then(|| e.filter.join(" AND "));
@@ -171,8 +172,8 @@ impl DynamoStore {
         loop {
             // Without a filter every entry read is kept: read no more than the page needs.
             let need = i32::try_from(want - out.len()).unwrap_or(i32::MAX);
-            let page_limit = if e.filter.is_empty() { need.min(1000) } else { need.clamp(200, 1000) }
-                .min((self.max_scanned - scanned).max(1));
+            let page_limit =
+                if e.filter.is_empty() { need.min(1000) } else { need.clamp(200, 1000) }.min((budget - scanned).max(1));
             let page = self
                 .client
                 .query()
@@ -193,30 +194,80 @@ impl DynamoStore {
                     false => summary_from(item),
                     true => message_from(item).map(|m| MessageSummary::from(&m)),
                 };
-                let summary = match summary {
-                    Ok(s) => s,
-                    Err(err) => return Ok(Err(err)),
+                let (summary, sk) = match (summary, get_s(item, "list_sk")) {
+                    (Ok(s), Ok(sk)) => (s, sk.to_owned()),
+                    (Err(err), _) | (_, Err(err)) => return Ok(Err(err)),
                 };
                 if legacy && !e.filter_of.matches(&summary) {
                     continue;
                 }
-                out.push(summary);
+                out.push((sk, summary));
                 if out.len() >= want {
-                    return Ok(Ok(Range { items: out, cut_at: None }));
+                    return Ok(Ok((Lane { items: out, end: End::More }, scanned)));
                 }
             }
-            let Some(last) = page.last_evaluated_key else { return Ok(Ok(Range { items: out, cut_at: None })) };
-            if scanned >= self.max_scanned {
-                let cut_at = last.get("list_sk").and_then(|v| v.as_s().ok()).and_then(|sk| cursor_from_sk(forward, sk));
-                return Ok(Ok(Range { items: out, cut_at }));
+            let Some(last) = page.last_evaluated_key else {
+                return Ok(Ok((Lane { items: out, end: End::Ended }, scanned)));
+            };
+            if scanned >= budget {
+                let end = match last.get("list_sk").and_then(|v| v.as_s().ok()) {
+                    Some(sk) => End::Cut(sk.clone()),
+                    None => End::Ended,
+                };
+                return Ok(Ok((Lane { items: out, end }, scanned)));
             }
             start = Some(last);
         }
     }
 
+    /// A page of the account's listing: every shard read a little at once, then further where
+    /// the merge needs it (`merge::settle`). The scan budget ([`MAX_SCANNED_PER_PAGE`]) is shared
+    /// out over the shards.
     pub(crate) async fn list_page(&self, account: &AccountId, q: &ListQuery) -> Result<ListPage, StoreError> {
-        let Some(expr) = page_expr(account, q) else { return Ok(ListPage::default()) };
-        let Range { mut items, cut_at } = self.read_range(&expr, q.open, q.limit.saturating_add(1)).await?;
+        let partitions = self.shards.list_all(&list_pk(account, q.open));
+        let want = q.limit.saturating_add(1);
+        let after = q.after.as_ref().map(list_sk);
+        let budget = (self.max_scanned / i32::try_from(partitions.len()).unwrap_or(i32::MAX)).max(2);
+        let mut lanes: Vec<Lane> = vec![Lane { items: Vec::new(), end: End::More }; partitions.len()];
+        let mut spent = vec![0i32; partitions.len()];
+        let mut reading: Vec<usize> = (0..partitions.len()).collect();
+        let mut ask = merge::first_read(want, partitions.len());
+        let (items, cut_at) = loop {
+            let jobs: Vec<(usize, Option<String>, String, i32)> = reading
+                .iter()
+                .map(|&i| {
+                    let from = lanes[i].items.last().map(|(sk, _)| sk.clone()).or_else(|| after.clone());
+                    (i, from, partitions[i].clone(), budget - spent[i])
+                })
+                .collect();
+            let reads = jobs.into_iter().map(|(i, from, partition, left)| {
+                async move {
+                    if left <= 0 {
+                        // This shard's share of the budget is spent: it ends the page here.
+                        return Ok((i, Lane { items: Vec::new(), end: End::Cut(from.unwrap_or_default()) }, 0));
+                    }
+                    match page_expr(&partition, q, from.as_deref()) {
+                        None => Ok((i, Lane { items: Vec::new(), end: End::Ended }, 0)),
+                        Some(e) => self.read_range(&e, q.open, ask, left).await.map(|(lane, n)| (i, lane, n)),
+                    }
+                }
+            });
+            let read: Vec<(usize, Lane, i32)> =
+                futures_util::stream::iter(reads).buffer_unordered(READ_CONCURRENCY).try_collect().await?;
+            for (i, lane, n) in read {
+                lanes[i].items.extend(lane.items);
+                lanes[i].end = lane.end;
+                spent[i] += n;
+            }
+            match merge::settle(&lanes, q.open, want) {
+                Step::Page { items, cut_at } => break (items, cut_at),
+                Step::Read { lanes: next, missing } => {
+                    ask = missing.max(2).min(want);
+                    reading = next;
+                }
+            }
+        };
+        let (mut items, cut_at) = (items, cut_at.and_then(|sk| cursor_from_sk(q.open, &sk)));
         let more = items.len() > q.limit;
         items.truncate(q.limit);
         if !q.open {
@@ -294,12 +345,24 @@ impl DynamoStore {
         Ok(updated)
     }
 
-    /// One pass over the account's open entries (every one of them: counts are never sampled).
+    /// One pass over the account's open entries (every one of them: counts are never sampled),
+    /// every listing shard read at once.
     pub(crate) async fn count_open_listing(
         &self,
         account: &AccountId,
         f: &ListFilter,
     ) -> Result<OpenCounts, StoreError> {
+        let reads = self.shards.list_all(&list_pk(account, true)).into_iter().map(|p| self.count_partition(p, f));
+        let parts: Vec<OpenCounts> =
+            futures_util::stream::iter(reads).buffer_unordered(READ_CONCURRENCY).try_collect().await?;
+        let mut counts = OpenCounts::default();
+        for part in parts {
+            counts.merge(&part);
+        }
+        Ok(counts)
+    }
+
+    async fn count_partition(&self, partition: String, f: &ListFilter) -> Result<OpenCounts, StoreError> {
         let mut counts = OpenCounts::default();
         let mut legacy = false;
         'index: loop {
@@ -309,7 +372,7 @@ impl DynamoStore {
                 .table_name(&self.table)
                 .index_name(if legacy { LEGACY_INDEX } else { INDEX })
                 .key_condition_expression("list_pk = :p")
-                .expression_attribute_values(":p", s(list_pk(account, true)))
+                .expression_attribute_values(":p", s(&partition))
                 .select(Select::AllProjectedAttributes)
                 .into_paginator()
                 .items()

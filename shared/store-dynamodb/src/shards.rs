@@ -29,39 +29,75 @@ pub const MAX_SHARDS: u16 = 1024;
 /// the account writes it, 667 WCU/s for one account at issue 38's goal; the operator's list reads
 /// them all (five Queries with the unsharded one), so it stays a few.
 pub const ACCOUNT_LIST_SHARDS: u16 = 4;
+/// Shards of an account's message listing (`{account}#open` / `{account}#done` in the `inbox`
+/// index): every submit and terminal writes one entry there, 40,000 WCU/s for one account at issue
+/// 38's goal, 313 per shard. A listing page reads every shard (a k-way merge, `listing.rs`).
+pub const DEFAULT_LIST_SHARDS: u16 = 128;
 /// Shards of one family read at once.
 const READ_CONCURRENCY: usize = 16;
 
-/// How many shards each sweeper partition family has.
+/// How many shards each sweeper partition family has, and how many an account's listing has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shards(u16);
+pub struct Shards {
+    sweep: u16,
+    list: u16,
+}
 
 impl Default for Shards {
     fn default() -> Self {
-        Self(DEFAULT_SHARDS)
+        Self { sweep: DEFAULT_SHARDS, list: DEFAULT_LIST_SHARDS }
     }
 }
 
 impl Shards {
-    /// `count` clamped to `1..=MAX_SHARDS`.
+    /// `count` shards for every family (sweeper and listing), clamped to `1..=MAX_SHARDS`.
     pub fn new(count: u16) -> Self {
-        Self(count.clamp(1, MAX_SHARDS))
+        let count = count.clamp(1, MAX_SHARDS);
+        Self { sweep: count, list: count }
+    }
+
+    /// The same, with `count` shards for an account's listing (`MA2H_DYNAMODB_LIST_SHARDS`).
+    pub fn with_list(self, count: u16) -> Self {
+        Self { list: count.clamp(1, MAX_SHARDS), ..self }
     }
 
     pub fn count(self) -> u16 {
-        self.0
+        self.sweep
+    }
+
+    pub fn list_count(self) -> u16 {
+        self.list
     }
 
     /// The partition of `base` that the item keyed `pk` belongs to.
     pub fn key(self, base: &str, pk: &str) -> String {
-        format!("{base}#{:03}", fnv1a(pk) % u64::from(self.0))
+        shard_of(base, pk, self.sweep)
     }
 
     /// Every partition of `base` the sweeper reads: the unsharded one (items written before the
     /// upgrade), then each shard.
     pub fn all(self, base: &str) -> Vec<String> {
-        std::iter::once(base.to_owned()).chain((0..self.0).map(|i| format!("{base}#{i:03}"))).collect()
+        partitions(base, self.sweep)
     }
+
+    /// The listing partition of `base` (`{account}#open`) that the message keyed `pk` belongs to.
+    pub fn list_key(self, base: &str, pk: &str) -> String {
+        shard_of(base, pk, self.list)
+    }
+
+    /// Every partition of a listing: the unsharded one (entries written before issue 38), then
+    /// each shard.
+    pub fn list_all(self, base: &str) -> Vec<String> {
+        partitions(base, self.list)
+    }
+}
+
+fn shard_of(base: &str, pk: &str, count: u16) -> String {
+    format!("{base}#{:03}", fnv1a(pk) % u64::from(count))
+}
+
+fn partitions(base: &str, count: u16) -> Vec<String> {
+    std::iter::once(base.to_owned()).chain((0..count).map(|i| format!("{base}#{i:03}"))).collect()
 }
 
 /// FNV-1a: stable across processes and releases (a shard is stored in the item).
@@ -147,5 +183,7 @@ mod tests {
         assert_eq!(Shards::new(3).all("PUSH"), ["PUSH", "PUSH#000", "PUSH#001", "PUSH#002"]);
         assert_eq!(Shards::new(0).count(), 1);
         assert_eq!(Shards::new(u16::MAX).count(), MAX_SHARDS);
+        assert_eq!(Shards::new(3).with_list(2).list_all("acme#open"), ["acme#open", "acme#open#000", "acme#open#001"]);
+        assert_eq!(Shards::default().list_count(), DEFAULT_LIST_SHARDS);
     }
 }

@@ -71,10 +71,10 @@ pub(crate) async fn env(name: &str, capacity: bool, shards: u16) -> Option<Env> 
         long_poll_interval: ms(500),
         purge_grace: std::time::Duration::from_secs(72 * 3600),
         shards,
+        // the production default: the heat model reads the listing's shards from it
+        list_shards: ma2h_store_dynamodb::shards::DEFAULT_LIST_SHARDS,
     };
-    let store = DynamoStore::new(ddb, table)
-        .with_purge_grace(aws.purge_grace)
-        .with_shards(ma2h_store_dynamodb::Shards::new(aws.shards));
+    let store = DynamoStore::new(ddb, table).with_purge_grace(aws.purge_grace).with_shards(aws.store_shards());
     let mut dep = assemble(settings, &aws, store, SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     dep.hub.clock = clock.clone();

@@ -160,7 +160,7 @@ impl Functions {
             configs.insert(function.logical_id.clone(), own.clone());
             let store = ma2h_store_dynamodb::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(ddb), &aws.table)
                 .with_purge_grace(aws.purge_grace)
-                .with_shards(ma2h_store_dynamodb::Shards::new(aws.shards));
+                .with_shards(aws.store_shards());
             let queue = ma2h_queue_sqs::SqsPushQueue::new(aws_sdk_sqs::Client::from_conf(sqs), &aws.push_queue_url);
             let dep = ma2h_aws::assemble(settings.clone(), aws, store, queue).expect("a deployment");
             by_id.insert(function.logical_id.clone(), dep);

@@ -197,6 +197,18 @@ impl OpenCounts {
             self.matching += n;
         }
     }
+
+    /// Add counts taken over another part of the open set (a listing shard).
+    pub fn merge(&mut self, other: &Self) {
+        self.total += other.total;
+        self.matching += other.matching;
+        for (a, b) in self.by_priority.iter_mut().zip(other.by_priority) {
+            *a += b;
+        }
+        for (a, b) in self.by_kind.iter_mut().zip(other.by_kind) {
+            *a += b;
+        }
+    }
 }
 
 fn kind_index(k: MessageType) -> usize {
