@@ -35,10 +35,6 @@ pub struct AwsSettings {
     pub push_queue_url: String,
     /// How often a Lambda long-poll re-reads the store (`MA2H_LONG_POLL_INTERVAL_MS`, default 500).
     pub long_poll_interval: Duration,
-    /// How long past its retention a message is left to DynamoDB's TTL (free) before the sweeper
-    /// deletes it itself (`MA2H_PURGE_GRACE_HOURS`, default 72; TTL usually deletes within two
-    /// days).
-    pub purge_grace: Duration,
     /// Partitions per sweeper index family (`MA2H_DYNAMODB_SHARDS`, default 128, at most 1024;
     /// raise only — see `ma2h_store_dynamodb::shards`).
     pub shards: u16,
@@ -69,7 +65,6 @@ impl AwsSettings {
             table: e.raw("MA2H_TABLE").unwrap_or_else(|| "ma2h".into()),
             push_queue_url: String::new(),
             long_poll_interval: Duration::from_millis(500),
-            purge_grace: Duration::from_secs(72 * 3600),
             shards: ma2h_store_dynamodb::shards::DEFAULT_SHARDS,
             list_shards: ma2h_store_dynamodb::shards::DEFAULT_LIST_SHARDS,
         };
@@ -82,12 +77,12 @@ impl AwsSettings {
         if !(1..=ma2h_store_dynamodb::shards::MAX_SHARDS).contains(&s.list_shards) {
             e.refuse(&format!("MA2H_DYNAMODB_LIST_SHARDS must be 1–{}", ma2h_store_dynamodb::shards::MAX_SHARDS));
         }
-        e.duration("MA2H_PURGE_GRACE_HOURS", &mut s.purge_grace);
+        if e.raw("MA2H_PURGE_GRACE_HOURS").is_some() {
+            // Issue 38: DynamoDB's TTL is the only purge; the sweeper's backstop delete is gone.
+            tracing::warn!("MA2H_PURGE_GRACE_HOURS is no longer used: DynamoDB's TTL deletes what retention ends");
+        }
         if s.long_poll_interval.is_zero() {
             e.refuse("MA2H_LONG_POLL_INTERVAL_MS must be at least 1");
-        }
-        if s.purge_grace > Duration::from_secs(8760 * 3600) {
-            e.refuse("MA2H_PURGE_GRACE_HOURS must be at most 8760");
         }
         match e.raw("MA2H_PUSH_QUEUE_URL") {
             Some(url) => s.push_queue_url = url,
@@ -141,9 +136,7 @@ async fn build_with(aws: AwsSettings, publish_only_allowed: bool) -> Result<Depl
     use crate::hub_secret::{PUBLIC_VAR, VAR, load, load_public};
     let config = sdk_loader().load().await;
     let settings = Settings::from_env()?;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table)
-        .with_purge_grace(aws.purge_grace)
-        .with_shards(aws.store_shards());
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&config), &aws.table).with_shards(aws.store_shards());
     let queue = SqsPushQueue::new(aws_sdk_sqs::Client::new(&config), &aws.push_queue_url);
     match (env(VAR), env(PUBLIC_VAR)) {
         // The discovery function: given only the public keys, it can publish them and sign
@@ -202,18 +195,19 @@ mod tests {
         assert!(e.contains("MA2H_PUSH_QUEUE_URL"), "{e}");
         let admin = AwsSettings::for_admin(vars(&[("MA2H_TABLE", "t")])).unwrap();
         assert_eq!((admin.table.as_str(), admin.push_queue_url.as_str()), ("t", ""));
-        let f = AwsSettings::from_vars(vars(&[("MA2H_PUSH_QUEUE_URL", "http://q"), ("MA2H_PURGE_GRACE_HOURS", "2")]))
-            .unwrap();
-        assert_eq!((f.long_poll_interval, f.purge_grace), (Duration::from_millis(500), Duration::from_secs(7200)));
+        let f =
+            AwsSettings::from_vars(vars(&[("MA2H_PUSH_QUEUE_URL", "http://q"), ("MA2H_DYNAMODB_LIST_SHARDS", "8")]))
+                .unwrap();
+        assert_eq!((f.long_poll_interval, f.list_shards, f.shards), (Duration::from_millis(500), 8, 128));
     }
 
     #[test]
     fn every_bad_aws_variable_is_named_at_once() {
         let e =
-            AwsSettings::from_vars(vars(&[("MA2H_LONG_POLL_INTERVAL_MS", "0"), ("MA2H_PURGE_GRACE_HOURS", "9000")]))
+            AwsSettings::from_vars(vars(&[("MA2H_LONG_POLL_INTERVAL_MS", "0"), ("MA2H_DYNAMODB_LIST_SHARDS", "0")]))
                 .unwrap_err()
                 .to_string();
-        for name in ["MA2H_LONG_POLL_INTERVAL_MS", "MA2H_PURGE_GRACE_HOURS", "MA2H_PUSH_QUEUE_URL"] {
+        for name in ["MA2H_LONG_POLL_INTERVAL_MS", "MA2H_DYNAMODB_LIST_SHARDS", "MA2H_PUSH_QUEUE_URL"] {
             assert!(e.contains(name), "{name} missing from {e}");
         }
     }

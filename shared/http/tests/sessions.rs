@@ -282,7 +282,9 @@ async fn a_lapsed_session_is_expired_and_bounced_by_the_sweeper_then_purged() {
     let t = h.call(Method::GET, &format!("/v1/operator/directives/{d}"), Some(&h.operator), None).await.body;
     assert_eq!(t["delivery"]["prior"], "queued");
     h.advance(Duration::seconds(86_400));
-    assert_eq!(sweep::sweep_once(&h.hub).await.unwrap().sessions_purged, 1);
+    // a store with a native TTL (DynamoDB) deletes nothing itself, and reads the session as purged
+    let purged = if h.hub.messages.native_ttl() { 0 } else { 1 };
+    assert_eq!(sweep::sweep_once(&h.hub).await.unwrap().sessions_purged, purged);
     assert_eq!(h.read_session(&h.agent, &id).await.status, StatusCode::NOT_FOUND);
 }
 

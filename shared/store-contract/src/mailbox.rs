@@ -218,8 +218,13 @@ pub async fn due_entries_close_and_purge_from_indexes_and_presence_keeps_the_lat
     assert_eq!((q.closed.as_ref().map(|c| c.at), q.retain_until), (Some(at(20)), Some(at(100))));
     assert_eq!(f.closed, None);
     assert_eq!(store.purge_entries(at(99), 10).await.unwrap(), 0, "not yet");
-    assert_eq!(store.purge_entries(at(100), 10).await.unwrap(), 2);
-    assert_eq!(store.get_entry(&mb.account, &queued.key).await.unwrap(), None);
+    if store.native_ttl() {
+        // closed entries are the TTL's to delete, at `retain_until` (the store's own tests)
+        assert_eq!(store.purge_entries(at(100), 10).await.unwrap(), 0);
+    } else {
+        assert_eq!(store.purge_entries(at(100), 10).await.unwrap(), 2);
+        assert_eq!(store.get_entry(&mb.account, &queued.key).await.unwrap(), None);
+    }
     assert!(store.get_entry(&mb.account, &fresh.key).await.unwrap().is_some());
 
     assert_eq!(store.last_seen(&mb).await.unwrap(), None);

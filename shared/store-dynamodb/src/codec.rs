@@ -29,7 +29,6 @@ pub(crate) const TOMBSTONE_DAYS: i64 = 365;
 /// The message sweeper partition families (`shards.rs`): open with an `expires_at`, past
 /// retention, a push due.
 pub(crate) const DUE: &str = "DUE";
-pub(crate) const RETAIN: &str = "RET";
 pub(crate) const PUSH: &str = "PUSH";
 
 pub(crate) fn msg_pk(account: &AccountId, id: &MessageId) -> String {
@@ -66,8 +65,10 @@ pub(crate) fn ms(t: Timestamp) -> i64 {
     t.timestamp_millis()
 }
 /// Unix seconds, for the TTL attribute.
+/// A TTL attribute for `t`: epoch seconds, rounded up (DynamoDB may delete an item once its TTL
+/// second has passed, never before `t`).
 pub(crate) fn ttl_secs(t: Timestamp) -> AttributeValue {
-    n(t.timestamp())
+    n(t.timestamp() + i64::from(t.timestamp_subsec_nanos() > 0))
 }
 
 pub(crate) fn key(pk: String, sk: &str) -> Item {
@@ -171,11 +172,10 @@ pub(crate) fn message_item(m: &MessageRecord, shards: Shards) -> Item {
     }
     if let Some(r) = m.retain_until {
         put("retain_until", n(ms(r)));
-        put("retain_pk", s(shards.key(RETAIN, &pk)));
-        put("retain_sk", n(ms(r)));
         // DynamoDB's TTL deletes the message once retention ends (free; usually within two
-        // days); the tombstone keeps answering 410.
-        put("ttl", n(r.timestamp() + 1));
+        // days); until then the Hub reads it as gone (`Hub::lookup`), and the tombstone keeps
+        // answering 410. No `retain` index entry (issue 38): nothing must happen at the deadline.
+        put("ttl", ttl_secs(r));
     }
     if let Some(p) = &m.push {
         for (k, v) in push_attrs(p, &pk, shards) {

@@ -38,11 +38,27 @@ pub struct DynamoStore {
     table: String,
     /// Index entries one listing page may read (`listing::MAX_SCANNED_PER_PAGE`).
     max_scanned: i32,
-    /// How long past `retain_until` a message is left to the table's TTL before `purge` deletes
-    /// it (0: at once).
-    purge_grace: chrono::Duration,
     /// Shards of every sweeper partition family (`shards.rs`).
     shards: Shards,
+    /// What "now" is when a read decides that a record's retention has ended: DynamoDB's TTL
+    /// deletes it some time after, and until then the store reads it as purged (issue 38).
+    clock: StoreClock,
+}
+
+/// The store's clock (`Debug` for the store's sake).
+#[derive(Clone)]
+struct StoreClock(std::sync::Arc<dyn ma2h_core::ports::Clock>);
+
+impl std::fmt::Debug for StoreClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreClock")
+    }
+}
+
+impl StoreClock {
+    fn now(&self) -> ma2h_protocol::time::Timestamp {
+        self.0.now()
+    }
 }
 
 impl DynamoStore {
@@ -51,22 +67,21 @@ impl DynamoStore {
             client,
             table: table.into(),
             max_scanned: listing::MAX_SCANNED_PER_PAGE,
-            purge_grace: chrono::Duration::zero(),
             shards: Shards::default(),
+            clock: StoreClock(std::sync::Arc::new(ma2h_core::ports::SystemClock)),
         }
+    }
+
+    /// Judge retention by `clock` (the Hub's; tests move it by hand).
+    pub fn with_clock(mut self, clock: std::sync::Arc<dyn ma2h_core::ports::Clock>) -> Self {
+        self.clock = StoreClock(clock);
+        self
     }
 
     /// Split each sweeper partition family into `shards` partitions (`MA2H_DYNAMODB_SHARDS`; may be
     /// raised at any time, see `shards.rs`).
     pub fn with_shards(mut self, shards: Shards) -> Self {
         self.shards = shards;
-        self
-    }
-
-    /// Leave messages past retention to the table's TTL (it deletes for free, usually within two
-    /// days) for `grace` before [`ma2h_core::ports::MessageStore::purge`] deletes them itself.
-    pub fn with_purge_grace(mut self, grace: std::time::Duration) -> Self {
-        self.purge_grace = chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::zero());
         self
     }
 

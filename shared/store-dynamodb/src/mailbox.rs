@@ -31,10 +31,15 @@ type R<T> = Result<T, StoreError>;
 const ENTRY_SK: &str = "ENTRY";
 const PRESENCE_SK: &str = "PRESENCE";
 const DUE_PARTITION: &str = "MBXDUE";
-const RETAIN_PARTITION: &str = "MBXRET";
 /// Index pages one claim reads at most (past-deadline rows the sweeper has not closed yet are
 /// skipped; it closes them within a sweep).
 const CLAIM_PAGES: usize = 3;
+
+/// A closed entry past its retention: DynamoDB's TTL deletes it some time after, and until then
+/// it reads as purged — as on a store that deletes it itself.
+fn purged(e: &MailboxEntry, now: Timestamp) -> bool {
+    e.closed.is_some() && e.retain_until.is_some_and(|r| r <= now)
+}
 
 fn entry_pk(account: &AccountId, key: &str) -> String {
     format!("MBX#{}#{}", key_part(account.as_str()), key_part(key))
@@ -176,12 +181,13 @@ impl DynamoStore {
         Ok((candidates, None))
     }
 
-    /// Close a live entry: drop its ready/due keys, add retain keys and the TTL backstop.
+    /// Close a live entry: drop its ready/due keys and set its TTL to its retention — DynamoDB
+    /// deletes it then, for free (issue 38: no `retain` index entry, no paid delete).
     fn close_expression(ack: bool) -> String {
         let extra = if ack { ", ack_by = :by, ack_note = :note" } else { "" };
         format!(
-            "SET closed_at = :at, closed_reason = :why, retain_until = :ret, retain_pk = :rp, retain_sk = :ret, \
-             #ttl = :ttl{extra} REMOVE mbx_pk, mbx_sk, due_pk, due_sk"
+            "SET closed_at = :at, closed_reason = :why, retain_until = :ret, #ttl = :ttl{extra} \
+             REMOVE mbx_pk, mbx_sk, due_pk, due_sk"
         )
     }
 
@@ -196,7 +202,6 @@ impl DynamoStore {
         at: Timestamp,
         retain_until: Timestamp,
     ) -> R<Option<MailboxEntry>> {
-        let rp = self.shards.key(RETAIN_PARTITION, &pk);
         let mut req = self.client.update_item();
         for (name, value) in values {
             req = req.expression_attribute_values(*name, s(*value));
@@ -210,8 +215,7 @@ impl DynamoStore {
             .expression_attribute_values(":at", n(ms(at)))
             .expression_attribute_values(":why", s(why))
             .expression_attribute_values(":ret", n(ms(retain_until)))
-            .expression_attribute_values(":rp", s(rp))
-            .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
+            .expression_attribute_values(":ttl", ttl_secs(retain_until))
             .return_values(ReturnValue::AllNew)
             .send()
             .await;
@@ -243,20 +247,10 @@ impl DynamoStore {
         Ok(total)
     }
 
-    /// Items (keys only) of a sparse time index partition, due at `now` (`<` or `<=`).
-    /// Due entry rows of the `MBXDUE` (deadline, strictly before `now`) or `MBXRET` (retention,
-    /// at or before `now`) family, across its shards.
-    async fn due_keys(
-        &self,
-        index: &str,
-        partition: &str,
-        now: Timestamp,
-        inclusive: bool,
-        limit: usize,
-    ) -> R<Vec<Item>> {
-        let attrs = if index == "due" { ("due_pk", "due_sk") } else { ("retain_pk", "retain_sk") };
-        let due = if inclusive { Due::AtOrBefore(ms(now)) } else { Due::Before(ms(now)) };
-        self.due_rows(index, attrs, partition, due, limit).await
+    /// Due entry rows (keys only) of the `MBXDUE` family (deadline strictly before `now`),
+    /// across its shards.
+    async fn due_keys(&self, now: Timestamp, limit: usize) -> R<Vec<Item>> {
+        self.due_rows("due", ("due_pk", "due_sk"), DUE_PARTITION, Due::Before(ms(now)), limit).await
     }
 }
 
@@ -364,11 +358,7 @@ impl MailboxStore for DynamoStore {
                 .expression_attribute_values(":at", n(ms(ack.acked_at)))
                 .expression_attribute_values(":why", s("acked"))
                 .expression_attribute_values(":ret", n(ms(retain_until)))
-                .expression_attribute_values(
-                    ":rp",
-                    s(self.shards.key(RETAIN_PARTITION, &entry_pk(&mailbox.account, entry_key))),
-                )
-                .expression_attribute_values(":ttl", ttl_secs(retain_until + chrono::Duration::days(1)))
+                .expression_attribute_values(":ttl", ttl_secs(retain_until))
                 .expression_attribute_values(":by", s(ack.by.clone()))
                 .expression_attribute_values(
                     ":note",
@@ -431,7 +421,9 @@ impl MailboxStore for DynamoStore {
     }
 
     async fn get_entry(&self, account: &AccountId, entry_key: &str) -> R<Option<MailboxEntry>> {
-        self.get(key(entry_pk(account, entry_key), ENTRY_SK)).await?.as_ref().map(entry_from).transpose()
+        let found =
+            self.get(key(entry_pk(account, entry_key), ENTRY_SK)).await?.as_ref().map(entry_from).transpose()?;
+        Ok(found.filter(|e| !purged(e, self.clock.now())))
     }
 
     async fn recent_entries(&self, mailbox: &Mailbox, limit: usize) -> R<Vec<MailboxEntry>> {
@@ -451,7 +443,10 @@ impl MailboxStore for DynamoStore {
         for row in out.items() {
             // The index row may outlive a purge briefly; a missing item is skipped.
             if let Some(item) = self.get(key(get_s(row, "pk")?.to_owned(), ENTRY_SK)).await? {
-                entries.push(entry_from(&item)?);
+                let e = entry_from(&item)?;
+                if !purged(&e, self.clock.now()) {
+                    entries.push(e);
+                }
             }
         }
         Ok(entries)
@@ -468,7 +463,7 @@ impl MailboxStore for DynamoStore {
              NOT (kind IN (:rsp, :rct)) AND attribute_exists(delivered_at) AND attribute_not_exists(has_expiry)";
         let values = [(":rsp", EntryKind::Response.as_str()), (":rct", EntryKind::Receipt.as_str())];
         let mut closed = Vec::new();
-        for row in self.due_keys("due", DUE_PARTITION, now, false, limit).await? {
+        for row in self.due_keys(now, limit).await? {
             let pk = get_s(&row, "pk")?.to_owned();
             if let Some(e) = self.close_entry(pk.clone(), "deadline", DEADLINE, &values, now, retain_until).await? {
                 closed.push(e);
@@ -479,25 +474,11 @@ impl MailboxStore for DynamoStore {
         Ok(closed)
     }
 
-    async fn purge_entries(&self, now: Timestamp, limit: usize) -> R<usize> {
-        let mut purged = 0;
-        for row in self.due_keys("retain", RETAIN_PARTITION, now, true, limit).await? {
-            let res = self
-                .client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), ENTRY_SK)))
-                .condition_expression("retain_sk <= :now")
-                .expression_attribute_values(":now", n(ms(now)))
-                .send()
-                .await;
-            match res {
-                Ok(_) => purged += 1,
-                Err(e) if is_condition_failure(&e) => {}
-                Err(e) => return Err(unavailable("DeleteItem", e)),
-            }
-        }
-        Ok(purged)
+    /// Closed entries are DynamoDB's TTL's to delete, at their retention (`close_expression`):
+    /// nothing to do here. (Entries closed before issue 38 carry a TTL a day past retention and
+    /// `retain` keys; the TTL removes both.)
+    async fn purge_entries(&self, _now: Timestamp, _limit: usize) -> R<usize> {
+        Ok(0)
     }
 
     async fn touch_presence(&self, mailbox: &Mailbox, at: Timestamp) -> R<()> {

@@ -177,29 +177,16 @@ impl MessageStore for DynamoStore {
         self.due("due", ("due_pk", "due_sk"), DUE, now, limit).await
     }
 
-    async fn purge(&self, now: Timestamp, limit: usize) -> R<usize> {
-        // The TTL deletes messages past retention for free; this deletes what it left after the
-        // grace (docs/dynamodb.md), so retention has a hard upper bound too.
-        let cutoff = now - self.purge_grace;
-        let mut purged = 0;
-        for (account, id) in self.due("retain", ("retain_pk", "retain_sk"), RETAIN, cutoff, limit).await? {
-            let res = self
-                .client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key(msg_pk(&account, &id), MSG_SK)))
-                .condition_expression("retain_until <= :now")
-                .expression_attribute_values(":now", n(ms(cutoff)))
-                .send()
-                .await;
-            match res {
-                Ok(_) => purged += 1,
-                Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
-                Err(e) => return Err(unavailable("DeleteItem", e)),
-            }
-        }
-        // Expired claims and counters are filtered at read time and removed by the TTL.
-        Ok(purged)
+    /// Messages past retention are DynamoDB's TTL's to delete (free; `codec::message_item`), and
+    /// the Hub reads them as gone meanwhile; expired claims and counters are filtered at read time
+    /// and removed by the TTL too. Nothing to do here (issue 38: no `retain` index, no paid
+    /// deletes).
+    async fn purge(&self, _now: Timestamp, _limit: usize) -> R<usize> {
+        Ok(0)
+    }
+
+    fn native_ttl(&self) -> bool {
+        true
     }
 
     async fn list_messages(&self, account: &AccountId, q: &ListQuery) -> R<ListPage> {

@@ -5,7 +5,9 @@
 //!   (`push_pk = SESSACCT#{account}`: the account's, by creation), `mailbox`
 //!   (`mbx_pk = {account}#{agent}#@live`, with the lease end in `deadline`: live sessions, for
 //!   the cap) and `due` — `SESSDUE` by lease end while active, then `SESSBNC` while its bounce
-//!   is owed — and, once terminal, `retain` (`SESSRET`) for the purge.
+//!   is owed. Once its bounce is done the session's TTL is set to its retention and DynamoDB
+//!   deletes it (issue 38: no `retain` index entry, no paid delete; sessions ended before that
+//!   carry `SESSRET` keys and a TTL, and go the same way).
 //! * Every transition is one conditional write on "no end yet and the lease not lapsed".
 //! * The stop record `STOP#{account}#{agent}` / `STOP` lives apart from session items; a
 //!   registration is a transaction that checks it is absent while putting the session, so a
@@ -32,7 +34,6 @@ const SESSION_SK: &str = "SESSION";
 const STOP_SK: &str = "STOP";
 const DUE: &str = "SESSDUE";
 const BOUNCE: &str = "SESSBNC";
-const RETAIN: &str = "SESSRET";
 
 fn session_pk(account: &AccountId, id: &SessionId) -> String {
     format!("SESS#{}#{}", key_part(account.as_str()), id)
@@ -109,9 +110,11 @@ fn session_from(item: &Item) -> R<SessionRecord> {
     })
 }
 
-/// The terminal update: end stamped, live/due keys swapped for bounce/retain keys.
-const END_EXPRESSION: &str = "SET end_kind = :kind, ended_at = :at, retain_until = :ret, retain_pk = :rp, \
-     retain_sk = :ret, bounce_pending = :true, due_pk = :bp, due_sk = :at, #ttl = :ttl REMOVE mbx_pk, mbx_sk";
+/// The terminal update: end stamped, live/due keys swapped for the bounce's; the TTL the session
+/// takes once its bounce is done (`bounce_done`) is kept aside in `ttl_later` — a TTL set now
+/// could delete a session whose bounce is still owed.
+const END_EXPRESSION: &str = "SET end_kind = :kind, ended_at = :at, retain_until = :ret, ttl_later = :ttl, \
+     bounce_pending = :true, due_pk = :bp, due_sk = :at REMOVE mbx_pk, mbx_sk";
 const END_CONDITION: &str = "attribute_exists(pk) AND attribute_not_exists(end_kind) AND expires_at >= :at";
 
 impl DynamoStore {
@@ -122,7 +125,9 @@ impl DynamoStore {
         for item in self.batch_get(keys, true, None).await? {
             found.insert(get_s(&item, "pk")?.to_owned(), item);
         }
-        rows.iter().filter_map(|r| found.get(get_s(r, "pk").ok()?)).map(session_from).collect()
+        let now = self.clock.now();
+        let sessions = rows.iter().filter_map(|r| found.get(get_s(r, "pk").ok()?)).map(session_from);
+        sessions.filter(|s| !s.as_ref().is_ok_and(|s| purged(s, now))).collect()
     }
 
     async fn index_rows(
@@ -173,7 +178,6 @@ impl DynamoStore {
             .set_key(Some(key(session_pk(account, id), SESSION_SK)))
             .update_expression(END_EXPRESSION)
             .condition_expression(END_CONDITION)
-            .expression_attribute_names("#ttl", "ttl")
             .set_expression_attribute_values(Some(end_values(end, retain_until, self.shards, &session_pk(account, id))))
             .build()
             .map_err(|e| unavailable("update", e))
@@ -185,14 +189,19 @@ fn end_values(end: SessionEnd, retain_until: Timestamp, shards: Shards, pk: &str
         (":kind", s(end.kind.as_str())),
         (":at", n(ms(end.at))),
         (":ret", n(ms(retain_until))),
-        (":rp", s(shards.key(RETAIN, pk))),
         (":true", AttributeValue::Bool(true)),
         (":bp", s(shards.key(BOUNCE, pk))),
-        (":ttl", ttl_secs(retain_until + chrono::Duration::days(1))),
+        (":ttl", ttl_secs(retain_until)),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
+}
+
+/// An ended session whose retention is over and whose bounce is done: DynamoDB's TTL deletes it
+/// some time after, and until then it reads as purged — as on a store that deletes it itself.
+fn purged(s: &SessionRecord, now: Timestamp) -> bool {
+    !s.bounce_pending && s.retain_until.is_some_and(|r| r <= now)
 }
 
 fn stop_item(m: &Mailbox, stop: &StopRecord) -> Item {
@@ -242,7 +251,8 @@ impl SessionStore for DynamoStore {
     }
 
     async fn get_session(&self, account: &AccountId, id: &SessionId) -> R<Option<SessionRecord>> {
-        self.get(key(session_pk(account, id), SESSION_SK)).await?.as_ref().map(session_from).transpose()
+        let found = self.get(key(session_pk(account, id), SESSION_SK)).await?.as_ref().map(session_from).transpose()?;
+        Ok(found.filter(|s| !purged(s, self.clock.now())))
     }
 
     async fn list_sessions(&self, account: &AccountId, agent: Option<&AgentId>, limit: usize) -> R<Vec<SessionRecord>> {
@@ -331,7 +341,6 @@ impl SessionStore for DynamoStore {
                     .set_key(Some(u.key))
                     .update_expression(END_EXPRESSION)
                     .condition_expression(END_CONDITION)
-                    .expression_attribute_names("#ttl", "ttl")
                     .set_expression_attribute_values(u.expression_attribute_values)
                     .return_values(ReturnValue::AllNew)
                     .send()
@@ -362,19 +371,18 @@ impl SessionStore for DynamoStore {
                 .table_name(&self.table)
                 .set_key(Some(key(pk.clone(), SESSION_SK)))
                 .update_expression(
-                    "SET end_kind = :kind, ended_at = expires_at, retain_until = expires_at + :ret, retain_pk = :rp, \
-                     retain_sk = expires_at + :ret, bounce_pending = :true, due_pk = :bp, due_sk = expires_at, \
-                     #ttl = :ttl REMOVE mbx_pk, mbx_sk",
+                    "SET end_kind = :kind, ended_at = expires_at, retain_until = expires_at + :ret, \
+                     ttl_later = :ttl, bounce_pending = :true, due_pk = :bp, due_sk = expires_at \
+                     REMOVE mbx_pk, mbx_sk",
                 )
                 .condition_expression("attribute_not_exists(end_kind) AND expires_at < :now")
-                .expression_attribute_names("#ttl", "ttl")
                 .expression_attribute_values(":kind", s(EndKind::Expired.as_str()))
                 .expression_attribute_values(":ret", n(retention.num_milliseconds()))
-                .expression_attribute_values(":rp", s(self.shards.key(RETAIN, &pk)))
                 .expression_attribute_values(":true", AttributeValue::Bool(true))
                 .expression_attribute_values(":bp", s(self.shards.key(BOUNCE, &pk)))
                 .expression_attribute_values(":now", n(ms(now)))
-                .expression_attribute_values(":ttl", ttl_secs(now + retention + chrono::Duration::days(1)))
+                // (`expires_at` + retention, rounded up: the lease ended before `now`)
+                .expression_attribute_values(":ttl", ttl_secs(now + retention))
                 .send()
                 .await;
             match res {
@@ -399,8 +407,13 @@ impl SessionStore for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(session_pk(account, id), SESSION_SK)))
-            .update_expression("SET bounce_pending = :false REMOVE due_pk, due_sk")
+            // The bounce is done: the session may now go at its retention (DynamoDB's TTL, free).
+            // A session ended before issue 38 has its TTL already and no `ttl_later`.
+            .update_expression(
+                "SET bounce_pending = :false, #ttl = if_not_exists(ttl_later, #ttl) REMOVE due_pk, due_sk, ttl_later",
+            )
             .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#ttl", "ttl")
             .expression_attribute_values(":false", AttributeValue::Bool(false))
             .send()
             .await
@@ -408,28 +421,10 @@ impl SessionStore for DynamoStore {
             .or_else(|e| if is_condition_failure(&e) { Ok(()) } else { Err(unavailable("UpdateItem", e)) })
     }
 
-    async fn purge_sessions(&self, now: Timestamp, limit: usize) -> R<usize> {
-        let rows = self.due_rows("retain", ("retain_pk", "retain_sk"), RETAIN, Due::AtOrBefore(ms(now)), limit).await?;
-        let mut purged = 0;
-        for row in rows {
-            let res = self
-                .client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key(get_s(&row, "pk")?.to_owned(), SESSION_SK)))
-                // A session whose bounce is still owed stays until the bounce is done.
-                .condition_expression("retain_sk <= :now AND bounce_pending = :false")
-                .expression_attribute_values(":now", n(ms(now)))
-                .expression_attribute_values(":false", AttributeValue::Bool(false))
-                .send()
-                .await;
-            match res {
-                Ok(_) => purged += 1,
-                Err(e) if is_condition_failure(&e) => {}
-                Err(e) => return Err(unavailable("DeleteItem", e)),
-            }
-        }
-        Ok(purged)
+    /// Ended sessions are DynamoDB's TTL's to delete, from when their bounce is done
+    /// (`bounce_done`): nothing to do here.
+    async fn purge_sessions(&self, _now: Timestamp, _limit: usize) -> R<usize> {
+        Ok(0)
     }
 
     async fn put_stop(&self, mailbox: &Mailbox, stop: &StopRecord) -> R<()> {

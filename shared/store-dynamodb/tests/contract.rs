@@ -32,7 +32,7 @@ async fn provisioning_is_idempotent_and_enables_ttl() {
     let table = client.describe_table().table_name(&name).send().await.unwrap().table.unwrap();
     let indexes: Vec<String> =
         table.global_secondary_indexes().iter().filter_map(|g| g.index_name().map(str::to_owned)).collect();
-    for expected in ["due", "push", "retain", "inbox"] {
+    for expected in ["due", "push", "inbox", "mailbox"] {
         assert!(indexes.iter().any(|i| i == expected), "missing GSI {expected}: {indexes:?}");
     }
     let ttl = client.describe_time_to_live().table_name(&name).send().await.unwrap();

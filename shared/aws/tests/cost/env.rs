@@ -62,21 +62,19 @@ pub(crate) async fn env(name: &str, capacity: bool, shards: u16) -> Option<Env> 
     // `MA2H_CHANNELS_CACHE_MS` (5 s by default) — warmed below, as on a busy container; the
     // channels test counts the read where it happens.
     settings.channels.config_cache = std::time::Duration::from_secs(3600);
-    // The production default re-read interval for Lambda long-polls.
-    // The production default grace: past retention a message is DynamoDB's TTL's to delete (free);
-    // the sweeper deletes only what TTL has left 72 hours later.
+    // The production default re-read interval for Lambda long-polls. (Past retention, messages,
+    // entries and sessions are DynamoDB's TTL's to delete, for free: the sweeper deletes nothing.)
     let aws = AwsSettings {
         table: table.clone(),
         push_queue_url: queue_url.clone(),
         long_poll_interval: ms(500),
-        purge_grace: std::time::Duration::from_secs(72 * 3600),
         shards,
         // the production default: the heat model reads the listing's shards from it
         list_shards: ma2h_store_dynamodb::shards::DEFAULT_LIST_SHARDS,
     };
-    let store = DynamoStore::new(ddb, table).with_purge_grace(aws.purge_grace).with_shards(aws.store_shards());
-    let mut dep = assemble(settings, &aws, store, SqsPushQueue::new(sqs, queue_url)).unwrap();
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+    let store = DynamoStore::new(ddb, table).with_shards(aws.store_shards()).with_clock(clock.clone());
+    let mut dep = assemble(settings, &aws, store, SqsPushQueue::new(sqs, queue_url)).unwrap();
     dep.hub.clock = clock.clone();
     let agent = admin::create_agent(&dep.hub, "acme", "bot", None).await.unwrap().api_key;
     let operator = admin::create_operator(&dep.hub, "acme", "alice", None).await.unwrap().api_key;
@@ -90,15 +88,15 @@ pub(crate) async fn env(name: &str, capacity: bool, shards: u16) -> Option<Env> 
     Some(Env { dep, clock, meter, esm, esm_sqs, raw, agent, operator, last, indexes: units::indexes() })
 }
 
-/// One sweep's index reads: nine partition families (`due`, `retain`, `push`, the mailbox's
-/// MBXDUE and MBXRET, the sessions' SESSDUE, SESSBNC and SESSRET, the notifications' NOTEDUE),
-/// each read on its every shard and on the unsharded partition of items written before sharding
-/// (issue 38: the price of no hot partition — 1,161 eventually consistent reads a minute, about
-/// $6 a month at on-demand rates).
+/// One sweep's index reads: six partition families (`due`, `push`, the mailbox's MBXDUE, the
+/// sessions' SESSDUE and SESSBNC, the notifications' NOTEDUE), each read on its every shard and on
+/// the unsharded partition of items written before sharding (issue 38: the price of no hot
+/// partition — 774 eventually consistent reads a minute, about $4 a month at on-demand rates;
+/// the three `retain` families went with TTL-only purges).
 pub(crate) const SWEEP_QUERIES: u64 = sweep_queries(ma2h_store_dynamodb::shards::DEFAULT_SHARDS);
 
 pub(crate) const fn sweep_queries(shards: u16) -> u64 {
-    9 * (shards as u64 + 1)
+    6 * (shards as u64 + 1)
 }
 
 pub(crate) fn ms(n: u64) -> std::time::Duration {

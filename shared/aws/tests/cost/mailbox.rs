@@ -58,11 +58,11 @@ async fn requests_per_phase_of_a_directive() {
 
         e.clock.advance(Duration::days(61));
         let outcome = handlers::sweep(&e.dep).await.unwrap();
-        assert_eq!((outcome.entries_closed, outcome.entries_purged), (0, 1), "{outcome:?}");
+        assert_eq!((outcome.entries_closed, outcome.entries_purged), (0, 0), "{outcome:?}");
         let purge = e.meter.take();
-        // the sweep's Queries (`SWEEP_QUERIES`) and the entry's delete
-        assert_eq!(purge.requests, expect(&[("dynamodb:Query", SWEEP_QUERIES), ("dynamodb:DeleteItem", 1)]), "purge");
-        rows.push(("sweep after retention (purges the entry)".into(), purge));
+        // the sweep's Queries (`SWEEP_QUERIES`) only: the closed entry is the TTL's (free)
+        assert_eq!(purge.requests, expect(&[("dynamodb:Query", SWEEP_QUERIES)]), "purge");
+        rows.push(("sweep after retention (the TTL deletes the entry, free)".into(), purge));
         print_table("Requests per phase of a directive (counted on the wire, asserted)", &rows);
     })
     .await;

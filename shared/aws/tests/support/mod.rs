@@ -130,6 +130,7 @@ impl Functions {
         settings: &Settings,
         aws: &ma2h_aws::AwsSettings,
         report: bool,
+        clock: std::sync::Arc<dyn ma2h_core::ports::Clock>,
     ) -> Self {
         use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
         use ma2h_sam::iam::{Front, Resolver, register_functions};
@@ -159,8 +160,8 @@ impl Functions {
             let sqs = aws_sdk_sqs::config::Builder::from(&own).endpoint_url(&url).build();
             configs.insert(function.logical_id.clone(), own.clone());
             let store = ma2h_store_dynamodb::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(ddb), &aws.table)
-                .with_purge_grace(aws.purge_grace)
-                .with_shards(aws.store_shards());
+                .with_shards(aws.store_shards())
+                .with_clock(clock.clone());
             let queue = ma2h_queue_sqs::SqsPushQueue::new(aws_sdk_sqs::Client::from_conf(sqs), &aws.push_queue_url);
             let dep = ma2h_aws::assemble(settings.clone(), aws, store, queue).expect("a deployment");
             by_id.insert(function.logical_id.clone(), dep);

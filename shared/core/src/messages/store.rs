@@ -57,8 +57,18 @@ pub trait MessageStore: Send + Sync + 'static {
 
     /// Delete messages past `retain_until`, leaving tombstones so reads answer 410. Expired
     /// idempotency claims and rate counters are dropped here or by a native TTL — either way
-    /// reads already treat them as absent. Returns how many messages were purged.
+    /// reads already treat them as absent. Returns how many messages were purged. A store with a
+    /// native TTL ([`Self::native_ttl`]) deletes nothing here: its records past retention
+    /// disappear on their own, and the Hub reads such a message as gone meanwhile
+    /// (`Hub::lookup`).
     async fn purge(&self, now: Timestamp, limit: usize) -> Result<usize, StoreError>;
+
+    /// Whether records past their retention — messages, mailbox entries, ended sessions,
+    /// notifications — are deleted by the store's own TTL (DynamoDB's: free, lazy) rather than
+    /// by the purge calls, which then delete nothing.
+    fn native_ttl(&self) -> bool {
+        false
+    }
 
     /// One page of the operator listing for one account: at most `query.limit` summaries that
     /// pass `query.filter`, strictly after `query.after`, read in order from an index. Open: most

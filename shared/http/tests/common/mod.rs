@@ -52,7 +52,7 @@ pub async fn hub() -> TestHub {
 
 pub async fn hub_with(settings: Settings) -> TestHub {
     let clock = Arc::new(ManualClock::new(start()));
-    let (hub, dir) = over_test_store(settings).await;
+    let (hub, dir) = over_test_store(settings, clock.clone()).await;
     let hub = hub.with_clock(clock.clone());
     let agent = admin::create_agent(&hub, "acme", "bot", None).await.unwrap().api_key;
     let other_agent = admin::create_agent(&hub, "acme", "other", None).await.unwrap().api_key;
@@ -79,7 +79,7 @@ fn assemble<
 }
 
 /// A Hub over a fresh store of the backend `MA2H_TEST_STORE` names.
-async fn over_test_store(settings: Settings) -> (Hub, Option<tempfile::TempDir>) {
+async fn over_test_store(settings: Settings, clock: Arc<ManualClock>) -> (Hub, Option<tempfile::TempDir>) {
     match std::env::var("MA2H_TEST_STORE").as_deref() {
         Err(_) | Ok("sqlite") => (assemble(SqliteStore::open_in_memory().expect("in-memory store"), settings), None),
         Ok("sqlite-file") => {
@@ -98,7 +98,9 @@ async fn over_test_store(settings: Settings) -> (Hub, Option<tempfile::TempDir>)
             (
                 assemble(
                     ma2h_store_dynamodb::DynamoStore::new(client, table)
-                        .with_shards(ma2h_store_dynamodb::Shards::new(4)),
+                        .with_shards(ma2h_store_dynamodb::Shards::new(4))
+                        // retention ends by the test's clock, as the Hub's
+                        .with_clock(clock),
                     settings,
                 ),
                 None,
