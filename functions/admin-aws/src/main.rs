@@ -41,6 +41,14 @@ enum Command {
     /// Rewrite the public-keys secret from the key secret (after editing it by hand, or when
     /// upgrading from a single secret). Idempotent.
     PublishHubKeys(HubKeyNames),
+    /// Count the open messages stored before the open counters (issue 38): the inbox's counts
+    /// and the §8.6 depth recount see them from then on. Run once after upgrading a table
+    /// (docs/dynamodb.md). Idempotent.
+    BackfillCounts {
+        /// Print `{"counted": n}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Index credentials created before the per-principal pointers under their principal (a
     /// Slack press or an email answer checks its human's credentials there); run once after
     /// upgrading a table (docs/dynamodb.md). Idempotent.
@@ -109,6 +117,14 @@ async fn main() -> Result<()> {
             match json {
                 true => println!("{}", serde_json::json!({ "credentials": n })),
                 false => println!("indexed {n} credential(s) under their principal"),
+            }
+            Ok(())
+        }
+        Command::BackfillCounts { json } => {
+            let n = deployment.store.backfill_counts().await?;
+            match json {
+                true => println!("{}", serde_json::json!({ "counted": n })),
+                false => println!("counted {n} open message(s)"),
             }
             Ok(())
         }

@@ -54,4 +54,6 @@ async fn admin_commands_work_against_dynamodb() {
     assert!(new_secret.starts_with("whsec_") && Some(new_secret) != agent["signing_secret"].as_str());
     // nothing stored before the `inbox` index here: the backfill has nothing to do
     assert_eq!(admin(&table, &["backfill-listing"])["updated"], 0);
+    // nothing open from before the counters either
+    assert_eq!(admin(&table, &["backfill-counts"])["counted"], 0);
 }

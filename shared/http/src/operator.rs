@@ -74,6 +74,7 @@ pub(crate) fn listing_json(listing: &Listing) -> wire::Listing {
     let counts = listing.counts.as_ref().map(|c| OpenCountsView {
         open: c.total,
         matching: c.matching,
+        matching_partial: c.matching_partial,
         priority: PriorityCounts {
             urgent: c.priority(Priority::Urgent),
             high: c.priority(Priority::High),

@@ -8,16 +8,16 @@
 //! Terminals never decrement `open_count` (that was one more write per ask): it is an **upper
 //! bound** of the agent's open asks/tasks — every open one was counted before it was inserted,
 //! and nothing is subtracted for it until a recount has seen it closed. Only a bound at the
-//! depth limit matters, and then `recount_open` counts exactly (a `Query` of the account's open
-//! `inbox` partition for this agent) and re-bases the bound on the exact count — conditionally on
-//! the bound being unchanged, so two recounts never subtract twice. What the cap can miss is what
-//! the old one could too (docs/dynamodb.md): submits in flight at the same moment (the index is
-//! read eventually consistently), so the limit is soft by at most the agent's concurrency. Every
-//! submit refused at the limit recounts (its reads grow with the account's open asks; the
-//! request-rate limit bounds how often an agent can make it happen).
+//! depth limit matters, and then `recount_open` counts exactly and re-bases the bound on the
+//! exact count — conditionally on the bound being unchanged, so two recounts never subtract
+//! twice. The exact count reads the agent's own `@open` partition of the `mailbox` index (each
+//! open ask/task item carries `mbx_pk = {account}#{agent}#@open` until its terminal write drops
+//! it; issue 38): a read of about the depth limit's entries, never the account's open set. What
+//! the cap can miss: submits in flight at the same moment (the index is read eventually
+//! consistently), so the limit is soft by at most the agent's concurrency; and open asks written
+//! before issue 38, which lack the key until `ma2h-admin-aws backfill-counts` adds it.
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
-use futures_util::{StreamExt as _, TryStreamExt as _};
 use ma2h_core::ports::{Admission, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId};
 
@@ -89,14 +89,10 @@ impl DynamoStore {
         Err(StoreError::Unavailable(format!("counter of {agent}: too much contention")))
     }
 
-    /// The agent's open asks/tasks, counted in the `inbox` index (every listing shard at once).
+    /// The agent's open asks/tasks: its `@open` partition of the `mailbox` index (keys only,
+    /// `codec::open_pk_of`), counted — a read bounded by the agent's own open set (about the
+    /// depth limit), whatever the account holds.
     pub(crate) async fn count_open_exact(&self, account: &AccountId, agent: &AgentId) -> R<u64> {
-        let reads = self.shards.list_all(&list_pk(account, true)).into_iter().map(|p| self.count_agent_in(p, agent));
-        let parts: Vec<u64> = futures_util::stream::iter(reads).buffer_unordered(32).try_collect().await?;
-        Ok(parts.into_iter().sum())
-    }
-
-    async fn count_agent_in(&self, partition: String, agent: &AgentId) -> R<u64> {
         let mut total = 0u64;
         let mut start = None;
         loop {
@@ -104,11 +100,9 @@ impl DynamoStore {
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(crate::listing::INDEX)
-                .key_condition_expression("list_pk = :p")
-                .filter_expression("agent_id = :a")
-                .expression_attribute_values(":p", s(&partition))
-                .expression_attribute_values(":a", s(agent.as_str()))
+                .index_name("mailbox")
+                .key_condition_expression("mbx_pk = :p")
+                .expression_attribute_values(":p", s(open_pk_of(account, agent)))
                 .select(Select::Count)
                 .set_exclusive_start_key(start)
                 .send()

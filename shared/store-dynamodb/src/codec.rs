@@ -210,7 +210,23 @@ pub(crate) fn message_item(m: &MessageRecord, shards: Shards) -> Item {
     let (lpk, lsk) = list_keys(m, shards);
     put("list_pk", s(lpk));
     put("list_sk", s(lsk));
+    if m.status == Status::Open {
+        // In the account's open counters (`counts.rs`) from its insert to its terminal.
+        put(crate::counts::COUNTED, n(1));
+        if m.kind != MessageType::Notify {
+            // §8.6: the agent's open asks/tasks, counted at its depth limit (`admission.rs`).
+            put("mbx_pk", s(open_pk_of(&m.account, &m.agent_id)));
+            put("mbx_sk", s(m.id.as_str()));
+        }
+    }
     item
+}
+
+/// The `mailbox` index partition of an agent's open asks and tasks (issue 38: the §8.6 recount
+/// reads this, not the account's whole open listing). `@` never starts an audience, so it meets
+/// no mailbox partition.
+pub(crate) fn open_pk_of(account: &AccountId, agent: &AgentId) -> String {
+    format!("{}#{}#@open", key_part(account.as_str()), key_part(agent.as_str()))
 }
 
 /// A message item's account and id, from its `pk`.

@@ -93,6 +93,9 @@ impl DynamoStore {
         if !self.put_if(message_item(m, self.shards), Some("attribute_not_exists(pk)"), HashMap::new()).await? {
             return Ok(false);
         }
+        if m.status == ma2h_protocol::lifecycle::Status::Open {
+            self.count_open_message(m, 1).await;
+        }
         if let Some(r) = m.retain_until {
             self.put_if(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new()).await?;
         }
@@ -159,6 +162,9 @@ impl DynamoStore {
             items.push(self.put(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new())?);
         }
         if self.transact(items).await? {
+            if m.status == ma2h_protocol::lifecycle::Status::Open {
+                self.count_open_message(m, 1).await;
+            }
             return Ok(Inserted::New);
         }
         match claim {

@@ -15,6 +15,7 @@
 
 mod admission;
 mod codec;
+mod counts;
 mod credentials;
 mod insert;
 mod listing;

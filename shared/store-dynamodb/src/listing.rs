@@ -15,8 +15,8 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::QueryError;
-use aws_sdk_dynamodb::types::{AttributeValue, Select};
-use ma2h_core::messages::listing::{ListCursor, ListFilter, ListPage, ListQuery, MessageSummary, OpenCounts};
+use aws_sdk_dynamodb::types::AttributeValue;
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListPage, ListQuery, MessageSummary};
 use ma2h_core::ports::StoreError;
 use ma2h_protocol::ids::AccountId;
 
@@ -343,53 +343,6 @@ impl DynamoStore {
             }
         }
         Ok(updated)
-    }
-
-    /// One pass over the account's open entries (every one of them: counts are never sampled),
-    /// every listing shard read at once.
-    pub(crate) async fn count_open_listing(
-        &self,
-        account: &AccountId,
-        f: &ListFilter,
-    ) -> Result<OpenCounts, StoreError> {
-        let reads = self.shards.list_all(&list_pk(account, true)).into_iter().map(|p| self.count_partition(p, f));
-        let parts: Vec<OpenCounts> =
-            futures_util::stream::iter(reads).buffer_unordered(READ_CONCURRENCY).try_collect().await?;
-        let mut counts = OpenCounts::default();
-        for part in parts {
-            counts.merge(&part);
-        }
-        Ok(counts)
-    }
-
-    async fn count_partition(&self, partition: String, f: &ListFilter) -> Result<OpenCounts, StoreError> {
-        let mut counts = OpenCounts::default();
-        let mut legacy = false;
-        'index: loop {
-            let mut items = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(if legacy { LEGACY_INDEX } else { INDEX })
-                .key_condition_expression("list_pk = :p")
-                .expression_attribute_values(":p", s(&partition))
-                .select(Select::AllProjectedAttributes)
-                .into_paginator()
-                .items()
-                .send();
-            while let Some(item) = items.next().await {
-                let item = match item {
-                    Err(e) if !legacy && counts == OpenCounts::default() && index_unavailable(&e) => {
-                        legacy = true;
-                        continue 'index;
-                    }
-                    other => other.map_err(|e| unavailable("Query", e))?,
-                };
-                let m = if legacy { MessageSummary::from(&message_from(&item)?) } else { summary_from(&item)? };
-                counts.add(m.priority, m.kind, f.matches(&m), 1);
-            }
-            return Ok(counts);
-        }
     }
 }
 

@@ -194,7 +194,7 @@ impl MessageStore for DynamoStore {
     }
 
     async fn open_counts(&self, account: &AccountId, filter: &ListFilter) -> R<OpenCounts> {
-        self.count_open_listing(account, filter).await
+        self.open_counts_maintained(account, filter).await
     }
 
     async fn claim_due_pushes(

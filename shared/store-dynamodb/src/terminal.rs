@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValue, TransactWriteItem};
 use ma2h_core::messages::records::{MessageRecord, PushTrack, TerminalWrite};
 use ma2h_core::ports::StoreError;
 
@@ -73,6 +73,20 @@ impl DynamoStore {
             .build()
             .map_err(|e| unavailable("put", e))?;
         if let Some(entry) = &w.entry {
+            // Counted? (A transaction returns no old item; the CAS below makes this read the
+            // state it replaces: `updated_at` unchanged means `cnt` unchanged.)
+            let counted = self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key(msg_pk(account, id), MSG_SK)))
+                .projection_expression(crate::counts::COUNTED)
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(|e| unavailable("GetItem", e))?
+                .item
+                .is_some_and(|i| i.contains_key(crate::counts::COUNTED));
             // §8.7.1: the session's `response` entry commits with the terminal, or not at all.
             let items = vec![
                 TransactWriteItem::builder().put(cas).build(),
@@ -83,7 +97,13 @@ impl DynamoStore {
                     HashMap::new(),
                 )?,
             ];
-            return Ok(self.transact(items).await?.then_some(next));
+            if !self.transact(items).await? {
+                return Ok(None);
+            }
+            if counted {
+                self.count_open_message(current, -1).await;
+            }
+            return Ok(Some(next));
         }
         self.put_if(tomb, None, HashMap::new()).await?;
         // The same conditional put, on its own.
@@ -95,11 +115,18 @@ impl DynamoStore {
             .set_condition_expression(cas.condition_expression)
             .set_expression_attribute_names(cas.expression_attribute_names)
             .set_expression_attribute_values(cas.expression_attribute_values)
+            // The item replaced, free: was it in the open counters (`counts.rs`)?
+            .return_values(ReturnValue::AllOld)
             .send()
             .await;
         match res {
-            // (No open-count decrement: `admission.rs` keeps an upper bound.)
-            Ok(_) => Ok(Some(next)),
+            // (No agent open-count decrement: `admission.rs` keeps an upper bound.)
+            Ok(out) => {
+                if out.attributes.is_some_and(|old| old.contains_key(crate::counts::COUNTED)) {
+                    self.count_open_message(current, -1).await;
+                }
+                Ok(Some(next))
+            }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(None),
             Err(e) => Err(unavailable("PutItem", e)),
         }

@@ -100,10 +100,14 @@ fn classify(key: &str, agents: &[&str]) -> (Scope, String) {
     (scope, shape)
 }
 
-/// How many shards an account's partition family has: the message listing's
-/// (`{account}#open#{shard}`, `MA2H_DYNAMODB_LIST_SHARDS`) or the session list's.
+/// How many shards an account's partition family has: the message listing's and the open
+/// counters' (`{account}#open#{shard}`, `OPENCNT#{account}#{shard}`: `MA2H_DYNAMODB_LIST_SHARDS`)
+/// or the session list's.
 fn account_shards(shape: &str) -> u16 {
-    match shape.starts_with("{account}#open#") || shape.starts_with("{account}#done#") {
+    match shape.starts_with("{account}#open#")
+        || shape.starts_with("{account}#done#")
+        || shape.starts_with("OPENCNT#{account}#")
+    {
         true => ma2h_store_dynamodb::shards::DEFAULT_LIST_SHARDS,
         false => ma2h_store_dynamodb::shards::ACCOUNT_LIST_SHARDS,
     }

@@ -47,13 +47,13 @@ async fn requests_per_phase_of_an_addressed_ask() {
         // refused, then the new window — it carries the open count too) and the inter-agent
         // window (an ADD refused, then a put) (UpdateItem ×4, PutItem ×1); the destination
         // partition's depth (Query COUNT); one transaction: message + idempotency claim + mailbox
-        // entry
+        // entry; the account's open counter (UpdateItem, issue 38)
         phase(
             "addressed submit (the entry rides the insert)",
             &[
                 ("dynamodb:GetItem", 4),
                 ("dynamodb:PutItem", 1),
-                ("dynamodb:UpdateItem", 4),
+                ("dynamodb:UpdateItem", 5),
                 ("dynamodb:Query", 1),
                 ("dynamodb:TransactWriteItems", 1),
             ],
@@ -76,13 +76,14 @@ async fn requests_per_phase_of_an_addressed_ask() {
         assert_eq!(status, StatusCode::OK, "{r}");
         let resolution_id = r["resolution_id"].as_str().unwrap().to_owned();
         // auth; renewal; the message (Query), its entry (is it undeliverable?) and the entry's
-        // session (ended, with a bounce to repair?); the asker's session (is it live?); the
-        // terminal CAS carrying the response entry
+        // session (ended, with a bounce to repair?); the asker's session (is it live?); was the
+        // message counted (a transaction returns no old item); the terminal CAS carrying the
+        // response entry; the open counter
         phase(
             "addressee resolves (the response entry rides the terminal write)",
             &[
-                ("dynamodb:GetItem", 4),
-                ("dynamodb:UpdateItem", 1),
+                ("dynamodb:GetItem", 5),
+                ("dynamodb:UpdateItem", 2),
                 ("dynamodb:Query", 1),
                 ("dynamodb:TransactWriteItems", 1),
             ],
@@ -121,13 +122,14 @@ async fn requests_per_phase_of_an_addressed_ask() {
         // auth and the session; the end CAS, the entry's bounce and the cleared outbox flag
         // (UpdateItem ×3); the bounce pass (two Queries: one page, then empty). Per bounced ask:
         // the message (Query) and its entry, the asker's session twice (for the response entry,
-        // then the receipt), the auto-cancellation with its response entry (one transaction) and
-        // the receipt (a live-count Query + PutItem)
+        // then the receipt), the auto-cancellation with its response entry (one transaction, after
+        // reading whether the message was counted; then the counter) and the receipt (a
+        // live-count Query + PutItem)
         phase(
             "addressee's session closes with one ask queued (bounce, auto-cancel, receipt)",
             &[
-                ("dynamodb:GetItem", 5),
-                ("dynamodb:UpdateItem", 3),
+                ("dynamodb:GetItem", 6),
+                ("dynamodb:UpdateItem", 4),
                 ("dynamodb:Query", 4),
                 ("dynamodb:TransactWriteItems", 1),
                 ("dynamodb:PutItem", 1),

@@ -60,8 +60,9 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
                 ("dynamodb:GetItem", 1),
                 // callback bindings and secret (AGENT# BIND#…SECRET#, one partition read)
                 ("dynamodb:Query", 1),
-                // the agent's counter: request window + open count (OPEN#, one ADD)
-                ("dynamodb:UpdateItem", 1),
+                // the agent's counter: request window + open count (OPEN#, one ADD); the
+                // account's open counter, after the message (OPENCNT#, issue 38)
+                ("dynamodb:UpdateItem", 2),
                 // the idempotency claim (IDEM#, conditional: the §8.1 decision), then the message
                 ("dynamodb:PutItem", 2),
             ]),
@@ -88,12 +89,21 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
 
         // (not part of the total) the operator's inbox page: one `inbox` index page (one Query
         // per listing shard and the unsharded partition: the merge's first read covers a single
-        // entry) and one pass over the account's open entries for the counts (the same)
+        // entry) and the counts: the account's counter items (one BatchGetItem per 100 shards),
+        // whatever the open set holds (issue 38)
         let (status, list) = call(&e, event("GET", "/v1/operator/messages?counts=true", &e.operator, None)).await;
         assert_eq!((status, list["counts"]["open"].as_u64()), (StatusCode::OK, Some(1)), "{list}");
         let listing = e.phase().await;
-        let partitions = 1 + u64::from(ma2h_store_dynamodb::shards::DEFAULT_LIST_SHARDS);
-        cost_eq!(listing.requests, expect(&[("dynamodb:GetItem", 1), ("dynamodb:Query", 2 * partitions)]), "listing");
+        let shards = u64::from(ma2h_store_dynamodb::shards::DEFAULT_LIST_SHARDS);
+        cost_eq!(
+            listing.requests,
+            expect(&[
+                ("dynamodb:GetItem", 1),
+                ("dynamodb:Query", 1 + shards),
+                ("dynamodb:BatchGetItem", shards.div_ceil(100))
+            ]),
+            "listing"
+        );
         let listing_row = ("operator listing with counts, 1 open (not in the total)".to_owned(), listing);
 
         // 2. resolve, by the operator
@@ -111,6 +121,8 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
                 ("dynamodb:Query", 1),
                 // the tombstone, then the message (the §7 CAS, conditional)
                 ("dynamodb:PutItem", 2),
+                // the account's open counter (the CAS returned the replaced item: it was counted)
+                ("dynamodb:UpdateItem", 1),
                 // the push job, announced before the CAS commits
                 ("sqs:SendMessage", 1),
             ]),
@@ -163,12 +175,14 @@ async fn requests_per_phase_of_an_ask_a_notify_and_a_replay() {
         for (_, t) in &rows {
             ask_total.add(t);
         }
-        cost_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (14, 3), "one ask, end to end");
-        // Issue 19's budget: ≤ 10 write and ≤ 8 read units per pushed ask, submit to purge (the
-        // purge is the TTL's, free: below). Was 28 WRU + 12 RRU (docs/COST.md); 10 WRU until
-        // issue 38 dropped the `retain` index entry.
-        cost_eq!((ask_total.wru_table, ask_total.wru_gsi, ask_total.rru), (6, 3, 8.0), "units of one ask");
-        assert!(ask_total.wru() <= 9 && ask_total.rru <= 8.0, "{ask_total:?}");
+        cost_eq!((ask_total.total("dynamodb"), ask_total.total("sqs")), (16, 3), "one ask, end to end");
+        // ≤ 13 write and ≤ 8 read units per pushed ask, submit to purge (the purge is the TTL's,
+        // free: below). Was 28 WRU + 12 RRU (docs/COST.md); 10 until issue 38 dropped the
+        // `retain` entry (−1) and added the open counters (+2: the account's cell up at submit,
+        // down at the terminal) and the agent's `@open` entry for the §8.6 recount (+2: put,
+        // delete) — O(1) counts instead of a read of the account's open set.
+        cost_eq!((ask_total.wru_table, ask_total.wru_gsi, ask_total.rru), (8, 5, 8.0), "units of one ask");
+        assert!(ask_total.wru() <= 13 && ask_total.rru <= 8.0, "{ask_total:?}");
         rows.push(("**ask total**".into(), ask_total));
         rows.push(long_poll_row);
         rows.push(listing_row);

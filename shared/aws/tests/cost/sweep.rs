@@ -144,11 +144,13 @@ async fn the_sweepers_cost_does_not_grow_with_the_open_set() {
     let Some(small) = sweep_over(1_000).await else { return };
     let big = sweep_over(large).await.unwrap();
     // Per due ask: the lookup (Query MSG), the tombstone and the CAS (PutItem ×2, written from
-    // the lookup's record); per sweep: one Query on every shard of each of the six partition
-    // families (`sweep_queries`) — whatever the open set holds.
+    // the lookup's record), the account's open counter (UpdateItem); per sweep: one Query on
+    // every shard of each of the six partition families (`sweep_queries`) — whatever the open
+    // set holds.
     let with_due = expect(&[
         ("dynamodb:Query", sweep_queries(SWEEP_TEST_SHARDS) + DUE as u64),
         ("dynamodb:PutItem", 2 * DUE as u64),
+        ("dynamodb:UpdateItem", DUE as u64),
     ]);
     for run in [&small, &big] {
         assert_eq!(run.sweep.requests, with_due, "{} open", run.open);

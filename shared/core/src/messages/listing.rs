@@ -177,6 +177,9 @@ pub struct OpenCounts {
     pub by_priority: [u64; 4],
     /// notify, ask, task.
     pub by_kind: [u64; 3],
+    /// `matching` is a lower bound: the store stopped counting a filter it cannot count from
+    /// maintained counters after a bounded read (DynamoDB, issue 38).
+    pub matching_partial: bool,
 }
 
 impl OpenCounts {
@@ -202,6 +205,7 @@ impl OpenCounts {
     pub fn merge(&mut self, other: &Self) {
         self.total += other.total;
         self.matching += other.matching;
+        self.matching_partial |= other.matching_partial;
         for (a, b) in self.by_priority.iter_mut().zip(other.by_priority) {
             *a += b;
         }

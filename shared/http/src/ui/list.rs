@@ -143,7 +143,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
             @for k in [MessageType::Ask, MessageType::Task] {
                 " · " (plural(c.kind(k), k.as_str()))
             }
-            @if filters.any() { " — " (c.matching) " matching" }
+            @if filters.any() { " — " (c.matching) @if c.matching_partial { "+" } " matching" }
         }
         (filter_form(&filters))
         @if shown.is_empty() {

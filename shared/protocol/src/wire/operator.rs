@@ -71,6 +71,9 @@ pub struct RowResolution {
 pub struct OpenCountsView {
     pub open: u64,
     pub matching: u64,
+    /// `matching` is a lower bound (a store that counts a filter by a bounded read stopped early).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub matching_partial: bool,
     pub priority: PriorityCounts,
     #[serde(rename = "type")]
     pub kind: TypeCounts,
