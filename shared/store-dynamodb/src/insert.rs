@@ -136,7 +136,7 @@ impl DynamoStore {
         now: Timestamp,
     ) -> R<Inserted> {
         // A soft cap, as `enqueue`'s; a replay is answered even when the mailbox is full.
-        if self.live_count(&e.mailbox, &e.audience, e.enqueued_at).await? >= u64::from(cap) {
+        if self.live_count(&e.mailbox, &e.audience, e.enqueued_at, cap).await? >= u64::from(cap) {
             return match claim {
                 Some(c) => Ok(self
                     .get_claim(&c.account, &c.agent_id, &c.key, now)

@@ -226,8 +226,10 @@ impl DynamoStore {
         }
     }
 
-    /// Live entries of one audience partition (the depth cap counts the new entry's own).
-    pub(crate) async fn live_count(&self, mailbox: &Mailbox, audience: &Audience, now: Timestamp) -> R<u64> {
+    /// Live entries of one audience partition, counted up to `cap` (the depth cap counts the new
+    /// entry's own): the read stops there, so it is bounded by the cap, not by the partition
+    /// (issue 38).
+    pub(crate) async fn live_count(&self, mailbox: &Mailbox, audience: &Audience, now: Timestamp, cap: u32) -> R<u64> {
         let mut pages = self
             .client
             .query()
@@ -243,6 +245,9 @@ impl DynamoStore {
         let mut total = 0u64;
         while let Some(page) = pages.next().await {
             total += u64::try_from(page.map_err(|e| unavailable("Query", e))?.count).unwrap_or(0);
+            if total >= u64::from(cap) {
+                break;
+            }
         }
         Ok(total)
     }
@@ -258,7 +263,8 @@ impl DynamoStore {
 impl MailboxStore for DynamoStore {
     async fn enqueue(&self, entry: &MailboxEntry, depth_cap: u32) -> R<Enqueued> {
         // A soft cap: two racing enqueues may each see room for one.
-        if self.live_count(&entry.mailbox, &entry.audience, entry.enqueued_at).await? >= u64::from(depth_cap) {
+        if self.live_count(&entry.mailbox, &entry.audience, entry.enqueued_at, depth_cap).await? >= u64::from(depth_cap)
+        {
             return Ok(Enqueued::Full);
         }
         self.client
