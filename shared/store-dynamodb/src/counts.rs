@@ -137,23 +137,34 @@ impl DynamoStore {
 
     async fn count_matching_in(&self, partition: String, f: &ListFilter, budget: i32) -> R<(u64, bool)> {
         let (mut matching, mut scanned, mut start) = (0u64, 0i32, None);
+        let mut legacy = false;
         loop {
-            let out = self
+            let res = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .index_name(crate::listing::INDEX)
+                .index_name(if legacy { crate::listing::LEGACY_INDEX } else { crate::listing::INDEX })
                 .key_condition_expression("list_pk = :p")
                 .expression_attribute_values(":p", s(&partition))
                 .select(Select::AllProjectedAttributes)
                 .limit((budget - scanned).clamp(1, 1000))
-                .set_exclusive_start_key(start)
+                .set_exclusive_start_key(start.clone())
                 .send()
-                .await
-                .map_err(|e| unavailable("Query", e))?;
+                .await;
+            let out = match res {
+                // An upgrade in progress: the `inbox` index is not there yet (docs/dynamodb.md).
+                Err(e) if !legacy && crate::listing::index_unavailable(&e) => {
+                    legacy = true;
+                    continue;
+                }
+                other => other.map_err(|e| unavailable("Query", e))?,
+            };
             scanned += out.scanned_count();
             for item in out.items() {
-                let m: MessageSummary = summary_from(item)?;
+                let m: MessageSummary = match legacy {
+                    false => summary_from(item)?,
+                    true => MessageSummary::from(&message_from(item)?),
+                };
                 matching += u64::from(f.matches(&m));
             }
             match out.last_evaluated_key {

@@ -110,7 +110,7 @@ fn page_expr(partition: &str, q: &ListQuery, after: Option<&str>) -> Option<Expr
 
 /// The index a deployment made before the `inbox` index still has (projection `ALL`, same keys):
 /// read while `inbox` does not exist yet or is still being built (docs/dynamodb.md, upgrading).
-const LEGACY_INDEX: &str = "list";
+pub(crate) const LEGACY_INDEX: &str = "list";
 
 /// At most this many index entries are read for one page: past it the page ends early (shorter
 /// than asked) with `next` at the last entry read, so a selective filter over a flooded account
@@ -118,7 +118,7 @@ const LEGACY_INDEX: &str = "list";
 pub(crate) const MAX_SCANNED_PER_PAGE: i32 = 2_000;
 
 /// A Query refused because the index is absent or not yet active (an upgrade in progress).
-fn index_unavailable<E: ProvideErrorMetadata>(e: &SdkError<E>) -> bool {
+pub(crate) fn index_unavailable<E: ProvideErrorMetadata>(e: &SdkError<E>) -> bool {
     e.as_service_error().is_some_and(|s| {
         // DynamoDB: ValidationException ("does not have the specified index", "backfilling global
         // secondary index"); moto: ResourceNotFoundException ("Invalid index").

@@ -62,7 +62,10 @@ fn session_item(x: &SessionRecord, shards: Shards) -> Item {
     put("agent_id", s(x.agent.as_str()));
     put("id", s(x.id.as_str()));
     put("created_at", n(created));
-    put("expires_at", n(ms(x.expires_at)));
+    // Not `expires_at`: the `inbox` index projects that name (a message's expiry), so every
+    // renewal would rewrite the session's index entry (issue 38). Sessions written before keep
+    // `expires_at` until their next renewal moves it here (`LEASE`).
+    put("lease_until", n(ms(x.expires_at)));
     put("ttl_seconds", n(i64::from(x.ttl_seconds)));
     put("ttl_ms", n(i64::from(x.ttl_seconds) * 1000));
     if let Some(seen) = x.last_seen {
@@ -100,7 +103,10 @@ fn session_from(item: &Item) -> R<SessionRecord> {
         agent: AgentId::parse(get_s(item, "agent_id")?).ok_or_else(|| corrupt("agent_id"))?,
         id: SessionId::from_trusted(get_s(item, "id")?.to_owned()),
         created_at: time::from_millis(get_n(item, "created_at")?),
-        expires_at: time::from_millis(get_n(item, "expires_at")?),
+        expires_at: time::from_millis(match opt_n(item, "lease_until")? {
+            Some(v) => v,
+            None => get_n(item, "expires_at")?,
+        }),
         ttl_seconds: u32::try_from(get_n(item, "ttl_seconds")?).unwrap_or(u32::MAX),
         last_seen: opt_n(item, "last_seen")?.map(time::from_millis),
         meta,
@@ -115,7 +121,12 @@ fn session_from(item: &Item) -> R<SessionRecord> {
 /// could delete a session whose bounce is still owed.
 const END_EXPRESSION: &str = "SET end_kind = :kind, ended_at = :at, retain_until = :ret, ttl_later = :ttl, \
      bounce_pending = :true, due_pk = :bp, due_sk = :at REMOVE mbx_pk, mbx_sk";
-const END_CONDITION: &str = "attribute_exists(pk) AND attribute_not_exists(end_kind) AND expires_at >= :at";
+const END_CONDITION: &str = "attribute_exists(pk) AND attribute_not_exists(end_kind) AND \
+     (lease_until >= :at OR (attribute_not_exists(lease_until) AND expires_at >= :at))";
+
+/// The lease end in an update's values: `lease_until`, or `expires_at` on a session written
+/// before issue 38 that has not been renewed since.
+const LEASE: &str = "if_not_exists(lease_until, expires_at)";
 
 impl DynamoStore {
     /// Full items for index rows (`pk` of each), in the rows' order; purged ones are skipped.
@@ -153,15 +164,18 @@ impl DynamoStore {
     }
 
     /// Bring a live session's lease-following index keys (`due_sk`, `deadline`) up to its
-    /// `expires_at`; nothing once it has ended or lapsed (its keys are the end's then).
+    /// lease end; nothing once it has ended or lapsed (its keys are the end's then).
     async fn move_lease_keys(&self, pk: &str, now: Timestamp) -> R<()> {
         let res = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(pk.to_owned(), SESSION_SK)))
-            .update_expression("SET due_sk = expires_at, deadline = expires_at")
-            .condition_expression("attribute_not_exists(end_kind) AND expires_at >= :now")
+            .update_expression(format!("SET due_sk = {LEASE}, deadline = {LEASE}"))
+            .condition_expression(
+                "attribute_not_exists(end_kind) AND \
+                 (lease_until >= :now OR (attribute_not_exists(lease_until) AND expires_at >= :now))",
+            )
             .expression_attribute_values(":now", n(ms(now)))
             .send()
             .await;
@@ -289,15 +303,19 @@ impl SessionStore for DynamoStore {
         // sweeper's `due_sk` and the live count's `deadline` — move only once less than half the
         // lease is left on them, so an agent renewing on every long-poll moves them once per half
         // lease, not once per poll (each move rewrites two index entries). An agent renewing less
-        // often than that leaves a stale `due_sk`: the sweeper re-checks `expires_at` before it
-        // expires anything, and moves the key instead (`expire_due_sessions`).
+        // often than that leaves a stale `due_sk`: the sweeper re-checks the lease before it
+        // expires anything, and moves the key instead (`expire_due_sessions`). The lease is
+        // `lease_until`, which no index projects: the renewal rewrites no index entry.
         let res = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(session_pk(account, id), SESSION_SK)))
-            .update_expression("SET expires_at = ttl_ms + :now, last_seen = :now")
-            .condition_expression("agent_id = :me AND attribute_not_exists(end_kind) AND expires_at >= :now")
+            .update_expression("SET lease_until = ttl_ms + :now, last_seen = :now REMOVE expires_at")
+            .condition_expression(
+                "agent_id = :me AND attribute_not_exists(end_kind) AND \
+                 (lease_until >= :now OR (attribute_not_exists(lease_until) AND expires_at >= :now))",
+            )
             .expression_attribute_values(":me", s(agent.as_str()))
             .expression_attribute_values(":now", n(ms(now)))
             .return_values(ReturnValue::AllNew)
@@ -370,18 +388,21 @@ impl SessionStore for DynamoStore {
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(key(pk.clone(), SESSION_SK)))
-                .update_expression(
-                    "SET end_kind = :kind, ended_at = expires_at, retain_until = expires_at + :ret, \
-                     ttl_later = :ttl, bounce_pending = :true, due_pk = :bp, due_sk = expires_at \
-                     REMOVE mbx_pk, mbx_sk",
+                .update_expression(format!(
+                    "SET end_kind = :kind, ended_at = {LEASE}, retain_until = {LEASE} + :ret, \
+                         ttl_later = :ttl, bounce_pending = :true, due_pk = :bp, due_sk = {LEASE} \
+                         REMOVE mbx_pk, mbx_sk"
+                ))
+                .condition_expression(
+                    "attribute_not_exists(end_kind) AND \
+                     (lease_until < :now OR (attribute_not_exists(lease_until) AND expires_at < :now))",
                 )
-                .condition_expression("attribute_not_exists(end_kind) AND expires_at < :now")
                 .expression_attribute_values(":kind", s(EndKind::Expired.as_str()))
                 .expression_attribute_values(":ret", n(retention.num_milliseconds()))
                 .expression_attribute_values(":true", AttributeValue::Bool(true))
                 .expression_attribute_values(":bp", s(self.shards.key(BOUNCE, &pk)))
                 .expression_attribute_values(":now", n(ms(now)))
-                // (`expires_at` + retention, rounded up: the lease ended before `now`)
+                // (the lease end + retention, rounded up: the lease ended before `now`)
                 .expression_attribute_values(":ttl", ttl_secs(now + retention))
                 .send()
                 .await;

@@ -153,7 +153,9 @@ fn check(workload: &'static str, rate: f64, phases: &[Tally], agents: &[&str], h
         total.add(p);
     }
     let rows = rows(rate, &total.heat, agents);
+    let units: u64 = total.heat.values().sum();
     println!("\n#### {workload} at {rate:.0}/s\n");
+    println!("{units} WRU per operation in all (table and indexes).\n");
     println!("| index | partition | WRU per op | WCU/s at the goal | |");
     println!("|---|---|---|---|---|");
     for r in &rows {

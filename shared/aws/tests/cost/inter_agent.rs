@@ -62,11 +62,12 @@ async fn requests_per_phase_of_an_addressed_ask() {
 
         let (_, drained) = call(&e, event("GET", &format!("/v1/inbox?session={sess}"), &worker, None)).await;
         assert_eq!(drained["messages"][0]["message"]["id"], id.as_str());
-        // auth, the session, the signing key; renewal + presence + the claim; one Query per
-        // audience (principal, principal-addressed, session)
+        // auth, the session, the signing key; the renewal (it stamps the session's `last_seen`,
+        // which presence reads: no presence write, issue 38) + the claim; one Query per audience
+        // (principal, principal-addressed, session)
         phase(
             "addressee drains the message entry",
-            &[("dynamodb:GetItem", 3), ("dynamodb:UpdateItem", 3), ("dynamodb:Query", 3)],
+            &[("dynamodb:GetItem", 3), ("dynamodb:UpdateItem", 2), ("dynamodb:Query", 3)],
             &mut rows,
         );
 
@@ -100,7 +101,7 @@ async fn requests_per_phase_of_an_addressed_ask() {
         // as the addressee's drain, plus the Response's delivered-to-agent stamp
         phase(
             "asker drains the response entry",
-            &[("dynamodb:GetItem", 3), ("dynamodb:UpdateItem", 4), ("dynamodb:Query", 3)],
+            &[("dynamodb:GetItem", 3), ("dynamodb:UpdateItem", 3), ("dynamodb:Query", 3)],
             &mut rows,
         );
         let body = json!({"ids": [resolution_id]});

@@ -57,7 +57,11 @@ pub async fn drain(
     let settings = &hub.settings.mailbox;
     let max = max.unwrap_or(settings.max_batch).min(settings.max_batch) as usize;
     let wait = wait.min(Duration::from_secs(u64::from(hub.settings.long_poll_max_seconds)));
-    crate::mailbox::presence::seen(hub, &mailbox).await;
+    if session.is_none() {
+        // A drain presenting a session renewed it, and the renewal stamped the session's
+        // `last_seen`, which presence reads too (`presence::read`): no second write (issue 38).
+        crate::mailbox::presence::seen(hub, &mailbox).await;
+    }
     let give_up = tokio::time::Instant::now() + wait;
     loop {
         // Subscribe before claiming: an enqueue between the claim and the wait still wakes us.

@@ -39,6 +39,19 @@ pub async fn seen(hub: &Hub, mailbox: &Mailbox) {
     }
 }
 
+/// The agent's latest activity: its presence record (drains and long-polls without a session)
+/// or the latest renewal of one of its sessions — a renewal stamps the session, not the presence
+/// record, so an agent that always drains with a session costs one write per poll, not two.
+async fn last_seen(hub: &Hub, mailbox: &Mailbox) -> Result<Option<chrono::DateTime<chrono::Utc>>, crate::HubError> {
+    let own = hub.mailbox.last_seen(mailbox).await?;
+    let sessions = hub.sessions.list_sessions(&mailbox.account, Some(&mailbox.agent), RECENT_SESSIONS).await?;
+    Ok(sessions.iter().filter_map(|s| s.last_seen).chain(own).max())
+}
+
+/// Sessions read for presence: the newest (an agent with more live sessions than this is seen
+/// through its presence record or one of these).
+const RECENT_SESSIONS: usize = 16;
+
 /// `GET /v1/agents/{agent_id}/presence`: an operator of the agent's account reads its state;
 /// every other caller gets `unknown` without `last_seen` — "not yours" and "never seen" are one
 /// answer (§15.3: owner-only, indistinguishable).
@@ -54,7 +67,7 @@ pub async fn read(hub: &Hub, principal: &Principal, agent_id: &str) -> Result<Pr
         return Ok(presence);
     };
     let mailbox = Mailbox { account: principal.account.clone(), agent };
-    let Some(last_seen) = hub.mailbox.last_seen(&mailbox).await? else { return Ok(presence) };
+    let Some(last_seen) = last_seen(hub, &mailbox).await? else { return Ok(presence) };
     let age = hub.clock.now() - last_seen;
     presence.state =
         if age.to_std().unwrap_or_default() <= window { PresenceState::Online } else { PresenceState::Offline };

@@ -52,8 +52,9 @@ pub async fn open(hub: &Hub, principal: &Principal, session: Option<&str>) -> Re
     let Some(raw) = session else {
         return Err(HubError::validation("query `session` is required: the stream serves one session (§8.7.2)"));
     };
+    // Presenting the session renewed it and stamped its `last_seen`: presence reads that
+    // (`presence::read`), so no presence write of its own (issue 38).
     let session = crate::sessions::lease::present(hub, principal, raw).await?;
-    crate::mailbox::presence::seen(hub, &mailbox).await;
     let hold = hold_for(hub, &session);
     let credential_id = principal.credential_id.clone();
     Ok(Stream { hub: hub.clone(), mailbox, session, credential_id, until: tokio::time::Instant::now() + hold, hold })
