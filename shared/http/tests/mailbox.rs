@@ -332,6 +332,21 @@ async fn an_undelivered_directive_expires_lazily_and_the_sweeper_closes_it() {
 }
 
 #[tokio::test]
+async fn one_sweep_closes_more_past_deadline_entries_than_its_batch() {
+    // Issue 38: a full batch is followed by another while the sweep's budget lasts.
+    let h = hub().await;
+    let expires = ts(h.clock_now() + Duration::seconds(10));
+    let n = sweep::SWEEP_BATCH + 7;
+    for i in 0..n {
+        let r = h.send(json!({"to": "agent:bot", "title": format!("stale {i}"), "expires_at": expires})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+    h.advance(Duration::seconds(11));
+    assert_eq!(sweep::sweep_once(&h.hub).await.unwrap().entries_closed, n, "every one in one sweep");
+    assert_eq!(sweep::sweep_once(&h.hub).await.unwrap().entries_closed, 0, "and none twice");
+}
+
+#[tokio::test]
 async fn a_drained_directive_never_acked_bounces_when_its_retention_passes_not_at_its_own_expiry() {
     let h = hub().await;
     let orphan = h.send_ok("Drained, then forgotten").await;

@@ -55,6 +55,10 @@ fn as_previous(mut item: Item) -> Item {
         item.remove("mbx_pk");
         item.remove("mbx_sk");
     }
+    // a session's lease was `expires_at`
+    if let Some(lease) = item.remove("lease_until") {
+        item.insert("expires_at".into(), lease);
+    }
     // retention by `retain` keys
     let sk = item["sk"].as_s().unwrap().clone();
     let family = match sk.as_str() {
@@ -113,6 +117,8 @@ async fn a_table_in_the_layout_before_issue_38_is_upgraded_in_place_and_loses_no
     store.complete(&acct, &answered.id, &owed).await.unwrap();
     let lapsing = session("acme", "bot", at(0));
     store.register(&lapsing, 16).await.unwrap();
+    let renewing = session("acme", "bot", at(0));
+    store.register(&renewing, 16).await.unwrap();
     let mb = mailbox("acme", "bot");
     let mut late = directive(&mb, at(0));
     late.deadline = at(30);
@@ -127,6 +133,7 @@ async fn a_table_in_the_layout_before_issue_38_is_upgraded_in_place_and_loses_no
     }
     assert!(has("due_pk", "SESSDUE") && has("due_pk", "MBXDUE") && has("retain_pk", "RET"));
     assert!(!items.iter().any(|i| i.contains_key("cnt")), "nothing counted");
+    assert!(!items.iter().any(|i| i.contains_key("lease_until")), "leases as `expires_at`");
     // The upgrade: provisioning keeps the table (and its now unused `retain` index).
     provision::create_table(&client, &table).await.unwrap();
 
@@ -144,11 +151,20 @@ async fn a_table_in_the_layout_before_issue_38_is_upgraded_in_place_and_loses_no
     // The sweeper finds what is due in the unsharded partitions.
     assert_eq!(store.due_expiries(at(61), 10).await.unwrap(), vec![(acct.clone(), due.id.clone())]);
     assert_eq!(store.claim_due_pushes(at(21), at(200), 10).await.unwrap(), vec![(acct.clone(), answered.id.clone())]);
+    // A session from before renews (its lease moves to `lease_until`) and reads back; the other
+    // lapses and the sweeper expires it at its old lease end.
+    let renew_at = lapsing.expires_at - Duration::seconds(1);
+    let renewed = store.renew_session(&acct, &agent("bot"), &renewing.id, renew_at).await.unwrap().expect("renewed");
+    assert_eq!(renewed.expires_at, renew_at + Duration::seconds(i64::from(renewing.ttl_seconds)));
+    assert_eq!(store.get_session(&acct, &renewing.id).await.unwrap().unwrap().expires_at, renewed.expires_at);
     let retention = Duration::days(1);
     assert_eq!(store.expire_due_sessions(lapsing.expires_at + Duration::seconds(1), retention, 10).await.unwrap(), 1);
+    let ended = store.get_session(&acct, &lapsing.id).await.unwrap().unwrap();
+    assert_eq!(ended.end.map(|e| e.at), Some(lapsing.expires_at), "ended at its old lease end");
+    assert_eq!(ended.retain_until, Some(lapsing.expires_at + retention));
     let closed = store.close_due_entries(at(31), at(1000), 10).await.unwrap();
     assert_eq!(closed.iter().map(|e| e.key.clone()).collect::<Vec<_>>(), vec![late.key.clone()]);
-    assert_eq!(store.list_sessions(&acct, None, 10).await.unwrap().len(), 1, "the unsharded account list is read");
+    assert_eq!(store.list_sessions(&acct, None, 10).await.unwrap().len(), 2, "the unsharded account list is read");
 
     // Counts: the old open messages are not counted until the backfill, then exactly once.
     assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 0);

@@ -30,23 +30,43 @@ pub const SWEEP_BATCH: usize = 500;
 pub const SWEEP_CONCURRENCY: usize = 16;
 
 pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
+    let started = std::time::Instant::now();
+    let more = |full: bool| full && started.elapsed() < hub.settings.sweep_budget;
     let now = hub.clock.now();
     let mut report = SweepReport::default();
     expire_due(hub, &mut report).await?;
     report.purged = hub.messages.purge(now, SWEEP_BATCH).await?;
-    // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable.
+    // §13.3: reads already treat a passed deadline as expired; the sweep makes it durable. Like
+    // the expiries, a full batch is followed by another while the budget lasts (issue 38).
     let retain_until = crate::mailbox::undeliverable::retain_after(hub, now);
-    let closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
-    report.entries_closed = closed.len();
-    // §14.2/§7: an addressed message that expired unseen, or a principal-addressed one orphaned
-    // after delivery, is undeliverable: resolve it (and receipt the orphan's sender).
-    crate::mailbox::undeliverable::after_closed(hub, &closed).await;
+    loop {
+        let closed = hub.mailbox.close_due_entries(now, retain_until, SWEEP_BATCH).await?;
+        report.entries_closed += closed.len();
+        // §14.2/§7: an addressed message that expired unseen, or a principal-addressed one
+        // orphaned after delivery, is undeliverable: resolve it (and receipt the orphan's sender).
+        crate::mailbox::undeliverable::after_closed(hub, &closed).await;
+        if !more(closed.len() >= SWEEP_BATCH) {
+            break;
+        }
+    }
     report.entries_purged = hub.mailbox.purge_entries(now, SWEEP_BATCH).await?;
     // §16.3: lapsed leases become durable `expired`, then the bounce outbox is drained.
     let retention = hub.settings.sessions.terminal_retention();
-    report.sessions_expired = hub.sessions.expire_due_sessions(now, retention, SWEEP_BATCH).await?;
-    for session in hub.sessions.pending_bounces(SWEEP_BATCH).await? {
-        report.entries_bounced += crate::mailbox::undeliverable::bounce(hub, &session).await?;
+    loop {
+        let expired = hub.sessions.expire_due_sessions(now, retention, SWEEP_BATCH).await?;
+        report.sessions_expired += expired;
+        if !more(expired >= SWEEP_BATCH) {
+            break;
+        }
+    }
+    loop {
+        let pending = hub.sessions.pending_bounces(SWEEP_BATCH).await?;
+        for session in &pending {
+            report.entries_bounced += crate::mailbox::undeliverable::bounce(hub, session).await?;
+        }
+        if !more(pending.len() >= SWEEP_BATCH) {
+            break;
+        }
     }
     report.sessions_purged = hub.sessions.purge_sessions(now, SWEEP_BATCH).await?;
     hub.notifications.purge_notifications(now, SWEEP_BATCH).await?;
