@@ -180,3 +180,42 @@ async fn the_sweepers_cost_does_not_grow_with_the_open_set() {
         );
     }
 }
+
+/// Issue 38: a backlog of due asks is swept in bounded time — one sweep settles batch after
+/// batch (16 at once) until its budget (`MA2H_SWEEP_BUDGET_SECONDS`) is spent, the next sweep
+/// goes on. Not run by `make test` (minutes on moto, whose every `Query` walks the whole table):
+/// `MA2H_SWEEP_DUE=5000 cargo test -p ma2h-aws --test cost backlog -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: minutes on moto"]
+async fn a_due_backlog_is_swept_in_bounded_time() {
+    let n: usize = std::env::var("MA2H_SWEEP_DUE").ok().map_or(2_000, |v| v.parse().expect("MA2H_SWEEP_DUE"));
+    with_env_sharded("backlog", false, 1, move |e| async move {
+        let now = e.dep.hub.clock.now();
+        let body = ask("template", None, Some(now + Duration::seconds(61)));
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&body))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        let template_id = ack["id"].as_str().unwrap().to_owned();
+        let template = raw_item(&e, format!("MSG#acme#{template_id}"), "MSG").await;
+        let started = Instant::now();
+        seed_copies(&e, &template, &template_id, n - 1).await;
+        let seed_secs = started.elapsed().as_secs_f64();
+        e.clock.advance(Duration::seconds(120));
+        let (mut swept, mut sweeps) = (0, Vec::new());
+        let started = Instant::now();
+        while swept < n {
+            let t = Instant::now();
+            let outcome = handlers::sweep(&e.dep).await.unwrap();
+            sweeps.push((outcome.expired, t.elapsed().as_secs_f64()));
+            assert!(outcome.expired > 0, "every sweep makes progress: {sweeps:?}");
+            swept += outcome.expired;
+        }
+        let total = started.elapsed().as_secs_f64();
+        assert_eq!(swept, n, "each due ask expired once");
+        assert_eq!(handlers::sweep(&e.dep).await.unwrap().expired, 0);
+        println!("\n{n} due asks (seeded in {seed_secs:.1} s): {} sweep(s), {total:.1} s in all", sweeps.len());
+        for (i, (expired, secs)) in sweeps.iter().enumerate() {
+            println!("  sweep {}: {expired} expired in {secs:.1} s", i + 1);
+        }
+    })
+    .await;
+}
