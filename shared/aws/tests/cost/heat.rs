@@ -28,6 +28,8 @@ use crate::units::Heat;
 
 /// Half of DynamoDB's 1,000 WCU/s per partition.
 const BOUND: f64 = 500.0;
+/// Half of DynamoDB's 3,000 RCU/s per partition.
+const READ_BOUND: f64 = 1_500.0;
 /// The most one agent writes per second: the §8.6 default budget (600 requests a minute).
 const AGENT_RATE: f64 = 10.0;
 
@@ -53,6 +55,33 @@ enum Scope {
     Agent,
     Account,
     Global,
+    /// (reads only) An item every container keeps in a cache of its own — a credential
+    /// (`KEY#`, `MA2H_CREDENTIAL_CACHE_MS`, 1 s) or the account's inter-agent policy (`ACCT#`):
+    /// read at most once per refresh per container, whatever the rate.
+    Cached,
+    /// (reads only) A sweeper partition (`DUE#017`, `PUSH`, …): read once per sweep (a minute),
+    /// whatever the rate.
+    Sweep,
+}
+
+/// Containers refreshing a cached item at once, each once a second (the credential cache).
+const CACHE_REFRESHES: f64 = 100.0;
+/// Sweeps a second: one a minute.
+const SWEEPS: f64 = 1.0 / 60.0;
+const SWEEPER_FAMILIES: [&str; 9] =
+    ["DUE", "PUSH", "NOTEDUE", "MBXDUE", "SESSDUE", "SESSBNC", "RET", "MBXRET", "SESSRET"];
+
+/// A read's scope where it differs from a write's: cached items and sweeper partitions.
+fn read_scope(index: &str, key: &str) -> Option<(Scope, String)> {
+    if key.starts_with("KEY#") {
+        return Some((Scope::Cached, "KEY#{credential}".into()));
+    }
+    if key.starts_with("ACCT#") {
+        return Some((Scope::Cached, "ACCT#{account}".into()));
+    }
+    let family = key.split('#').next().unwrap_or(key);
+    (matches!(index, "due" | "push") && SWEEPER_FAMILIES.contains(&family))
+        .then(|| (Scope::Sweep, if key.contains('#') { format!("{family}#{{shard}}") } else { family.to_owned() }))
 }
 
 const ID_PREFIXES: [&str; 6] = ["msg_", "sess_", "dir_", "ent_", "rct_", "res_"];
@@ -118,28 +147,41 @@ fn account_shards(shape: &str) -> u16 {
 struct Row {
     index: String,
     shape: String,
-    units: u64,
+    units: f64,
     load: f64,
 }
 
-/// Scale a workload's heat (units per operation) to its goal rate.
-fn rows(rate: f64, heat: &Heat, agents: &[&str]) -> Vec<Row> {
+/// Scale a workload's heat (units per operation, write or read) to its goal rate.
+fn rows<'a>(
+    rate: f64,
+    heat: impl IntoIterator<Item = (&'a (String, String), f64)>,
+    agents: &[&str],
+    reads: bool,
+) -> Vec<Row> {
     let mut out: Vec<Row> = Vec::new();
     for ((index, key), units) in heat {
-        let (scope, shape) = classify(key, agents);
+        let (scope, shape) = match reads.then(|| read_scope(index, key)).flatten() {
+            Some(s) => s,
+            None => classify(key, agents),
+        };
         let per_second = match scope {
             Scope::Item => 1.0,
             Scope::Shard => rate / f64::from(ma2h_store_dynamodb::shards::DEFAULT_SHARDS),
             Scope::AccountShard => rate / f64::from(account_shards(&shape)),
             Scope::Agent => rate.min(AGENT_RATE),
-            Scope::Account | Scope::Global => rate,
+            Scope::Account | Scope::Global | Scope::Cached => rate,
+            Scope::Sweep => SWEEPS,
         };
-        let load = *units as f64 * per_second;
+        // a cached item: each container reads it (one unit) at most once per refresh
+        let load = match scope {
+            Scope::Cached => (units * per_second).min(CACHE_REFRESHES),
+            _ => units * per_second,
+        };
         // keys of one shape are distinct partitions: the hottest one is what counts
         match out.iter_mut().find(|r| r.index == *index && r.shape == shape) {
             Some(r) if r.load >= load => {}
-            Some(r) => (r.units, r.load) = (*units, load),
-            None => out.push(Row { index: index.clone(), shape, units: *units, load }),
+            Some(r) => (r.units, r.load) = (units, load),
+            None => out.push(Row { index: index.clone(), shape, units, load }),
         }
     }
     out.sort_by(|a, b| b.load.total_cmp(&a.load));
@@ -152,7 +194,7 @@ fn check(workload: &'static str, rate: f64, phases: &[Tally], agents: &[&str], h
     for p in phases {
         total.add(p);
     }
-    let rows = rows(rate, &total.heat, agents);
+    let rows = self::rows(rate, total.heat.iter().map(|(k, v)| (k, *v as f64)), agents, false);
     let units: u64 = total.heat.values().sum();
     println!("\n#### {workload} at {rate:.0}/s\n");
     println!("{units} WRU per operation in all (table and indexes).\n");
@@ -166,6 +208,28 @@ fn check(workload: &'static str, rate: f64, phases: &[Tally], agents: &[&str], h
         rows.iter().filter(|r| r.load > BOUND).map(|r| (r.index.clone(), r.shape.clone())).collect();
     let want: BTreeSet<(String, String)> = hot_today.iter().map(|(i, s)| ((*i).to_owned(), (*s).to_owned())).collect();
     crate::cost_eq!(hot, want, "{workload}: partitions over {BOUND} WCU/s at the goal ({} rows)", rows.len());
+
+    // Reads: the same attribution (the partition each GetItem/Query read, each BatchGetItem item's
+    // own), against 1,500 RCU/s.
+    let reads = self::rows(rate, total.read_heat.iter().map(|(k, v)| (k, *v)), agents, true);
+    let swept = |(index, key): &(String, String)| read_scope(index, key).is_some_and(|(s, _)| s == Scope::Sweep);
+    let per_op: f64 = total.read_heat.iter().filter(|(k, _)| !swept(k)).map(|(_, v)| v).sum();
+    let per_sweep: f64 = total.read_heat.iter().filter(|(k, _)| swept(k)).map(|(_, v)| v).sum::<f64>() + 0.0;
+    println!(
+        "\nReads: {per_op} RRU per operation in all (and the sweep's {per_sweep} RRU a minute, whatever the rate).\n"
+    );
+    println!("| index | partition | RRU per op | RCU/s at the goal | |");
+    println!("|---|---|---|---|---|");
+    // (the sweeper's partitions: half a unit each a minute — not listed)
+    for r in reads
+        .iter()
+        .filter(|r| !SWEEPER_FAMILIES.iter().any(|f| r.shape == *f || r.shape.starts_with(&format!("{f}#"))))
+    {
+        let over = if r.load > READ_BOUND { "**over**" } else { "" };
+        println!("| {} | `{}` | {} | {:.0} | {over} |", r.index, r.shape, r.units, r.load);
+    }
+    let hot: Vec<&Row> = reads.iter().filter(|r| r.load > READ_BOUND).collect();
+    assert!(hot.is_empty(), "{workload}: partitions over {READ_BOUND} RCU/s at the goal: {hot:?}");
 }
 
 #[test]
@@ -182,7 +246,7 @@ fn keys_are_classified_by_what_shares_them() {
     assert_eq!(classify("IDEM#acme#bot#c1", &agents), (Scope::Item, "IDEM#{account}#{agent}#c1".into()));
     assert_eq!(classify("CNT#ia/acme/bot/29500", &agents), (Scope::Agent, "CNT#ia/{account}/{agent}/{n}".into()));
     let heat = Heat::from([(("due".into(), "DUE".into()), 2), (("table".into(), "OPEN#acme#bot".into()), 1)]);
-    let r = rows(1_000.0, &heat, &agents);
+    let r = rows(1_000.0, heat.iter().map(|(k, v)| (k, *v as f64)), &agents, false);
     assert_eq!((r[0].shape.as_str(), r[0].load), ("DUE", 2_000.0));
     assert_eq!((r[1].shape.as_str(), r[1].load), ("OPEN#{account}#{agent}", AGENT_RATE));
 }

@@ -44,6 +44,8 @@ pub struct Tally {
     pub wru_gsi: u64,
     /// The same write units by partition (`crate::units::write_heat`), filled in by `Env::phase`.
     pub heat: crate::units::Heat,
+    /// Read units by partition read (index or `table`, partition key value).
+    pub read_heat: BTreeMap<(String, String), f64>,
 }
 
 /// One billed write request.
@@ -71,8 +73,21 @@ pub struct Target {
 /// What a request will be billed on, noted before it is sent (the input is gone afterwards).
 #[derive(Debug, Clone)]
 enum Draft {
-    Read { consistent: bool },
+    /// `partition`: the index (or `table`) and partition key value a `GetItem` or `Query` reads;
+    /// a `BatchGetItem` is attributed item by item from its output.
+    Read {
+        consistent: bool,
+        partition: Option<(String, String)>,
+    },
     Write(Write),
+}
+
+/// The partition a `Query` reads: its key condition's first clause, `attr = :value`.
+fn query_partition(i: &op::query::QueryInput) -> Option<(String, String)> {
+    let first = i.key_condition_expression.as_deref()?.split(" AND ").next()?;
+    let (_, placeholder) = first.split_once('=')?;
+    let value = i.expression_attribute_values.as_ref()?.get(placeholder.trim())?.as_s().ok()?;
+    Some((i.index_name.clone().unwrap_or_else(|| "table".into()), value.clone()))
 }
 
 impl Storable for Draft {
@@ -118,18 +133,23 @@ fn write(op: &'static str, targets: Vec<Target>, transactional: bool) -> Draft {
 /// The billing draft of a DynamoDB request input.
 fn draft(input: &Input) -> Option<Draft> {
     if let Some(i) = input.downcast_ref::<op::get_item::GetItemInput>() {
-        return Some(Draft::Read { consistent: i.consistent_read == Some(true) });
+        let pk = i.key.as_ref().and_then(|k| k.get("pk")).and_then(|v| v.as_s().ok()).cloned();
+        return Some(Draft::Read {
+            consistent: i.consistent_read == Some(true),
+            partition: pk.map(|p| ("table".into(), p)),
+        });
     }
     if let Some(i) = input.downcast_ref::<op::query::QueryInput>() {
         // an index is always read eventually consistently
-        return Some(Draft::Read { consistent: i.consistent_read == Some(true) && i.index_name.is_none() });
+        let consistent = i.consistent_read == Some(true) && i.index_name.is_none();
+        return Some(Draft::Read { consistent, partition: query_partition(i) });
     }
     if let Some(i) = input.downcast_ref::<op::scan::ScanInput>() {
-        return Some(Draft::Read { consistent: i.consistent_read == Some(true) });
+        return Some(Draft::Read { consistent: i.consistent_read == Some(true), partition: None });
     }
     if let Some(i) = input.downcast_ref::<op::batch_get_item::BatchGetItemInput>() {
         let consistent = i.request_items.iter().flat_map(|m| m.values()).all(|k| k.consistent_read == Some(true));
-        return Some(Draft::Read { consistent });
+        return Some(Draft::Read { consistent, partition: None });
     }
     if let Some(i) = input.downcast_ref::<op::put_item::PutItemInput>() {
         return Some(write("PutItem", vec![target(None, i.item.as_ref())], false));
@@ -217,6 +237,9 @@ impl Tally {
         self.wru_gsi += other.wru_gsi;
         for (k, v) in &other.heat {
             *self.heat.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &other.read_heat {
+            *self.read_heat.entry(k.clone()).or_default() += v;
         }
     }
     /// Table + index write units.
@@ -325,9 +348,21 @@ impl Intercept for Counting {
                 let w = Write { ok: result.is_ok(), ..w.clone() };
                 self.meter.tally.lock().unwrap().writes.push(w);
             }
-            (Some(Draft::Read { consistent }), Ok(out)) => {
+            (Some(Draft::Read { consistent, partition }), Ok(out)) => {
                 if let Some(u) = output_read_units(out, *consistent) {
-                    self.meter.tally.lock().unwrap().rru += u;
+                    let mut tally = self.meter.tally.lock().unwrap();
+                    tally.rru += u;
+                    // Issue 38's read heat: a read bills at least half a unit to its partition.
+                    if let Some(p) = partition {
+                        *tally.read_heat.entry(p.clone()).or_default() += u.max(0.5);
+                    } else if let Some(o) = out.downcast_ref::<op::batch_get_item::BatchGetItemOutput>() {
+                        for item in o.responses.iter().flat_map(|m| m.values()).flatten() {
+                            if let Some(pk) = item.get("pk").and_then(|v| v.as_s().ok()) {
+                                let units = read_units(item_size(item), *consistent);
+                                *tally.read_heat.entry(("table".into(), pk.clone())).or_default() += units;
+                            }
+                        }
+                    }
                 }
             }
             _ => {}
