@@ -25,9 +25,6 @@ pub struct SweepReport {
 /// How many due rows of each kind one read of the sweeper takes (due expiries are read again
 /// while a read comes back full and the budget lasts; the rest wait for the next sweep).
 pub const SWEEP_BATCH: usize = 500;
-/// Due expiries settled at once. Each is its own §7 compare-and-set, so two sweeps (or a sweep
-/// and a resolve) racing for one message still commit exactly one terminal.
-pub const SWEEP_CONCURRENCY: usize = 16;
 
 pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     let started = std::time::Instant::now();
@@ -74,7 +71,9 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
 }
 
 /// Issue 38: the sweeper's expiry throughput grows with the backlog. Due messages are read a
-/// batch at a time and settled [`SWEEP_CONCURRENCY`] at once; a full batch is followed by
+/// batch at a time and settled `MA2H_SWEEP_CONCURRENCY` (16) at once — each is its own §7
+/// compare-and-set, so two sweeps (or a sweep and a resolve) racing for one message still commit
+/// exactly one terminal; a full batch is followed by
 /// another while `MA2H_SWEEP_BUDGET_SECONDS` lasts (so a minute's schedule is not a cap of 500
 /// expiries a minute). A full batch that expires nothing (index rows of messages already settled
 /// or gone) ends the run: the next sweep reads again.
@@ -95,7 +94,7 @@ async fn expire_due(hub: &Hub, report: &mut SweepReport) -> Result<(), HubError>
                 let after = settle(hub, rec).await?;
                 Ok((before != after.status, late))
             })
-            .buffer_unordered(SWEEP_CONCURRENCY)
+            .buffer_unordered(hub.settings.sweep_concurrency)
             .try_collect()
             .await?;
         let expired = outcomes.iter().filter(|(changed, _)| *changed).count();

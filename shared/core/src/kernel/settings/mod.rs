@@ -69,6 +69,9 @@ pub struct Settings {
     /// How long one sweep keeps expiring while due messages remain (`MA2H_SWEEP_BUDGET_SECONDS`,
     /// default 30: inside the sweep function's 60 s timeout).
     pub sweep_budget: Duration,
+    /// Due expiries one sweep settles at once (`MA2H_SWEEP_CONCURRENCY`, default 16, 1–256):
+    /// each is a few store requests, so a sweep's throughput grows with it (issue 38).
+    pub sweep_concurrency: usize,
     /// Log as JSON lines instead of human-readable text (`MA2H_LOG_JSON`).
     pub log_json: bool,
     /// §8.3 push retries: the caps on attempts and on total duration, and the backoff.
@@ -330,6 +333,7 @@ impl Default for Settings {
             long_poll_max_seconds: 30,
             sweep_interval: Duration::from_millis(1000),
             sweep_budget: Duration::from_secs(30),
+            sweep_concurrency: 16,
             log_json: false,
             push: PushSettings::default(),
             ed25519_seed: None,
@@ -401,6 +405,7 @@ impl Settings {
         e.int("MA2H_LONG_POLL_MAX_SECONDS", &mut s.long_poll_max_seconds);
         e.duration("MA2H_SWEEP_INTERVAL_MS", &mut s.sweep_interval);
         e.duration("MA2H_SWEEP_BUDGET_SECONDS", &mut s.sweep_budget);
+        e.int("MA2H_SWEEP_CONCURRENCY", &mut s.sweep_concurrency);
         let p = &mut s.push;
         e.int("MA2H_PUSH_MAX_ATTEMPTS", &mut p.max_attempts);
         e.duration("MA2H_PUSH_MAX_DURATION_SECONDS", &mut p.max_duration);
@@ -548,6 +553,9 @@ impl Settings {
         if self.sweep_budget > Duration::from_secs(600) {
             err("MA2H_SWEEP_BUDGET_SECONDS must be at most 600");
         }
+        if !(1..=256).contains(&self.sweep_concurrency) {
+            err("MA2H_SWEEP_CONCURRENCY must be 1–256");
+        }
         if self.sweep_interval.is_zero() {
             err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
         }
@@ -614,9 +622,13 @@ mod tests {
             ("MA2H_MODE", "dev"),
             ("MA2H_INBOX_DEPTH", "5"),
             ("MA2H_BIND", "0.0.0.0:9000"),
+            ("MA2H_SWEEP_CONCURRENCY", "64"),
         ]))
         .unwrap();
-        assert_eq!(s.inbox_depth, 5);
+        assert_eq!((s.inbox_depth, s.sweep_concurrency), (5, 64));
+        assert_eq!(Settings::default().sweep_concurrency, 16);
+        assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_SWEEP_CONCURRENCY", "0")])).is_err());
+        assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_SWEEP_CONCURRENCY", "257")])).is_err());
         assert_eq!(s.bind.port(), 9000);
         assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_INBOX_DEPTH", "-1")])).is_err());
         assert!(Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_LONG_POLL_MAX_SECONDS", "61")])).is_err());
