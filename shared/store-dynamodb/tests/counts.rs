@@ -131,3 +131,19 @@ async fn open_messages_from_before_the_counters_are_counted_once_by_the_backfill
     store.complete(&acct, &old.id, &terminal(Status::Answered, at(6))).await.unwrap();
     assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 1);
 }
+
+#[tokio::test]
+async fn a_terminal_that_carries_a_response_entry_is_subtracted_too() {
+    // §8.7.1: the terminal and its session's `response` entry are one transaction, which returns
+    // no old item: the store reads whether the message was counted first.
+    let Some((store, _, _)) = store("counts-entry").await else { return };
+    let acct = account("acme");
+    let m = ask(&acct, &agent("bot"), at(0));
+    store.insert_message(&m, None, None, at(0)).await.unwrap();
+    assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 1);
+    let entry = ma2h_store_contract::directive(&ma2h_store_contract::mailbox("acme", "bot"), at(5));
+    let w = ma2h_core::messages::records::TerminalWrite { entry: Some(Box::new(entry)), ..terminal(Status::Answered, at(5)) };
+    store.complete(&acct, &m.id, &w).await.unwrap();
+    assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 0);
+    assert_eq!(store.count_open(&acct, &agent("bot")).await.unwrap(), 0);
+}
