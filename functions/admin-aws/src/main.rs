@@ -49,6 +49,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Recount one account's open counters from its open messages and overwrite them: the
+    /// repair for a counter write lost after its message write. Run it when the account is quiet
+    /// (what is submitted or answered meanwhile may be missed). Prints the messages counted.
+    RecountOpen {
+        #[arg(long)]
+        account: String,
+        /// Print `{"counted": n}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Index credentials created before the per-principal pointers under their principal (a
     /// Slack press or an email answer checks its human's credentials there); run once after
     /// upgrading a table (docs/dynamodb.md). Idempotent.
@@ -125,6 +135,16 @@ async fn main() -> Result<()> {
             match json {
                 true => println!("{}", serde_json::json!({ "counted": n })),
                 false => println!("counted {n} open message(s)"),
+            }
+            Ok(())
+        }
+        Command::RecountOpen { account, json } => {
+            let account = ma2h_protocol::ids::AccountId::parse(&account)
+                .ok_or_else(|| anyhow::anyhow!("--account: not a valid account id"))?;
+            let n = deployment.store.recount_counts(&account).await?;
+            match json {
+                true => println!("{}", serde_json::json!({ "counted": n })),
+                false => println!("recounted {n} open message(s)"),
             }
             Ok(())
         }

@@ -56,4 +56,5 @@ async fn admin_commands_work_against_dynamodb() {
     assert_eq!(admin(&table, &["backfill-listing"])["updated"], 0);
     // nothing open from before the counters either
     assert_eq!(admin(&table, &["backfill-counts"])["counted"], 0);
+    assert_eq!(admin(&table, &["recount-open", "--account", "acme"])["counted"], 0);
 }

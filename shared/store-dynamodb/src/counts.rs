@@ -13,10 +13,11 @@
 //!   the counts nor ever subtracted, until `ma2h-admin-aws backfill-counts` counts them — each in
 //!   one transaction with its `cnt` stamp, so a message is counted exactly once whatever runs
 //!   beside it.
-//! * A counter write that fails after its message write is logged, not returned: the message is
-//!   committed and the client must see its outcome; the counts are off by one until a backfill
-//!   cannot fix it (they are a view, not a limit — the §8.6 depth limit counts the agent's
-//!   `@open` partition instead, `admission.rs`).
+//! * A counter write that fails after its message write (after the SDK's retries) is logged, not
+//!   returned: the message is committed and the client must see its outcome. The counts are then
+//!   off by one until `ma2h-admin-aws recount-open` rewrites the account's counters from its
+//!   messages (they are a view, not a limit — the §8.6 depth limit counts the agent's `@open`
+//!   partition instead, `admission.rs`).
 //! * **Filters:** counts by type and priority come from the cells. A filter on agent, project or
 //!   tag is counted by reading the filtered listing, at most [`MATCH_SCAN_PAGES`] pages' worth of
 //!   entries across the shards; past it `matching` is a lower bound (`matching_partial`).
@@ -236,6 +237,48 @@ impl DynamoStore {
             if self.transact(tx).await? {
                 counted += 1;
             }
+        }
+        Ok(counted)
+    }
+}
+
+impl DynamoStore {
+    /// Recount `account`'s open counters from its counted open messages and overwrite them (every
+    /// shard: those holding none are set to zero). The repair for drift — a counter write lost
+    /// after its message write (module docs). Submits and terminals of the account while it runs
+    /// may be lost from the counts: run it when the account is quiet. A scan of the table; returns
+    /// how many open messages it counted. (`ma2h-admin-aws recount-open`.)
+    pub async fn recount_counts(&self, account: &AccountId) -> R<usize> {
+        // (account names are escaped in keys: `MSG#acme#` never starts another account's)
+        let prefix = format!("MSG#{}#", key_part(account.as_str()));
+        let mut cells: HashMap<String, HashMap<String, i64>> = HashMap::new();
+        let mut counted = 0;
+        let mut items = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("begins_with(pk, :p) AND sk = :msg AND #st = :open AND attribute_exists(#cnt)")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_names("#cnt", COUNTED)
+            .expression_attribute_values(":p", s(prefix))
+            .expression_attribute_values(":msg", s(MSG_SK))
+            .expression_attribute_values(":open", s("open"))
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = items.next().await {
+            let m = message_from(&item.map_err(|e| unavailable("Scan", e))?)?;
+            let shard = get_s(&counter_key(self, &m), "pk")?.to_owned();
+            *cells.entry(shard).or_default().entry(cell(m.priority, m.kind)).or_default() += 1;
+            counted += 1;
+        }
+        for i in 0..self.shards.list_count() {
+            let pk = format!("{}#{i:03}", counter_base(account));
+            let mut item = key(pk.clone(), COUNTER_SK);
+            for (c, v) in cells.remove(&pk).unwrap_or_default() {
+                item.insert(c, n(v));
+            }
+            self.put_if(item, None, HashMap::new()).await?;
         }
         Ok(counted)
     }

@@ -142,8 +142,37 @@ async fn a_terminal_that_carries_a_response_entry_is_subtracted_too() {
     store.insert_message(&m, None, None, at(0)).await.unwrap();
     assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 1);
     let entry = ma2h_store_contract::directive(&ma2h_store_contract::mailbox("acme", "bot"), at(5));
-    let w = ma2h_core::messages::records::TerminalWrite { entry: Some(Box::new(entry)), ..terminal(Status::Answered, at(5)) };
+    let w = ma2h_core::messages::records::TerminalWrite {
+        entry: Some(Box::new(entry)),
+        ..terminal(Status::Answered, at(5))
+    };
     store.complete(&acct, &m.id, &w).await.unwrap();
     assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 0);
     assert_eq!(store.count_open(&acct, &agent("bot")).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_recount_repairs_counters_that_drifted() {
+    let Some((store, client, table)) = store("counts-recount").await else { return };
+    let acct = account("acme");
+    for i in 0..3 {
+        store.insert_message(&ask(&acct, &agent("bot"), at(i)), None, None, at(i)).await.unwrap();
+    }
+    let other = ask(&account("globex"), &agent("bot"), at(0));
+    store.insert_message(&other, None, None, at(0)).await.unwrap();
+    // drift: a counter write that never happened, twice over, in some shard
+    client
+        .update_item()
+        .table_name(&table)
+        .key("pk", AttributeValue::S("OPENCNT#acme#005".into()))
+        .key("sk", AttributeValue::S("CNT".into()))
+        .update_expression("ADD c1a :d")
+        .expression_attribute_values(":d", AttributeValue::N("2".into()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 5);
+    assert_eq!(store.recount_counts(&acct).await.unwrap(), 3);
+    assert_eq!(store.open_counts(&acct, &ListFilter::default()).await.unwrap().total, 3);
+    assert_eq!(store.open_counts(&account("globex"), &ListFilter::default()).await.unwrap().total, 1, "untouched");
 }
