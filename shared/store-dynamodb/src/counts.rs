@@ -178,6 +178,19 @@ impl DynamoStore {
 }
 
 impl DynamoStore {
+    /// A scan of the open message items that also pass `also` (which may use `#cnt`, the
+    /// counted mark): the admin repairs' one read (never on a request path).
+    fn open_messages_scan(&self, also: &str) -> aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder {
+        self.client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression(format!("sk = :msg AND #st = :open AND {also}"))
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_names("#cnt", COUNTED)
+            .expression_attribute_values(":msg", s(MSG_SK))
+            .expression_attribute_values(":open", s("open"))
+    }
+
     /// Count the open messages written before the counters (no `cnt`): each one's stamp — `cnt`,
     /// and for an ask or task its `@open` keys (`admission.rs`) — and its cell's `ADD` in one
     /// transaction, conditioned on the message being open and unstamped, so a message is counted
@@ -187,18 +200,7 @@ impl DynamoStore {
     pub async fn backfill_counts(&self) -> R<usize> {
         use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
         let mut counted = 0;
-        let mut items = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .filter_expression("sk = :msg AND #st = :open AND attribute_not_exists(#cnt)")
-            .expression_attribute_names("#st", "status")
-            .expression_attribute_names("#cnt", COUNTED)
-            .expression_attribute_values(":msg", s(MSG_SK))
-            .expression_attribute_values(":open", s("open"))
-            .into_paginator()
-            .items()
-            .send();
+        let mut items = self.open_messages_scan("attribute_not_exists(#cnt)").into_paginator().items().send();
         while let Some(item) = items.next().await {
             let item = item.map_err(|e| unavailable("Scan", e))?;
             let m = message_from(&item)?;
@@ -254,15 +256,8 @@ impl DynamoStore {
         let mut cells: HashMap<String, HashMap<String, i64>> = HashMap::new();
         let mut counted = 0;
         let mut items = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .filter_expression("begins_with(pk, :p) AND sk = :msg AND #st = :open AND attribute_exists(#cnt)")
-            .expression_attribute_names("#st", "status")
-            .expression_attribute_names("#cnt", COUNTED)
+            .open_messages_scan("begins_with(pk, :p) AND attribute_exists(#cnt)")
             .expression_attribute_values(":p", s(prefix))
-            .expression_attribute_values(":msg", s(MSG_SK))
-            .expression_attribute_values(":open", s("open"))
             .into_paginator()
             .items()
             .send();

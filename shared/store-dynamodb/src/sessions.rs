@@ -121,12 +121,18 @@ fn session_from(item: &Item) -> R<SessionRecord> {
 /// could delete a session whose bounce is still owed.
 const END_EXPRESSION: &str = "SET end_kind = :kind, ended_at = :at, retain_until = :ret, ttl_later = :ttl, \
      bounce_pending = :true, due_pk = :bp, due_sk = :at REMOVE mbx_pk, mbx_sk";
-const END_CONDITION: &str = "attribute_exists(pk) AND attribute_not_exists(end_kind) AND \
-     (lease_until >= :at OR (attribute_not_exists(lease_until) AND expires_at >= :at))";
+fn end_condition() -> String {
+    format!("attribute_exists(pk) AND attribute_not_exists(end_kind) AND {}", lease_is(">=", ":at"))
+}
 
 /// The lease end in an update's values: `lease_until`, or `expires_at` on a session written
 /// before issue 38 that has not been renewed since.
 const LEASE: &str = "if_not_exists(lease_until, expires_at)";
+
+/// The same in a condition (which takes no `if_not_exists`): the lease end `op` `value`.
+fn lease_is(op: &str, value: &str) -> String {
+    format!("(lease_until {op} {value} OR (attribute_not_exists(lease_until) AND expires_at {op} {value}))")
+}
 
 impl DynamoStore {
     /// Full items for index rows (`pk` of each), in the rows' order; purged ones are skipped.
@@ -172,10 +178,7 @@ impl DynamoStore {
             .table_name(&self.table)
             .set_key(Some(key(pk.to_owned(), SESSION_SK)))
             .update_expression(format!("SET due_sk = {LEASE}, deadline = {LEASE}"))
-            .condition_expression(
-                "attribute_not_exists(end_kind) AND \
-                 (lease_until >= :now OR (attribute_not_exists(lease_until) AND expires_at >= :now))",
-            )
+            .condition_expression(format!("attribute_not_exists(end_kind) AND {}", lease_is(">=", ":now")))
             .expression_attribute_values(":now", n(ms(now)))
             .send()
             .await;
@@ -191,7 +194,7 @@ impl DynamoStore {
             .table_name(&self.table)
             .set_key(Some(key(session_pk(account, id), SESSION_SK)))
             .update_expression(END_EXPRESSION)
-            .condition_expression(END_CONDITION)
+            .condition_expression(end_condition())
             .set_expression_attribute_values(Some(end_values(end, retain_until, self.shards, &session_pk(account, id))))
             .build()
             .map_err(|e| unavailable("update", e))
@@ -312,10 +315,10 @@ impl SessionStore for DynamoStore {
             .table_name(&self.table)
             .set_key(Some(key(session_pk(account, id), SESSION_SK)))
             .update_expression("SET lease_until = ttl_ms + :now, last_seen = :now REMOVE expires_at")
-            .condition_expression(
-                "agent_id = :me AND attribute_not_exists(end_kind) AND \
-                 (lease_until >= :now OR (attribute_not_exists(lease_until) AND expires_at >= :now))",
-            )
+            .condition_expression(format!(
+                "agent_id = :me AND attribute_not_exists(end_kind) AND {}",
+                lease_is(">=", ":now")
+            ))
             .expression_attribute_values(":me", s(agent.as_str()))
             .expression_attribute_values(":now", n(ms(now)))
             .return_values(ReturnValue::AllNew)
@@ -358,7 +361,7 @@ impl SessionStore for DynamoStore {
                     .table_name(&self.table)
                     .set_key(Some(u.key))
                     .update_expression(END_EXPRESSION)
-                    .condition_expression(END_CONDITION)
+                    .condition_expression(end_condition())
                     .set_expression_attribute_values(u.expression_attribute_values)
                     .return_values(ReturnValue::AllNew)
                     .send()
@@ -393,10 +396,7 @@ impl SessionStore for DynamoStore {
                          ttl_later = :ttl, bounce_pending = :true, due_pk = :bp, due_sk = {LEASE} \
                          REMOVE mbx_pk, mbx_sk"
                 ))
-                .condition_expression(
-                    "attribute_not_exists(end_kind) AND \
-                     (lease_until < :now OR (attribute_not_exists(lease_until) AND expires_at < :now))",
-                )
+                .condition_expression(format!("attribute_not_exists(end_kind) AND {}", lease_is("<", ":now")))
                 .expression_attribute_values(":kind", s(EndKind::Expired.as_str()))
                 .expression_attribute_values(":ret", n(retention.num_milliseconds()))
                 .expression_attribute_values(":true", AttributeValue::Bool(true))
