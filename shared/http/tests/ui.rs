@@ -225,8 +225,37 @@ async fn a_sensitive_message_hides_its_body_until_revealed() {
     let id = t.submit_ok(env).await;
     let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
     assert!(!page.html.contains("launch code"), "{}", page.html);
+    // Issue 39: no answer buttons until the content is shown, and a POST that skipped the
+    // reveal is refused (and shows the content to read first).
+    assert!(!page.html.contains(r#"name="act""#) && page.html.contains("Reveal and answer"), "{}", page.html);
+    let csrf = page.csrf();
+    let uri = format!("/inbox/{id}/resolve");
+    let blind = t
+        .page(Method::POST, &uri, Some(&cookie), Some(&[("csrf", &csrf), ("act", "answered"), ("value", "ship")]))
+        .await;
+    assert_eq!(blind.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", blind.html);
+    assert!(blind.html.contains("launch code") && blind.html.contains("before you answer"), "{}", blind.html);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open");
     let page = t.page(Method::GET, &format!("/inbox/{id}?reveal=1"), Some(&cookie), None).await;
     assert!(page.html.contains("launch code"));
+    assert!(page.html.contains(r#"name="revealed" value="1""#), "{}", page.html);
+    let form = [("csrf", csrf.as_str()), ("revealed", "1"), ("act", "answered"), ("value", "ship")];
+    let r = t.page(Method::POST, &uri, Some(&cookie), Some(&form)).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "answered");
+}
+
+#[tokio::test]
+async fn decline_is_explained_beside_the_agents_own_no() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    let confirm = json!({"mode": "confirm", "allowed_resolvers": ["human:alice"],
+                         "permissions": {"allow_respond": true, "allow_ignore": true}});
+    let env = with(ask("deny"), "/request", confirm);
+    let id = t.submit_ok(env).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(page.html.contains("Decline answers none of the options"), "{}", page.html);
+    assert!(page.html.contains("(“Deny”)"), "the confirm ask's own no is named: {}", page.html);
 }
 
 #[tokio::test]
@@ -247,9 +276,11 @@ async fn a_hostile_body_renders_inert_and_client_ref_and_state_never_appear() {
     let id = t.submit_ok(env).await;
     let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
     let html = &page.html;
-    // the only script element is the Hub's own keys.js; the hostile body's script is text
+    // the only script elements are the Hub's own files; the hostile body's script is text
     let scripts = html.matches("<script").count();
-    assert_eq!(scripts, html.matches(r#"<script src="/inbox/keys.js" defer></script>"#).count(), "{html}");
+    let own = [r#"<script src="/inbox/keys.js" defer></script>"#, r#"<script src="/inbox/live.js" defer></script>"#];
+    assert_eq!(scripts, own.iter().map(|s| html.matches(s).count()).sum::<usize>(), "{html}");
+    assert_eq!(scripts, 2, "{html}");
     assert!(!html.contains("<img") && !html.contains("<b>"), "{html}");
     assert!(!html.contains("href=\"javascript"), "{html}");
     assert!(html.contains("↗ external: example.com") && html.contains("noopener noreferrer nofollow"), "{html}");

@@ -107,7 +107,14 @@ async fn the_agent_page_lists_sessions_and_its_kill_switch_stops_the_agent_until
     let refused = t.page(Method::POST, &action, Some(&cookie), Some(&[("agent", "bot")])).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "no CSRF token, nothing closed");
 
-    let closed = t.page(Method::POST, &action, Some(&cookie), Some(&[("csrf", csrf.as_str()), ("agent", "bot")])).await;
+    // Issue 39: the kill-switch asks first; the confirmation page re-posts the same form.
+    let asked = t.page(Method::POST, &action, Some(&cookie), Some(&[("csrf", csrf.as_str()), ("agent", "bot")])).await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.html);
+    assert!(asked.html.contains("Close this session?") && asked.html.contains(r#"name="confirmed" value="1""#));
+    let still = t.call(Method::GET, "/v1/sessions", Some(&t.agent), None).await.body;
+    assert!(still["sessions"].as_array().unwrap().iter().all(|s| s["state"] == "active"), "not closed yet: {still}");
+    let confirm = [("csrf", csrf.as_str()), ("agent", "bot"), ("confirmed", "1")];
+    let closed = t.page(Method::POST, &action, Some(&cookie), Some(&confirm)).await;
     assert_eq!(closed.status, StatusCode::SEE_OTHER, "{}", closed.html);
     let after = t.page(Method::GET, closed.location(), Some(&cookie), None).await;
     assert!(after.html.contains("closed by an operator") && after.html.contains("Stopped"), "{}", after.html);
@@ -119,6 +126,10 @@ async fn the_agent_page_lists_sessions_and_its_kill_switch_stops_the_agent_until
     assert_eq!(lifted.status, StatusCode::SEE_OTHER, "{}", lifted.html);
     assert_eq!(t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({}))).await.status, StatusCode::CREATED);
     let form = [("csrf", csrf.as_str()), ("agent", "bot"), ("action", "stop")];
+    let asked = t.page(Method::POST, "/inbox/agent-stop", Some(&cookie), Some(&form)).await;
+    assert!(asked.status == StatusCode::OK && asked.html.contains("Stop agent bot?"), "{}", asked.html);
+    assert_eq!(t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({}))).await.status, StatusCode::CREATED);
+    let form = [("csrf", csrf.as_str()), ("agent", "bot"), ("action", "stop"), ("confirmed", "1")];
     let stopped = t.page(Method::POST, "/inbox/agent-stop", Some(&cookie), Some(&form)).await;
     assert_eq!(stopped.status, StatusCode::SEE_OTHER);
     let list = t.call(Method::GET, "/v1/sessions", Some(&t.agent), None).await.body;

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ma2h_protocol::ids::MessageId;
+use ma2h_protocol::ids::{AccountId, MessageId};
 use tokio::sync::watch;
 
 use crate::mailbox::model::Mailbox;
@@ -23,6 +23,11 @@ pub trait ChangeFeed: Send + Sync + 'static {
     fn subscribe_mailbox(&self, mailbox: &Mailbox) -> Box<dyn Subscription>;
     /// Announce an enqueue into `mailbox` (after the store committed).
     fn publish_mailbox(&self, mailbox: &Mailbox);
+    /// Interest in anything an operator of `account` sees change: a message listed, resolved,
+    /// expired, pushed (the live inbox, issue 39).
+    fn subscribe_account(&self, account: &AccountId) -> Box<dyn Subscription>;
+    /// Announce a change an operator of `account` sees (after the store committed).
+    fn publish_account(&self, account: &AccountId);
     /// The server is shutting down: release every waiter now, and make later waits return at
     /// once, so parked long-polls answer with the current body instead of holding the exit.
     fn close(&self) {}
@@ -83,7 +88,8 @@ impl Subscription for WatchSubscription {
 }
 
 impl InProcessChanges {
-    /// One channel per key: message ids (`msg_…`) and mailbox keys (`mbx:…`) never meet.
+    /// One channel per key: message ids (`msg_…`), mailbox keys (`mbx:…`) and accounts
+    /// (`acct:…`) never meet.
     fn subscribe_key(&self, key: &str) -> Box<dyn Subscription> {
         let mut map = self.channels.lock().expect("change map poisoned");
         if map.len() > 1024 {
@@ -117,6 +123,14 @@ impl ChangeFeed for InProcessChanges {
 
     fn publish_mailbox(&self, mailbox: &Mailbox) {
         self.publish_key(&mailbox.key());
+    }
+
+    fn subscribe_account(&self, account: &AccountId) -> Box<dyn Subscription> {
+        self.subscribe_key(&format!("acct:{account}"))
+    }
+
+    fn publish_account(&self, account: &AccountId) {
+        self.publish_key(&format!("acct:{account}"));
     }
 
     fn close(&self) {
@@ -153,6 +167,10 @@ impl ChangeFeed for PollingChanges {
         Box::new(Sleep(self.interval))
     }
     fn publish_mailbox(&self, _mailbox: &Mailbox) {}
+    fn subscribe_account(&self, _account: &AccountId) -> Box<dyn Subscription> {
+        Box::new(Sleep(self.interval))
+    }
+    fn publish_account(&self, _account: &AccountId) {}
 }
 
 #[cfg(test)]
@@ -205,6 +223,22 @@ mod tests {
         let start = Instant::now();
         feed.subscribe(&id).wait(Duration::from_secs(30)).await;
         assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn an_account_change_wakes_its_watchers_and_no_other_account() {
+        let feed = Arc::new(InProcessChanges::new());
+        let (a, b) = (AccountId::parse("acme").unwrap(), AccountId::parse("other").unwrap());
+        let sub = feed.subscribe_account(&a);
+        feed.publish_account(&a);
+        let start = Instant::now();
+        sub.wait(Duration::from_secs(10)).await;
+        assert!(start.elapsed() < Duration::from_secs(5));
+        let other = feed.subscribe_account(&b);
+        feed.publish_account(&a);
+        let start = tokio::time::Instant::now();
+        other.wait(Duration::from_millis(200)).await;
+        assert!(start.elapsed() >= Duration::from_millis(200), "account b was woken by a's change");
     }
 
     #[tokio::test(start_paused = true)]

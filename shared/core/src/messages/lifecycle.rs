@@ -63,6 +63,7 @@ pub(crate) async fn apply_terminal(
     };
     if let Completion::Applied(rec) = &outcome {
         hub.changes.publish(&rec.id);
+        hub.changes.publish_account(&rec.account);
         if let Some(entry) = &write.entry {
             hub.changes.publish_mailbox(&entry.mailbox);
         }

@@ -6,6 +6,7 @@ pub mod get;
 pub(crate) mod lifecycle;
 pub mod list;
 pub mod listing;
+pub mod pulse;
 pub mod receipt;
 pub mod records;
 pub mod resolve;

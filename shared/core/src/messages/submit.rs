@@ -148,6 +148,7 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             if let Some(entry) = &entry {
                 hub.changes.publish_mailbox(&entry.mailbox);
             }
+            hub.changes.publish_account(&principal.account);
             let mut out = ack(hub, &record, entry.as_ref());
             out.destination = route.map(|r| r.destination);
             Ok(out)

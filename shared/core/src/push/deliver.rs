@@ -151,6 +151,7 @@ async fn record_outcome(
     }
     hub.messages.record_push(account, id, &track).await?;
     hub.changes.publish(id);
+    hub.changes.publish_account(account);
     let outcome_label = match track.status {
         PushStatus::Delivered => "delivered",
         PushStatus::Failed => "failed",

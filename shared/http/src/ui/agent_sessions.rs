@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::agents::ago;
 use super::session::Session;
-use super::{csrf_refused, form_get, form_pairs, notice, went_wrong};
+use super::{confirm_page, confirmed, csrf_refused, form_get, form_pairs, notice, went_wrong};
 use crate::extract::{Body, Path};
 
 /// The sessions section of the agent page.
@@ -104,6 +104,21 @@ pub async fn close(State(hub): State<Hub>, session: Session, Path(id): Path<Stri
     if !session.csrf_ok(form_get(&pairs, "csrf")) {
         return csrf_refused(Some(&session));
     }
+    if !confirmed(&pairs) {
+        let agent = form_get(&pairs, "agent").unwrap_or_default();
+        return confirm_page(
+            &session,
+            "Close this session?",
+            &format!(
+                "Closing session {id} stops the agent that holds it now (kill-switch): its next call is refused, \
+                 and mail addressed to it bounces to the senders. The agent can start a new session unless you also stop it."
+            ),
+            &format!("/inbox/sessions/{id}/close"),
+            &pairs,
+            "Close the session",
+            &format!("{}#sessions", super::agents::agent_href(agent)),
+        );
+    }
     match lease::close(&hub, &session.principal, &id).await {
         Ok(s) => back_to(s.agent.as_str(), &format!("Session {} closed; the agent is stopped.", s.id)),
         Err(e) => failed(&session, e),
@@ -117,6 +132,18 @@ pub async fn stop(State(hub): State<Hub>, session: Session, Body(body): Body) ->
         return csrf_refused(Some(&session));
     }
     let agent = form_get(&pairs, "agent").unwrap_or_default().to_owned();
+    if form_get(&pairs, "action") == Some("stop") && !confirmed(&pairs) {
+        return confirm_page(
+            &session,
+            &format!("Stop agent {agent}?"),
+            "Stopping the agent closes every live session it holds and refuses new ones until you lift the stop. \
+             Work it is doing now is interrupted.",
+            "/inbox/agent-stop",
+            &pairs,
+            "Stop the agent",
+            &format!("{}#sessions", super::agents::agent_href(&agent)),
+        );
+    }
     let result = match form_get(&pairs, "action") {
         Some("stop") => lease::stop_agent(&hub, &session.principal, &agent).await.map(|_| "Agent stopped."),
         Some("lift") => lease::lift_stop(&hub, &session.principal, &agent).await.map(|_| "Stop lifted."),

@@ -35,6 +35,8 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
         h2 #answer { "Answer" }
         form method="post" action=(format!("/inbox/{id}/resolve")) novalidate {
             input type="hidden" name="csrf" value=(csrf);
+            // rendered only once a sensitive message's content is shown (message::render)
+            @if env.sensitive { input type="hidden" name="revealed" value="1"; }
             @if let Some(e) = &state.error { p.notice.error role="alert" #form-error { (e) } }
             @if let (Some(req), true) = (env.request(), aff.answer) {
                 @match req.mode {
@@ -95,6 +97,17 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
                 @if aff.decline { button.danger type="submit" name="act" value="declined" { "Decline" } }
                 @if aff.complete { button type="submit" name="act" value="completed" { "Mark completed" } }
                 @if aff.dismiss { button.danger type="submit" name="act" value="dismissed" { "Dismiss" } }
+            }
+            @if aff.decline && aff.answer {
+                p.hint.explain {
+                    "Decline answers none of the options: the agent learns that you chose not to answer (resolution “declined”). "
+                    "To say no, pick the agent's own option instead"
+                    @if let Some(no) = env.request().and_then(|r| r.options.iter().find(|o| is_no(&o.value))) { " (“" (no.label) "”)" }
+                    "."
+                }
+            }
+            @if aff.dismiss {
+                p.hint.explain { "Dismiss closes the task without doing it; the agent learns it was dismissed, not completed." }
             }
         }
     }
@@ -209,6 +222,16 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
         values: pairs.iter().filter(|(k, _)| k != "csrf").map(|(k, v)| (k.clone(), v.clone())).collect(),
         ..FormState::default()
     };
+    // Issue 39: a sensitive message is answered only from the revealed page (a form posted
+    // without having shown its content is refused, and shown revealed to read first).
+    let revealed = form_get(&pairs, "revealed") == Some("1");
+    if view.envelope.sensitive && !revealed {
+        let state = FormState {
+            error: Some("This message is sensitive: read its content (shown now) before you answer.".to_owned()),
+            ..FormState::default()
+        };
+        return message::render(&hub, &session, &view, true, &state, StatusCode::UNPROCESSABLE_ENTITY);
+    }
     // A sensitive value is never echoed back into the page.
     for f in sensitive_fields(&view) {
         state.values.remove(&format!("{FIELD_PREFIX}{f}"));
@@ -220,7 +243,7 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
             // banner points at the marked fields.
             let whole = state.field_errors.remove("");
             state.error = Some(whole.unwrap_or_else(|| "Please correct the fields marked below.".to_owned()));
-            return message::render(&hub, &session, &view, false, &state, StatusCode::UNPROCESSABLE_ENTITY);
+            return message::render(&hub, &session, &view, revealed, &state, StatusCode::UNPROCESSABLE_ENTITY);
         }
     };
     let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
@@ -238,7 +261,7 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
             } else {
                 "Please correct the fields marked below.".to_owned()
             });
-            message::render(&hub, &session, &view, false, &state, StatusCode::UNPROCESSABLE_ENTITY)
+            message::render(&hub, &session, &view, revealed, &state, StatusCode::UNPROCESSABLE_ENTITY)
         }
         Err(HubError::AlreadyTerminal { .. }) => {
             let info = Some("This message was already resolved (first answer wins); here is the outcome.".to_owned());
@@ -249,6 +272,11 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
         Err(HubError::NotAuthorized(reason)) => notice(StatusCode::FORBIDDEN, Some(&session), "Not allowed", &reason),
         Err(e) => message::error_page(&session, &e),
     }
+}
+
+/// An option that reads as "no" (deny, reject, …): named in the Decline explanation.
+fn is_no(value: &str) -> bool {
+    matches!(value.to_ascii_lowercase().as_str(), "deny" | "denied" | "no" | "reject" | "rejected" | "refuse" | "abort" | "cancel")
 }
 
 /// The §8.8 body from the form; `None` (with `errors` filled) when a field cannot be converted.

@@ -134,6 +134,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
     let now = hub.clock.now();
     let c = listing.counts.unwrap_or_default();
     let body = html! {
+      div data-live="list" {
         h1 { "Open messages" }
         p.counts {
             (c.total) " open"
@@ -156,6 +157,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
             }
         }
         (pager(&filters, "/inbox", &listing, paged, "Next page →"))
+      }
     };
     respond(StatusCode::OK, page("Inbox", Some(&session), body))
 }
@@ -265,6 +267,7 @@ async fn resolved_page(hub: Hub, session: Session, params: Params, fyi: bool) ->
     let now = hub.clock.now();
     let (title, path) = if fyi { ("FYI", "/inbox/fyi") } else { ("History", "/inbox/history") };
     let body = html! {
+      div data-live="list" {
         h1 { (title) }
         p.counts {
             @if fyi { "Notifications from your agents, newest first" } @else { "Resolved and delivered messages, newest first" }
@@ -277,6 +280,7 @@ async fn resolved_page(hub: Hub, session: Session, params: Params, fyi: bool) ->
             @for (m, g) in &shown { (history_item(m, g.as_ref(), now)) }
         }
         (pager(&filters, path, &listing, paged, "Older →"))
+      }
     };
     respond(StatusCode::OK, page(title, Some(&session), body))
 }

@@ -77,6 +77,7 @@ pub fn render(
     let masked = env.sensitive && !reveal;
     let id = rec.id.as_str();
     let body = html! {
+      div data-live="message" data-status=(view.status.as_str()) {
         @if let Some(info) = &form.info { p.notice role="status" { (info) } }
         h1 { (rec.title) }
         div.meta {
@@ -119,6 +120,15 @@ pub fn render(
         @if let Some(resp) = &rec.response { (outcome(view, resp, reveal, now)) }
         @if let Some(n) = &view.notifications { (notifications(n, now)) }
         @match &view.allowed {
+            // Issue 39: a sensitive ask is answered only after its content was revealed, so
+            // nobody approves what they have not seen (the resolve POST checks it too).
+            Allowed::Resolve(_) if masked => {
+                h2 #answer { "Answer" }
+                p.notice role="note" {
+                    "This message is marked sensitive. Reveal its content before you answer, so you see what you approve. "
+                    a href=(format!("/inbox/{id}?reveal=1#answer")) { "Reveal and answer" }
+                }
+            }
             Allowed::Resolve(aff) => (answer::form(view, *aff, &session.csrf, form)),
             Allowed::Denied(reason) => {
                 h2 { "Answer" }
@@ -127,6 +137,7 @@ pub fn render(
             Allowed::Closed => {}
         }
         p { a href="/inbox" { "← Back to the inbox" } }
+      }
     };
     respond(status, super::page(&rec.title, Some(session), body))
 }

@@ -10,6 +10,7 @@
 //! | `GET /inbox` | [`list`]: open messages, urgent/high first then oldest, with filters |
 //! | `GET /inbox/history` | [`list`]: resolved messages with outcome and push delivery state |
 //! | `GET /inbox/fyi` | [`list`]: the agents' notifies, newest first |
+//! | `GET /inbox/events`, `GET /inbox/live` | [`live`]: the live inbox's pulse (SSE, JSON) |
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
@@ -17,8 +18,8 @@
 //! | `GET/POST /a/{token}` | [`mail_answer`]: an email's answer link — GET confirms, POST answers once |
 //!
 //! Every UI response carries a Content-Security-Policy that admits only the Hub's own script
-//! file (`/inbox/keys.js`: keyboard shortcuts, progressive enhancement — every page works without
-//! it) and no inline script, plus `nosniff`, `no-referrer` and `no-store`.
+//! files (`/inbox/keys.js`: keyboard shortcuts; `/inbox/live.js`: the live inbox — progressive
+//! enhancement, every page works without them) and no inline script, plus `nosniff`, `no-referrer` and `no-store`.
 
 mod agent_sessions;
 mod agents;
@@ -27,6 +28,7 @@ mod bidi;
 mod channels;
 mod inter_agent;
 mod list;
+mod live;
 mod login;
 mod mail_answer;
 mod markdown;
@@ -50,11 +52,13 @@ use session::Session;
 /// The Content-Security-Policy of every UI page: scripts only from the Hub's own files (no inline
 /// script, no eval), nothing remote.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-                       img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+                       img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const CSS: &str = include_str!("style.css");
 /// Keyboard shortcuts (j/k/Enter on lists, 1–9 on a message): an enhancement only.
 const KEYS_JS: &str = include_str!("keys.js");
+/// The live inbox (tab title count, list refresh, desktop alerts): an enhancement only.
+const LIVE_JS: &str = include_str!("live.js");
 
 /// The inbox routes, merged into the main Router.
 pub fn routes() -> Router<Hub> {
@@ -63,6 +67,9 @@ pub fn routes() -> Router<Hub> {
         .route("/logout", post(login::logout))
         .route("/inbox", get(list::inbox))
         .route("/inbox/history", get(list::history))
+        .route("/inbox/events", get(live::events))
+        .route("/inbox/live", get(live::now))
+        .route("/inbox/live.js", get(live_script))
         .route("/inbox/fyi", get(list::fyi))
         .route("/inbox/agents", get(agents::index))
         .route("/inbox/agents/{*agent}", get(agents::agent))
@@ -88,6 +95,10 @@ async fn keys_script() -> Response {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], KEYS_JS).into_response()
 }
 
+async fn live_script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], LIVE_JS).into_response()
+}
+
 async fn security_headers(req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
@@ -111,6 +122,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 title { (title) " · MA2H inbox" }
                 link rel="stylesheet" href="/inbox/style.css";
                 script src="/inbox/keys.js" defer {}
+                @if session.is_some() { script src="/inbox/live.js" defer {} }
             }
             body {
                 a.skip href="#main" { "Skip to content" }
@@ -118,11 +130,12 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                     nav aria-label="Main" {
                         a.brand href="/inbox" { "MA2H inbox" }
                         @if let Some(s) = session {
-                            a href="/inbox" { "Open" }
+                            a href="/inbox" { "Open" span.count data-live-count {} }
                             a href="/inbox/fyi" { "FYI" }
                             a href="/inbox/history" { "History" }
                             a href="/inbox/agents" { "Agents" }
                             a href="/inbox/channels" { "Channels" }
+                            button.link #alerts type="button" hidden aria-pressed="false" { "Desktop alerts: off" }
                             span.who { (s.who()) }
                             form.inline method="post" action="/logout" {
                                 input type="hidden" name="csrf" value=(s.csrf);
@@ -159,6 +172,41 @@ fn notice(status: StatusCode, session: Option<&Session>, heading: &str, text: &s
         p { a href="/inbox" { "Back to the inbox" } }
     };
     respond(status, page(heading, session, body))
+}
+
+/// Issue 39: the confirmation step of a dangerous form (kill-switch, stop, bulk actions) — works
+/// without JavaScript. A POST without `confirmed=1` lands here: the page says what will happen
+/// and re-posts the same fields with `confirmed=1`, or goes `back`.
+fn confirm_page(
+    session: &Session,
+    heading: &str,
+    consequence: &str,
+    action: &str,
+    pairs: &[(String, String)],
+    yes: &str,
+    back: &str,
+) -> Response {
+    let body = html! {
+        h1 { (heading) }
+        p.notice.error role="alert" { (consequence) }
+        form method="post" action=(action) {
+            input type="hidden" name="csrf" value=(session.csrf);
+            input type="hidden" name="confirmed" value="1";
+            @for (k, v) in pairs.iter().filter(|(k, _)| k != "csrf" && k != "confirmed") {
+                input type="hidden" name=(k) value=(v);
+            }
+            div.actions {
+                button.danger type="submit" { (yes) }
+                a.button.secondary href=(back) { "Cancel" }
+            }
+        }
+    };
+    respond(StatusCode::OK, page(heading, Some(session), body))
+}
+
+/// Whether a dangerous form was confirmed ([`confirm_page`]).
+fn confirmed(pairs: &[(String, String)]) -> bool {
+    form_get(pairs, "confirmed") == Some("1")
 }
 
 /// The 403 for a state-changing POST whose CSRF token is missing or wrong.
