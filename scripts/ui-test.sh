@@ -79,4 +79,4 @@ export HUB_URL AGENT_KEY OPERATOR_KEY SELECT_ID INPUT_ID XSS_ID CHROMIUM
 export URGENT_ID PROPOSED_ID NOT_MINE_ID PUSHFAIL_ID
 export SCREENSHOT_DIR="$ROOT/ui-tests/artifacts"
 cd ui-tests
-node --test test/
+node --test --test-concurrency=1 test/

@@ -45,26 +45,26 @@ pub fn section(
         }
         @if list.is_empty() { p { "No sessions." } }
         @else {
-            table {
+            table.cards {
                 thead { tr { th { "Session" } th { "State" } th { "Lease" } th { "Last seen" } th {} } }
                 tbody {
                     @for s in list {
                         tr {
-                            td { code { (s.id) } @if let Some(l) = s.meta.get("label").and_then(Value::as_str) { br; (l) } }
-                            td { (state_text(s, now)) }
-                            td {
+                            td data-label="Session" { code { (s.id) } @if let Some(l) = s.meta.get("label").and_then(Value::as_str) { br; (l) } }
+                            td data-label="State" { (state_text(s, now)) }
+                            td data-label="Lease" {
                                 @match s.state(now) {
                                     SessionState::Active => { "expires " (ago(s.expires_at, now)) }
                                     SessionState::Ended(end) => { "ended " (ago(end.at, now)) }
                                 }
                             }
-                            td { @if let Some(seen) = s.last_seen { (ago(seen, now)) } }
-                            td {
+                            td data-label="Last seen" { @if let Some(seen) = s.last_seen { (ago(seen, now)) } }
+                            td.act {
                                 @if s.is_live(now) {
                                     form.inline method="post" action=(format!("/inbox/sessions/{}/close", s.id)) {
                                         input type="hidden" name="csrf" value=(session.csrf);
                                         input type="hidden" name="agent" value=(agent);
-                                        button type="submit" { "Close (kill-switch)" }
+                                        button.danger type="submit" { "Close (kill-switch)" }
                                     }
                                 }
                             }
@@ -82,7 +82,7 @@ fn control(session: &Session, action: &str, agent: &str, what: &str, label: &str
             input type="hidden" name="csrf" value=(session.csrf);
             input type="hidden" name="agent" value=(agent);
             input type="hidden" name="action" value=(what);
-            button type="submit" { (label) }
+            button.danger[what == "stop"].secondary[what != "stop"] type="submit" { (label) }
         }
     }
 }

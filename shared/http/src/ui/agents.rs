@@ -134,15 +134,15 @@ async fn render_agent(
         h2 { "Recent directives" }
         @if recent.is_empty() { p { "None yet." } }
         @else {
-            table {
+            table.cards {
                 thead { tr { th { "Directive" } th { "Sent" } th { "Delivery" } th { "Note" } } }
                 tbody {
                     @for (e, t) in &recent {
                         tr {
-                            td { a href=(format!("/inbox/directives/{}", e.key)) { (title_of(e)) } }
-                            td { (ago(e.enqueued_at, now)) }
-                            td { (track_text(t, now)) }
-                            td { @if let Track::Acknowledged { ack, .. } = t { @if let Some(n) = &ack.note { (n) } } }
+                            td data-label="Directive" { a href=(format!("/inbox/directives/{}", e.key)) { (title_of(e)) } }
+                            td data-label="Sent" { (ago(e.enqueued_at, now)) }
+                            td data-label="Delivery" { (track_text(t, now)) }
+                            td data-label="Note" { @if let Track::Acknowledged { ack, .. } = t { @if let Some(n) = &ack.note { (n) } } }
                         }
                     }
                 }

@@ -51,14 +51,14 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
         @if config.channels.is_empty() {
             p.notice { "No channels yet. An administrator adds them with " code { "ma2h-hub admin channels add-slack | add-email | add-webhook" } " (credentials never go through a web form)." }
         } @else {
-            table {
+            table.cards {
                 thead { tr { th { "Id" } th { "Kind" } th { "Where" } } }
                 tbody {
                     @for (id, c) in &config.channels {
                         tr {
-                            td { code { (id) } }
-                            td { (c.kind()) }
-                            td {
+                            td data-label="Id" { code { (id) } }
+                            td data-label="Kind" { (c.kind()) }
+                            td data-label="Where" {
                                 @match c {
                                     Channel::Slack(s) => { "workspace " code { (s.team_id) } ", conversation " code { (s.channel) } }
                                     Channel::Email(m) => { (m.recipients.keys().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", ")) " via " code { (m.smtp_host) } }
@@ -75,13 +75,13 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
         @if config.routes.is_empty() {
             p { "No routes: nothing is announced." }
         } @else {
-            table {
+            table.cards {
                 thead { tr { th { "Route" } th { "Matches" } th { "Announce to" } th { "Remind" } th { "Escalate" } th {} } }
                 tbody {
                     @for r in &config.routes {
                         tr {
-                            td { code { (r.id) } }
-                            td {
+                            td data-label="Route" { code { (r.id) } }
+                            td data-label="Matches" {
                                 @let filters = [
                                     r.agent.as_ref().map(|a| format!("agent {a}")),
                                     r.project.as_ref().map(|p| format!("project {p}")),
@@ -91,12 +91,12 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                                 @let filters: Vec<String> = filters.into_iter().flatten().collect();
                                 (if filters.is_empty() { "everything".to_owned() } else { filters.join(", ") })
                             }
-                            td { (r.targets.join(", ")) }
-                            td { (r.remind_after_minutes.map(|m| format!("after {m} min")).unwrap_or_else(|| "—".into())) }
-                            td {
+                            td data-label="Announce to" { (r.targets.join(", ")) }
+                            td data-label="Remind" { (r.remind_after_minutes.map(|m| format!("after {m} min")).unwrap_or_else(|| "—".into())) }
+                            td data-label="Escalate" {
                                 @if r.escalate.is_empty() { "—" } @else { (r.escalate.join(", ")) " at " (r.escalate_percent_left) " % left" }
                             }
-                            td {
+                            td.act {
                                 form.inline method="post" action="/inbox/channels" {
                                     input type="hidden" name="csrf" value=(csrf);
                                     input type="hidden" name="action" value="remove-route";

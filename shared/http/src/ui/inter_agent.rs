@@ -42,11 +42,11 @@ pub(super) fn section(hub: &Hub, policy: &AccountPolicy, csrf: &str) -> Markup {
                 @if policy.allowlists.is_empty() {
                     p { "No restrictions: any agent of the account may address any other." }
                 } @else {
-                    table {
+                    table.cards {
                         thead { tr { th { "Agent" } th { "Accepts messages only from" } } }
                         tbody {
                             @for (dest, senders) in &policy.allowlists {
-                                tr { td { code { (dest) } } td { (senders.iter().cloned().collect::<Vec<_>>().join(", ")) } }
+                                tr { td data-label="Agent" { code { (dest) } } td data-label="Accepts messages only from" { (senders.iter().cloned().collect::<Vec<_>>().join(", ")) } }
                             }
                         }
                     }

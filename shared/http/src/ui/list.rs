@@ -184,8 +184,12 @@ fn text_filter(name: &str, label: &str, current: &str) -> Markup {
 }
 
 fn filter_form(f: &Filters) -> Markup {
+    // Issue 39: on a phone the filters fold behind one control (a CSS-only toggle, works
+    // without JavaScript); open when a filter is set, so what narrows the list is visible.
     html! {
-        form.filters method="get" action="/inbox" role="search" aria-label="Filter messages" {
+        input.fold-toggle #filter-toggle type="checkbox" checked[f.any()] aria-controls="filters";
+        label.fold-label for="filter-toggle" { "Filters" @if f.any() { " (set)" } }
+        form.filters #filters method="get" action="/inbox" role="search" aria-label="Filter messages" {
             (select("type", "Type", &TYPES[..2], &f.kind))
             (select("priority", "Priority", &PRIORITIES, &f.priority))
             (text_filter("agent", "Agent", &f.agent))

@@ -57,6 +57,35 @@ pub fn render(markdown: &str) -> String {
     sanitizer().clean(&out).to_string()
 }
 
+/// The plain text a reader sees in [`render`]'s output, in one line: code spans and link texts
+/// intact, raw HTML as the literal text the render shows, an image as its alt text; block ends
+/// and line breaks become single spaces. For list previews (issue 39), escaped by the page.
+pub fn plain_text(markdown: &str) -> String {
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let mut out = String::with_capacity(markdown.len());
+    for event in Parser::new_ext(markdown, options) {
+        match event {
+            Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => out.push_str(&t),
+            Event::SoftBreak | Event::HardBreak | Event::Rule | Event::Start(Tag::Item) => out.push(' '),
+            // block ends separate words; inline ends (emphasis, links) do not
+            Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Heading(_)
+                | TagEnd::BlockQuote(_)
+                | TagEnd::CodeBlock
+                | TagEnd::HtmlBlock
+                | TagEnd::Item
+                | TagEnd::TableCell
+                | TagEnd::TableRow
+                | TagEnd::TableHead,
+            ) => out.push(' '),
+            _ => {}
+        }
+    }
+    let words: Vec<&str> = out.split(|c: char| c.is_whitespace() || c.is_control()).filter(|w| !w.is_empty()).collect();
+    words.join(" ")
+}
+
 fn safe_url(url: &str) -> bool {
     url::Url::parse(url.trim()).is_ok_and(|u| SAFE_SCHEMES.contains(&u.scheme()))
 }

@@ -345,14 +345,14 @@ fn notifications(n: &ma2h_core::channels::outbox::Notification, now: ma2h_protoc
         section.notifications aria-label="Notifications" {
             h2 { "Notifications" }
             p.hint { "Route " code { (n.route) } }
-            table {
+            table.cards {
                 thead { tr { th { "Channel" } th { "Step" } th { "State" } th { "When" } } }
                 tbody {
                     @for s in &n.steps {
                         tr {
-                            td { code { (s.channel) } }
-                            td { (what(s.kind)) }
-                            td {
+                            td data-label="Channel" { code { (s.channel) } }
+                            td data-label="Step" { (what(s.kind)) }
+                            td data-label="State" {
                                 @match s.status {
                                     StepStatus::Sent => { "sent" }
                                     StepStatus::Pending if s.attempts > 0 => { "retrying (" (s.attempts) " attempts)" }
@@ -362,7 +362,7 @@ fn notifications(n: &ma2h_core::channels::outbox::Notification, now: ma2h_protoc
                                 }
                                 @if let Some(e) = &s.last_error { " " span.hint { "— " (e) } }
                             }
-                            td { (stamp(s.done_at.unwrap_or(s.due_at), now)) }
+                            td data-label="When" { (stamp(s.done_at.unwrap_or(s.due_at), now)) }
                         }
                     }
                 }

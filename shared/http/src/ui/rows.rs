@@ -49,18 +49,10 @@ pub fn expiry(e: Timestamp, now: Timestamp) -> Markup {
     }
 }
 
-/// The first words of a Markdown body as plain text (markup characters dropped; the page renders
-/// it escaped).
+/// The first words of a Markdown body as the reader sees it rendered (issue 39: code spans and
+/// link texts intact, never the raw markup), bounded; the page escapes it.
 fn excerpt(markdown: &str) -> String {
-    let text: String = markdown
-        .lines()
-        .map(|l| l.trim().trim_start_matches(['#', '>', '-', '*', ' ']))
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .filter(|c| !matches!(c, '*' | '_' | '`') && !c.is_control())
-        .collect();
+    let text = super::markdown::plain_text(markdown);
     if text.chars().count() <= PREVIEW_CHARS {
         return text;
     }
@@ -141,6 +133,13 @@ mod tests {
     #[test]
     fn an_excerpt_is_plain_text_and_bounded() {
         assert_eq!(excerpt("# Build 7\n\nShip **now**?\n> `quoted`"), "Build 7 Ship now? quoted");
+        // issue 39: code spans keep their underscores, a link shows its text, not its markup
+        assert_eq!(
+            excerpt("Drop `users_legacy`? See [migration PR](https://example.com/pr/1) and *snake_case*."),
+            "Drop users_legacy? See migration PR and snake_case."
+        );
+        assert_eq!(excerpt("- one\n- two\n\n```\nlet a_b = 1;\n```"), "one two let a_b = 1;");
+        assert_eq!(excerpt("<b>raw</b> stays text"), "<b>raw</b> stays text", "as the render shows it");
         let long = "word ".repeat(100);
         let e = excerpt(&long);
         assert!(e.ends_with('…') && e.chars().count() <= PREVIEW_CHARS + 1, "{e}");
