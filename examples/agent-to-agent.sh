@@ -23,10 +23,16 @@ WORKER_ENV=$DATA_DIR/dev-worker.env
 [ -f "$DEV_ENV" ] || { echo "no $DEV_ENV: start the Hub with 'make run' first" >&2; exit 2; }
 # shellcheck disable=SC1090
 . "$DEV_ENV"                    # MA2H_HUB_URL, MA2H_AGENT_ID, MA2H_API_KEY, MA2H_SIGNING_SECRET, MA2H_OPERATOR_KEY
-MA2H=${MA2H:-target/release/ma2h}
-HUB_BIN=${HUB_BIN:-target/release/ma2h-hub}
-[ -x "$MA2H" ] || cargo build --release -q -p ma2h-cli
-[ -x "$HUB_BIN" ] || cargo build --release -q -p ma2h-hub
+# The binaries `make run` built (it honours CARGO_TARGET_DIR, so does this); never a rebuild
+# here — a lone `-p ma2h-cli` build would compile another feature set for minutes.
+MA2H=${MA2H:-${CARGO_TARGET_DIR:-target}/release/ma2h}
+HUB_BIN=${HUB_BIN:-${CARGO_TARGET_DIR:-target}/release/ma2h-hub}
+for bin in "$MA2H" "$HUB_BIN"; do
+  if [ ! -x "$bin" ]; then
+    echo "no $bin: 'make run' builds it (or: cargo build --release -p ma2h-hub -p ma2h-cli)" >&2
+    exit 2
+  fi
+done
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 t() { timeout 60 "$@"; }

@@ -175,6 +175,10 @@ async fn submit(
     if to.is_some() {
         compose::check_addressed_ack(&client, is_ask, &ack.id, &ack.raw).await?;
     }
+    // Issue 39: where a human answers it — on stderr, so `ID=$(ma2h ask …)` still gets the id.
+    if let (false, Some(url)) = (json, &ack.review_url) {
+        eprintln!("review: {url}");
+    }
     match wait {
         Some(limit) => {
             eprintln!("submitted {}", ack.id);

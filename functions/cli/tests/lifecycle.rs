@@ -16,6 +16,8 @@ fn ask_prints_an_id_and_get_wait_exits_0_with_the_answer() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let id = stdout(&out);
     assert!(id.starts_with("msg_"), "{id}");
+    // issue 39: where to answer it, on stderr (stdout stays the id alone)
+    assert!(stderr(&out).contains("review: ") && stderr(&out).contains(&format!("/inbox/{id}")), "{}", stderr(&out));
     // still open: exit 13
     assert_eq!(code(&hub.run(&["get", &id])), 13);
     let waiter = hub.ma2h(&["get", &id, "--wait", "30", "--json"]).stdout(Stdio::piped()).spawn().unwrap();

@@ -364,3 +364,28 @@ fn one_accounts_stalled_webhook_never_delays_another_accounts_notification() {
     assert!(sent.elapsed() < Duration::from_millis(1500), "globex's notification waited {:?}", sent.elapsed());
     assert_eq!(standins.on("webhook-verified")[0].1, json!(true));
 }
+
+#[test]
+fn a_channel_for_an_account_without_credentials_is_refused_and_names_the_accounts_that_exist() {
+    // issue 39: `--account` defaults to `default`, while `make run`'s credentials live in `dev`:
+    // the channel used to be stored where nobody is, exit 0, nothing ever announced.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    admin_json(path, &["create-operator", "--account", "dev", "--human", "alice"]);
+    let args = ["channels", "add-webhook", "--id", "pager", "--url", "https://events.example.com/x", "--secret", "s"];
+    let out = base_command(path).arg("admin").args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {stderr}");
+    assert!(stderr.contains("account `default` has no operator or agent") && stderr.contains("dev"), "{stderr}");
+    let shown = admin_json(path, &["channels", "show"]);
+    assert_eq!(shown["channels"], json!({}), "nothing was stored: {shown}");
+    // on purpose, ahead of the account's first credential: stored
+    let mut ahead: Vec<&str> = args.to_vec();
+    ahead.extend(["--account", "later", "--allow-empty-account"]);
+    let (shown, _) = admin_json_and_stderr(path, &ahead);
+    assert!(shown["channels"]["pager"].is_object(), "{shown}");
+    // and where the credentials are, no flag is needed
+    let mut dev: Vec<&str> = args.to_vec();
+    dev.extend(["--account", "dev"]);
+    assert!(admin_json(path, &dev)["channels"]["pager"].is_object());
+}

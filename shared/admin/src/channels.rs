@@ -5,6 +5,7 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use ma2h_core::Hub;
+use ma2h_core::admin;
 use ma2h_core::channels::manage;
 use ma2h_core::channels::manage::RouteSpec;
 use serde_json::Value;
@@ -16,6 +17,54 @@ pub struct ChannelsArgs {
     /// Accepted for symmetry with the other admin commands: the output is always JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Configure an account that has no operator or agent yet (otherwise refused: nothing
+    /// would ever be announced there — most often a mistyped or defaulted `--account`).
+    #[arg(long, global = true)]
+    pub allow_empty_account: bool,
+}
+
+impl ChannelsCommand {
+    /// The account the command acts on, and whether it changes anything.
+    fn account(&self) -> (&str, bool) {
+        match self {
+            Self::Show { account } => (account, false),
+            Self::AddSlack { account, .. }
+            | Self::AddWebhook { account, .. }
+            | Self::AddEmail { account, .. }
+            | Self::RemoveChannel { account, .. }
+            | Self::AddRoute { account, .. }
+            | Self::RemoveRoute { account, .. }
+            | Self::LinkSlack { account, .. }
+            | Self::UnlinkSlack { account, .. } => (account, true),
+        }
+    }
+}
+
+/// Issue 39: a channel stored in an account nobody uses is a silent no-op; refuse the write
+/// (unless asked for) and say which accounts exist. `show` only notes it.
+async fn check_account(hub: &Hub, cmd: &ChannelsCommand, allow_empty: bool) -> Result<()> {
+    let (account, writes) = cmd.account();
+    if admin::account_is_known(hub, account).await? {
+        return Ok(());
+    }
+    let mut known: Vec<String> = admin::list(hub).await?.into_iter().map(|c| c.account).collect();
+    known.sort();
+    known.dedup();
+    let known = if known.is_empty() { "none yet".to_owned() } else { known.join(", ") };
+    let why = format!(
+        "account `{account}` has no operator or agent, so nothing configured there is ever announced or answered \
+         (accounts with credentials: {known}; `make run`'s dev credentials are in `dev`)"
+    );
+    match (writes, allow_empty) {
+        (true, false) => anyhow::bail!(
+            "{why}. Name the account with --account, create its first credential (`admin create-operator --account \
+             {account} --human …`), or pass --allow-empty-account to configure it ahead of that"
+        ),
+        _ => {
+            eprintln!("note: {why}");
+            Ok(())
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -153,7 +202,8 @@ pub enum ChannelsCommand {
 }
 
 /// Run one `channels` command; the result is the configuration as `show` prints it.
-pub async fn execute(hub: &Hub, cmd: ChannelsCommand) -> Result<Value> {
+pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool) -> Result<Value> {
+    check_account(hub, &cmd, allow_empty_account).await?;
     Ok(match cmd {
         ChannelsCommand::Show { account } => manage::show(hub, &account).await?,
         ChannelsCommand::AddSlack { account, id, team, channel, bot_token, signing_secret } => {

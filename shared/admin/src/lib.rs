@@ -272,7 +272,9 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
             let stop = admin::stop_status(hub, &t.account, &t.agent).await?;
             (stop_json(&t, stop.as_ref()), t.json)
         }
-        AdminCommand::Channels(args) => (crate::channels::execute(hub, args.command).await?, true),
+        AdminCommand::Channels(args) => {
+            (crate::channels::execute(hub, args.command, args.allow_empty_account).await?, true)
+        }
         AdminCommand::SetSigning { target: t, alg } => {
             admin::set_signing_alg(hub, &t.account, &t.agent, &alg).await?;
             (json!({ "account": t.account, "agent": t.agent, "signing_alg": alg }), t.json)

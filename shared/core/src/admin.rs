@@ -153,6 +153,14 @@ pub async fn agent_is_known(hub: &Hub, account: &str, agent: &str) -> Result<boo
     Ok(hub.credentials.get_secret(&account, &agent, SIGNING_SECRET_NAME).await?.is_some())
 }
 
+/// Whether `account` ever issued a credential (an operator or an agent) — an account-wide
+/// setting written anywhere else reaches nobody, most often a mistyped or defaulted `--account`
+/// (issue 39). Reads every credential: an admin command's check, never a request path.
+pub async fn account_is_known(hub: &Hub, account: &str) -> Result<bool, HubError> {
+    let Some(account) = AccountId::parse(account) else { return Ok(false) };
+    Ok(hub.credentials.list_credentials().await?.iter().any(|c| c.account == account))
+}
+
 async fn find(hub: &Hub, id: &str) -> Result<CredentialRecord, HubError> {
     hub.credentials.credential_by_id(id).await?.ok_or_else(|| HubError::validation(format!("no credential `{id}`")))
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ma2h-hub");
 
-fn base_command(data: &Path) -> Command {
+pub fn base_command(data: &Path) -> Command {
     let mut c = Command::new(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
