@@ -188,7 +188,7 @@ def main():
 
         ask = {"ma2h_version": "0.5", "type": "ask", "created_at": "2026-06-04T12:00:00Z",
                "agent": {"id": "ci", "run_id": "r1", "runtime": "cli"}, "title": "Deploy build 42?",
-               "body": "Canary is clean.", "idempotency_key": "mail-1", "priority": "high",
+               "body": "Canary is **clean**.", "idempotency_key": "mail-1", "priority": "high",
                "state": {"secret": "never-in-mail"},
                "expires_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)),
                "request": {"mode": "select", "options": [{"value": "ship", "label": "Ship it"},
@@ -208,7 +208,11 @@ def main():
         check("Deploy build 42?" in mail["subject"], f"subject names the ask: {mail['subject']}")
         text = mail.get_body(preferencelist=("plain",)).get_content()
         html = mail.get_body(preferencelist=("html",)).get_content()
-        check("Canary is clean." in text and "never-in-mail" not in text + html, "the body, never the state")
+        check("Canary is **clean**." in text and "never-in-mail" not in text + html, "the body, never the state")
+        # issue 39: the HTML part renders the Markdown and says when in words and in UTC
+        check("<strong>clean</strong>" in html and "**" not in html, "the HTML body is rendered Markdown")
+        check(re.search(r"Expires in (59 min|1 h) \(\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\)", text) is not None,
+              "the expiry reads as a human time")
         links = dict(re.findall(r'Answer "([^"]+)": (\S+)', text))
         check(set(links) == {"Ship it", "Hold"}, f"one link per option: {sorted(links)}")
         check(all(url in html for url in links.values()), "the HTML part carries the same links")

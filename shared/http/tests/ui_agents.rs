@@ -178,3 +178,19 @@ async fn the_operator_opts_in_sets_an_allowlist_and_audits_agent_to_agent_traffi
     let policy = t.call(Method::GET, "/v1/operator/inter-agent", Some(&t.operator), None).await.body;
     assert_eq!(policy["allowlists"], json!({}), "an empty sender list removes the restriction");
 }
+
+#[tokio::test]
+async fn the_agent_page_counts_a_session_renewal_as_seen() {
+    // issue 39: the page said "offline, last seen 5 min ago" (the presence record of an old
+    // session-less drain) while the agent's session had been renewed seconds before
+    let t = hub().await;
+    assert_eq!(t.call(Method::GET, "/v1/inbox", Some(&t.agent), None).await.status, StatusCode::OK);
+    t.advance(chrono::Duration::minutes(5));
+    let cookie = t.ui_login(&t.operator).await;
+    let before = t.page(Method::GET, "/inbox/agents/bot", Some(&cookie), None).await;
+    assert!(before.html.contains("offline") && before.html.contains("5 min ago"), "{}", before.html);
+    let reg = t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({}))).await;
+    assert_eq!(reg.status, StatusCode::CREATED);
+    let after = t.page(Method::GET, "/inbox/agents/bot", Some(&cookie), None).await;
+    assert!(after.html.contains("badge online") && after.html.contains("under a minute ago"), "{}", after.html);
+}

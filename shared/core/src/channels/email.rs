@@ -128,6 +128,22 @@ pub fn answer_links(hub: &Hub, record: &MessageRecord, envelope: &Envelope, huma
         .collect()
 }
 
+/// "in 2 h 10 min (2026-12-04 10:00 UTC)": relative for deciding, absolute to plan by (issue 39).
+fn when(t: time::Timestamp, now: time::Timestamp) -> String {
+    let secs = (t - now).num_seconds();
+    let (days, hours, mins) = (secs.abs() / 86_400, (secs.abs() % 86_400) / 3600, (secs.abs() % 3600) / 60);
+    let span = match (days, hours, mins) {
+        (0, 0, 0) => "under a minute".to_owned(),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, 0, _) => format!("{d} d"),
+        (d, h, _) => format!("{d} d {h} h"),
+    };
+    let rel = if secs >= 0 { format!("in {span}") } else { format!("{span} ago") };
+    format!("{rel} ({})", t.format("%Y-%m-%d %H:%M UTC"))
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
@@ -156,7 +172,7 @@ pub fn compose(
         };
         body.or(instructions).unwrap_or_default()
     };
-    let expires = record.expires_at.map(|e| format!("Expires {}.", time::format(e))).unwrap_or_default();
+    let expires = record.expires_at.map(|e| format!("Expires {}.", when(e, hub.clock.now()))).unwrap_or_default();
     let links = answer_links(hub, record, envelope, human);
     let review = hub.review_url(&record.id);
     let mut text = format!(
@@ -185,7 +201,7 @@ pub fn compose(
         r#"<!doctype html><html><body style="font-family:system-ui,-apple-system,Segoe UI,sans-serif;color:#1d1d1f;max-width:640px;margin:24px auto;padding:0 16px">
 <p style="color:#555;margin:0 0 4px">{lead}<strong>{priority}</strong> · {kind} from <code>{agent}</code>{project}</p>
 <h1 style="font-size:22px;margin:0 0 12px">{title}</h1>
-<div style="white-space:pre-wrap;border-left:3px solid #ddd;padding-left:12px;margin:0 0 16px">{body}</div>
+<div style="border-left:3px solid #ddd;padding-left:12px;margin:0 0 16px">{body}</div>
 <p style="color:#555">{expires}</p>
 <p>{buttons}<a href="{review}" style="display:inline-block;padding:10px 16px;border:1px solid #0b5cad;color:#0b5cad;text-decoration:none;border-radius:6px">Open in inbox</a></p>
 <p style="color:#777;font-size:13px">Each answer link asks you to confirm before it answers, and works once. It acts as <code>human:{human}</code>.</p>
@@ -201,7 +217,9 @@ pub fn compose(
             .map(|p| format!(" · project <code>{}</code>", esc(p)))
             .unwrap_or_default(),
         title = esc(&record.title),
-        body = esc(&body),
+        // Issue 39: the body as the inbox renders it (the same sanitized Markdown profile, §9.6),
+        // never raw `**Markdown**`; the text part keeps the Markdown source, which reads as text.
+        body = ma2h_render::render(&body),
         expires = esc(&expires),
         review = esc(&review),
         human = esc(human),
@@ -356,8 +374,18 @@ pub async fn apply_link(hub: &Hub, token: &str) -> Result<Applied, LinkError> {
 
 #[cfg(test)]
 mod tests {
+    use ma2h_protocol::time;
+
     #[test]
     fn html_escaping_covers_attribute_quotes() {
         assert_eq!(super::esc(r#"<a href="x">&"#), "&lt;a href=&quot;x&quot;&gt;&amp;");
+    }
+
+    #[test]
+    fn a_mail_says_when_in_words_and_in_utc() {
+        let now = time::parse("2026-12-04T08:00:00Z").unwrap();
+        let at = time::parse("2026-12-04T10:10:00Z").unwrap();
+        assert_eq!(super::when(at, now), "in 2 h 10 min (2026-12-04 10:10 UTC)");
+        assert_eq!(super::when(now, at), "2 h 10 min ago (2026-12-04 08:00 UTC)");
     }
 }

@@ -31,7 +31,6 @@ mod list;
 mod live;
 mod login;
 mod mail_answer;
-mod markdown;
 mod message;
 mod rows;
 mod session;
@@ -46,7 +45,8 @@ use chrono::Duration;
 use ma2h_core::Hub;
 use maud::{DOCTYPE, Markup, html};
 
-pub use markdown::render as render_markdown;
+use ma2h_render as markdown;
+pub use ma2h_render::render as render_markdown;
 use session::Session;
 
 /// The Content-Security-Policy of every UI page: scripts only from the Hub's own files (no inline

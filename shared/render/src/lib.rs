@@ -1,3 +1,5 @@
+//! `ma2h-render`: the inbox's and the mail's one Markdown renderer (issue 39).
+//!
 //! Message bodies are untrusted Markdown (§4, §9.6). They render to a no-raw-HTML profile:
 //!
 //! - raw HTML blocks and inline HTML are shown as literal text, never interpreted;
