@@ -230,3 +230,22 @@ async fn the_keyboard_script_is_served_from_the_hub_under_a_self_only_csp() {
         ma2h_http::ui::CSP.split(';').map(str::trim).filter(|d| d.starts_with("script-src")).collect();
     assert_eq!(script_src, ["script-src 'self'"], "no inline script, no eval, nothing remote");
 }
+
+#[tokio::test]
+async fn an_agent_to_agent_notify_is_audited_in_fyi_as_such() {
+    // issue 39: it was listed as if it were for the human
+    let t = hub().await;
+    let r = t.call(Method::PATCH, "/v1/operator/inter-agent", Some(&t.operator), Some(json!({"enabled": true}))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let a2a = json!({"ma2h_version": "0.5", "type": "notify", "created_at": "2026-06-04T12:00:00Z",
+                     "agent": {"id": "bot", "run_id": "r", "runtime": "cli"}, "to": "agent:other", "title": "Deploy done"});
+    let r = t.submit(&t.agent, a2a).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    t.submit_ok(notify()).await;
+    let cookie = t.ui_login(&t.operator).await;
+    let fyi = t.page(Method::GET, "/inbox/fyi", Some(&cookie), None).await;
+    let row = fyi.html.split("<li").find(|li| li.contains("Deploy done")).expect("listed for audit");
+    assert!(row.contains("agent to agent") && row.contains("agent:other"), "{row}");
+    let other = fyi.html.split("<li").find(|li| li.contains("Nightly build finished")).expect("the human's notify");
+    assert!(!other.contains("agent to agent"), "{other}");
+}

@@ -118,7 +118,7 @@ async fn render_agent(
         form method="post" action="/inbox/directives" {
             input type="hidden" name="csrf" value=(session.csrf);
             input type="hidden" name="to" value=(format!("agent:{agent}"));
-            @if !error.is_empty() { p.notice.error role="alert" { (error) } }
+            @if !error.is_empty() { p.notice.error role="alert" { (super::prose(&error)) } }
             label for="title" { "Title" }
             input #title type="text" name="title" required maxlength="200" value=(value("title"));
             label for="body" { "Details " span.hint { "(Markdown, optional)" } }

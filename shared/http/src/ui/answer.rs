@@ -37,7 +37,7 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
             input type="hidden" name="csrf" value=(csrf);
             // rendered only once a sensitive message's content is shown (message::render)
             @if env.sensitive { input type="hidden" name="revealed" value="1"; }
-            @if let Some(e) = &state.error { p.notice.error role="alert" #form-error { (e) } }
+            @if let Some(e) = &state.error { p.notice.error role="alert" #form-error { (super::prose(e)) } }
             @if let (Some(req), true) = (env.request(), aff.answer) {
                 @match req.mode {
                     Mode::Select => {
@@ -45,7 +45,7 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
                         fieldset.invalid[group_err.is_some()] aria-invalid=[group_err.map(|_| "true")]
                             aria-describedby=[group_err.map(|_| "value-err")] {
                             legend { "Choose one" }
-                            @if let Some(e) = group_err { p.error #value-err { (e) } }
+                            @if let Some(e) = group_err { p.error #value-err { (super::prose(e)) } }
                             @for (i, o) in req.options.iter().enumerate() {
                                 label.choice for=(format!("opt-{i}")) {
                                     input #(format!("opt-{i}")) type="radio" name="value" value=(o.value)
@@ -139,7 +139,7 @@ fn input_fields(schema: &Value, state: &FormState, locked: bool) -> Markup {
                 (p["title"].as_str().unwrap_or(name))
                 @if is_required { " " span.hint { "(required)" } }
             }
-            @if let Some(e) = err { p.error #(format!("{fid}-err")) { (e) } }
+            @if let Some(e) = err { p.error #(format!("{fid}-err")) { (super::prose(e)) } }
             @if let Some(options) = p["enum"].as_array() {
                 select #(fid) name=(format!("{FIELD_PREFIX}{name}")) aria-describedby=(described) aria-invalid=[err.map(|_| "true")] {
                     @if !fixed { option value="" { "—" } }
@@ -169,17 +169,21 @@ fn hint(p: &Value) -> String {
     if let Some(d) = p["description"].as_str() {
         parts.push(d.to_owned());
     }
-    if let Some(t) = p["type"].as_str() {
-        parts.push(match t {
-            "integer" => "a whole number".to_owned(),
-            "number" => "a number".to_owned(),
-            other => other.to_owned(),
-        });
+    // Issue 39: plain words, never the schema's jargon ("string", "boolean"): a text field or a
+    // yes/no select says what it is by itself; numbers say which kind.
+    match p["type"].as_str() {
+        Some("integer") => parts.push("a whole number".to_owned()),
+        Some("number") => parts.push("a number".to_owned()),
+        _ => {}
     }
-    for (k, label) in [("minimum", "min"), ("maximum", "max"), ("minLength", "min length"), ("maxLength", "max length")]
-    {
+    for (k, label) in [("minimum", "at least"), ("maximum", "at most")] {
         if let Some(v) = p.get(k) {
             parts.push(format!("{label} {v}"));
+        }
+    }
+    for (k, label) in [("minLength", "at least"), ("maxLength", "at most")] {
+        if let Some(n) = p.get(k).and_then(Value::as_u64) {
+            parts.push(format!("{label} {n} character{}", if n == 1 { "" } else { "s" }));
         }
     }
     if p["x-ma2h-sensitive"] == Value::Bool(true) {
@@ -444,5 +448,14 @@ mod tests {
         let mut errors = HashMap::new();
         input_value(&schema, &[], &mut errors);
         assert_eq!(errors.get("n").map(String::as_str), Some("This field is required."));
+    }
+
+    #[test]
+    fn field_hints_speak_plainly_without_schema_jargon() {
+        let text = serde_json::json!({"type": "string", "description": "Why", "minLength": 3, "maxLength": 1});
+        assert_eq!(hint(&text), "Why · at least 3 characters · at most 1 character");
+        assert_eq!(hint(&serde_json::json!({"type": "boolean"})), "");
+        let n = serde_json::json!({"type": "integer", "minimum": 1, "maximum": 9});
+        assert_eq!(hint(&n), "a whole number · at least 1 · at most 9");
     }
 }

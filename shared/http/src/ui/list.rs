@@ -294,10 +294,18 @@ fn history_item(m: &Value, glance: Option<&Glance>, now: time::Timestamp) -> Mar
     let notify = m["type"].as_str() == Some("notify");
     let outcome = m["resolution"].as_str().or(m["status"].as_str()).unwrap_or("");
     let priority = m["priority"].as_str().unwrap_or("normal");
+    // Issue 39: agent↔agent mail (§8.7.1) is audited here, never presented as if it were for
+    // the human: it says who it was for and how it ended (a bounce is `undeliverable`).
+    let to = glance.and_then(|g| g.envelope.to.as_deref());
     html! {
         li class=(format!("item prio-{priority}")) {
             a.title href=(format!("/inbox/{id}")) { (m["title"].as_str().unwrap_or("(untitled)")) }
             div.meta {
+                @if let Some(to) = to {
+                    span.badge.a2a { "agent to agent" }
+                    span { "to " strong { (to) } }
+                    @if outcome != "resolved" && !outcome.is_empty() { span { (outcome) } }
+                }
                 @if notify { span class=(format!("badge p-{priority}")) { (priority) } } @else { span.badge { (outcome) } }
                 span { (m["type"].as_str().unwrap_or("")) }
                 span { "agent " (m["agent"]["id"].as_str().unwrap_or("")) }

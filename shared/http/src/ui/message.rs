@@ -178,7 +178,7 @@ fn stakes(view: &InboxMessage, now: ma2h_protocol::time::Timestamp) -> Markup {
                     dd {
                         @match rec.expires_at {
                             None => "no expiry: it waits until someone answers or the agent cancels it",
-                            Some(e) => { (stamp(e, now)) ": " (on_expiry(&env.verb, &hidden)) }
+                            Some(e) => { (stamp(e, now)) ": " (super::prose(&on_expiry(&env.verb, &hidden))) }
                         }
                     }
                 }

@@ -164,11 +164,26 @@ fn went_wrong(session: Option<&Session>, what: &str, e: &dyn std::fmt::Display) 
     notice(StatusCode::INTERNAL_SERVER_ERROR, session, "Something went wrong", "Please try again.")
 }
 
+/// Text for a human that may name a field or value in backticks (the Hub's error messages do,
+/// for the API and the CLI): each `…` span becomes a `<code>` element instead of showing its
+/// backticks (issue 39). Everything is escaped; an unpaired backtick stays as it is.
+fn prose(text: &str) -> Markup {
+    let parts: Vec<&str> = text.split('`').collect();
+    let paired = parts.len() % 2 == 1;
+    html! {
+        @for (i, part) in parts.iter().enumerate() {
+            @if i % 2 == 1 && (paired || i + 1 < parts.len() - 1) { code { (part) } }
+            @else if i % 2 == 1 { "`" (part) }
+            @else { (part) }
+        }
+    }
+}
+
 /// A page with just a heading and a message (errors, refusals).
 fn notice(status: StatusCode, session: Option<&Session>, heading: &str, text: &str) -> Response {
     let body = html! {
         h1 { (heading) }
-        p.notice role="alert" { (text) }
+        p.notice role="alert" { (prose(text)) }
         p { a href="/inbox" { "Back to the inbox" } }
     };
     respond(status, page(heading, session, body))
@@ -254,6 +269,14 @@ mod tests {
         assert_eq!(human_duration(Duration::minutes(190)), "3 h 10 min");
         assert_eq!(human_duration(Duration::hours(52)), "2 d 4 h");
         assert_eq!(human_duration(Duration::seconds(-5)), "under a minute");
+    }
+
+    #[test]
+    fn backticked_names_read_as_code_not_as_backticks() {
+        assert_eq!(prose("`url`: not a <URL>").into_string(), "<code>url</code>: not a &lt;URL&gt;");
+        assert_eq!(prose("a `b` c `d`").into_string(), "a <code>b</code> c <code>d</code>");
+        assert_eq!(prose("odd ` one").into_string(), "odd ` one");
+        assert_eq!(prose("`a` and ` alone").into_string(), "<code>a</code> and ` alone");
     }
 
     #[test]
