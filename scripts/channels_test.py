@@ -30,23 +30,9 @@ BIN = os.environ["HUB_BIN"]
 SCRATCH = os.environ["SCRATCH"]
 SHOTS = os.environ["SHOTS"]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-SLACK_POSTS = []
-
-
-class FakeSlack(http.server.BaseHTTPRequestHandler):
-    """Slack's Web API as far as the Hub uses it: records the call, answers `{"ok": true, ...}`."""
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        SLACK_POSTS.append((self.path, self.headers.get("Authorization"), body))
-        reply = json.dumps({"ok": True, "channel": body.get("channel"), "ts": f"1700000000.{len(SLACK_POSTS):06d}"})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(reply.encode())
-
-    def log_message(self, *args):
-        pass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the stand-in docs/channels.md's "Test Slack locally" recipe runs by hand
+from slack_standin import CALLS as SLACK_POSTS, FakeSlack, signed_press  # noqa: E402
 
 
 def mrkdwn(text):
@@ -172,6 +158,7 @@ def main():
         admin("channels", "add-slack", "--account", "acme", "--id", "ops", "--team", "T0TEAM", "--channel",
               "C0OPS", "--bot-token", "xoxb-test", "--signing-secret", "signing-secret")
         admin("channels", "add-route", "--account", "acme", "--id", "all", "--to", "mail", "--to", "ops")
+        admin("channels", "link-slack", "--account", "acme", "--team", "T0TEAM", "--user", "U0ALICE", "--human", "alice")
         slack = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeSlack)
         threading.Thread(target=slack.serve_forever, daemon=True).start()
         slack_api = f"http://127.0.0.1:{slack.server_address[1]}/api"
@@ -247,6 +234,26 @@ def main():
         post, update = SLACK_POSTS[0][2], SLACK_POSTS[1][2]
         check("never-in-mail" not in json.dumps(post), "the post carries no state")
         check(update["ts"] == "1700000000.000001" and "human:alice" in json.dumps(update), "updated in place: who decided")
+        # a button press, signed as Slack signs it (the recipe's `press`): answers as the linked operator
+        ask2 = dict(ask, idempotency_key="mail-2", title="Rotate the key?")
+        msg2 = json.loads(call("POST", f"{base}/v1/messages", agent["api_key"], ask2)[1])["id"]
+        body, headers = signed_press("signing-secret", "T0TEAM", "U0ALICE", msg2, "hold",
+                                     response_url=f"{slack_api}/respond")
+        req = urllib.request.Request(f"{base}/v1/integrations/slack/interactions?account=acme",
+                                     data=body.encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=15) as r:
+            check(r.status == 200, f"the signed press is accepted ({r.status} {r.read().decode()})")
+        read = json.loads(call("GET", f"{base}/v1/messages/{msg2}", agent["api_key"])[1])
+        said = (read.get("response") or {}).get("response") or {}
+        check((read["status"], said.get("value"), said.get("actor")) == ("answered", "hold", "human:alice"),
+              f"the press answered as alice{'' if said else ': ' + json.dumps(read)}")
+        deadline = time.time() + 10
+        while not any(p == "/api/respond" for p, _, _ in SLACK_POSTS) and time.time() < deadline:
+            time.sleep(0.1)
+        check(any(p == "/api/respond" and "human:alice" in json.dumps(b) for p, _, b in SLACK_POSTS),
+              "the presser got the ephemeral reply at response_url")
+        status, _ = call("POST", f"{base}/v1/integrations/slack/interactions?account=acme", None, None)
+        check(status == 401, f"an unsigned press is refused ({status})")
         screenshot(render_blocks(post["blocks"]), "channel-slack-post", 720, 330)
         screenshot(render_blocks(update["blocks"]), "channel-slack-outcome", 720, 300)
         screenshot(html, "channel-email", 720, 560)
