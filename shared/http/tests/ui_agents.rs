@@ -194,3 +194,20 @@ async fn the_agent_page_counts_a_session_renewal_as_seen() {
     let after = t.page(Method::GET, "/inbox/agents/bot", Some(&cookie), None).await;
     assert!(after.html.contains("badge online") && after.html.contains("under a minute ago"), "{}", after.html);
 }
+
+#[tokio::test]
+async fn the_agents_page_lists_every_agent_of_the_account_not_only_those_with_open_asks() {
+    // issue 39: only agents with open asks were listed
+    let t = hub().await;
+    t.submit_ok(common::ask("one")).await; // bot has an open ask; `other` has none
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, "/inbox/agents", Some(&cookie), None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    for (agent, open) in [("bot", ">1<"), ("other", ">—<")] {
+        let row = page.html.split("<tr>").find(|r| r.contains(&format!(">{agent}</a>"))).unwrap_or_else(|| {
+            panic!("{agent} listed: {}", page.html);
+        });
+        assert!(row.contains(open), "{agent}: {row}");
+    }
+    assert!(!page.html.contains("globex") && page.html.matches("/inbox/agents/").count() == 2, "{}", page.html);
+}

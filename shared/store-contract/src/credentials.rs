@@ -60,6 +60,26 @@ pub async fn credentials_put_lookup_list_update<S: Store>(store: S) {
     assert!(store.credentials_of(&acct, &PrincipalId::Operator(human("bob"))).await.unwrap().is_empty());
 }
 
+/// Every agent of an account is listed once, sorted, revoked ones included; operators and other
+/// accounts' agents are not (issue 39: the Agents page).
+pub async fn the_account_lists_each_of_its_agents_once<S: Store>(store: S) {
+    let acct = account("roster");
+    assert!(store.list_agents(&acct).await.unwrap().is_empty(), "a new account has none");
+    let mut revoked = credential(&acct, PrincipalId::Agent(agent("ci/web")), at(-10));
+    revoked.revoked_at = Some(at(-1));
+    for c in [
+        credential(&acct, PrincipalId::Agent(agent("deploybot")), at(-3)),
+        credential(&acct, PrincipalId::Agent(agent("deploybot")), at(-2)), // a second key
+        revoked,
+        credential(&acct, PrincipalId::Operator(human("alice")), at(-2)),
+        credential(&account("roster-other"), PrincipalId::Agent(agent("stranger")), at(-2)),
+    ] {
+        store.put_credential(&c).await.unwrap();
+    }
+    let names: Vec<String> = store.list_agents(&acct).await.unwrap().iter().map(ToString::to_string).collect();
+    assert_eq!(names, ["ci/web", "deploybot"]);
+}
+
 /// A sealed secret is stored per `(account, agent, name)`; a second put replaces it; other
 /// agents, accounts and names see nothing. Bytes are preserved exactly.
 pub async fn secrets_put_get_replace_scoped<S: Store>(store: S) {

@@ -76,6 +76,7 @@ macro_rules! for_each_check {
             incr_counter_restarts_after_expiry,
             read_counter_sees_live_counts_only,
             credentials_put_lookup_list_update,
+            the_account_lists_each_of_its_agents_once,
             secrets_put_get_replace_scoped,
             a_push_terminal_writes_the_obligation_atomically,
             due_pushes_are_claimed_once_and_attempts_recorded,

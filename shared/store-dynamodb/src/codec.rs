@@ -75,7 +75,7 @@ pub(crate) fn key(pk: String, sk: &str) -> Item {
     HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
 }
 
-fn corrupt(what: &str) -> StoreError {
+pub(crate) fn corrupt(what: &str) -> StoreError {
     StoreError::Corrupt(format!("dynamodb item: {what}"))
 }
 

@@ -40,6 +40,18 @@ fn principal_pointer(c: &CredentialRecord) -> Item {
     item
 }
 
+/// The account's roster entry of an agent credential (`ACCT#{account}` / `AGENT#{agent}`), so the
+/// Agents page lists every agent with one Query (issue 39); `None` for an operator's.
+fn roster_item(c: &CredentialRecord) -> Option<Item> {
+    let PrincipalId::Agent(agent) = &c.principal else { return None };
+    let mut item = key(policy_pk(&c.account), &format!("{ROSTER_PREFIX}{}", key_part(agent.as_str())));
+    item.insert("agent".into(), s(agent.as_str()));
+    Some(item)
+}
+
+/// Sort-key prefix of roster entries in the account partition (`$` sorts right after `#`).
+const ROSTER_PREFIX: &str = "AGENT#";
+
 impl DynamoStore {
     /// Give credentials stored before the per-principal pointers existed their pointer (a scan
     /// of the credentials, one put each; idempotent). `ma2h-admin-aws backfill-credentials`.
@@ -53,6 +65,16 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(|e| unavailable("PutItem", e))?;
+            // issue 39: the account's agent roster (idempotent: the same item each time)
+            if let Some(entry) = roster_item(c) {
+                self.client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(entry))
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("PutItem", e))?;
+            }
         }
         Ok(all.len())
     }
@@ -140,12 +162,16 @@ impl CredentialStore for DynamoStore {
                 .map_err(|e| unavailable("put", e))?;
             Ok(TransactWriteItem::builder().put(p).build())
         };
-        self.client
+        let mut tx = self
+            .client
             .transact_write_items()
             .transact_items(put(credential_item(c))?)
             .transact_items(put(id_pointer(c))?)
-            .transact_items(put(principal_pointer(c))?)
-            .send()
+            .transact_items(put(principal_pointer(c))?);
+        if let Some(entry) = roster_item(c) {
+            tx = tx.transact_items(put(entry)?);
+        }
+        tx.send()
             .await
             .map_err(|e| unavailable("TransactWriteItems", e))?;
         Ok(())
@@ -177,6 +203,16 @@ impl CredentialStore for DynamoStore {
             out.push(credential_from(&item.map_err(|e| unavailable("Scan", e))?)?);
         }
         out.sort_by_key(|c| c.created_at);
+        Ok(out)
+    }
+
+    async fn list_agents(&self, account: &AccountId) -> R<Vec<AgentId>> {
+        let upper = format!("{}$", ROSTER_PREFIX.trim_end_matches('#'));
+        let mut out = Vec::new();
+        for item in self.partition_items(policy_pk(account), Some((ROSTER_PREFIX, &upper))).await? {
+            out.push(AgentId::parse(get_s(&item, "agent")?).ok_or_else(|| corrupt("roster entry: agent id"))?);
+        }
+        out.sort();
         Ok(out)
     }
 

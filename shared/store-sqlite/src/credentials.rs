@@ -72,6 +72,16 @@ impl CredentialStore for SqliteStore {
         .await
     }
 
+    async fn list_agents(&self, account: &AccountId) -> Result<Vec<AgentId>, StoreError> {
+        let account = account.to_string();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql::LIST_AGENTS)?;
+            let names = stmt.query_map([&account], |row| row.get::<_, String>(0))?;
+            names.map(|n| parsed(&n?, "credentials.principal_name", AgentId::parse)).collect()
+        })
+        .await
+    }
+
     async fn update_credential(&self, credential: &CredentialRecord) -> Result<(), StoreError> {
         let c = credential.clone();
         self.write(move |conn| {

@@ -128,6 +128,10 @@ pub const CREDENTIAL_BY_ID: &str = concat!("SELECT ", credential_columns!(), " F
 pub const LIST_CREDENTIALS: &str =
     concat!("SELECT ", credential_columns!(), " FROM credentials ORDER BY created_at, id");
 
+/// The account's agents (issue 39: the inbox's Agents page).
+pub const LIST_AGENTS: &str = "SELECT DISTINCT principal_name FROM credentials \
+     WHERE account = ?1 AND principal_kind = 'agent' ORDER BY principal_name";
+
 /// Only the revocation / expiry change after creation.
 pub const UPDATE_CREDENTIAL: &str = "UPDATE credentials SET expires_at = ?1, revoked_at = ?2 WHERE id = ?3";
 

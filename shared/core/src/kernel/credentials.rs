@@ -59,6 +59,9 @@ pub trait CredentialStore: Send + Sync + 'static {
     async fn credential_by_hash(&self, key_hash: &str) -> Result<Option<CredentialRecord>, StoreError>;
     async fn credential_by_id(&self, id: &str) -> Result<Option<CredentialRecord>, StoreError>;
     async fn list_credentials(&self) -> Result<Vec<CredentialRecord>, StoreError>;
+    /// Every agent `account` ever issued a credential to (revoked ones included: their
+    /// history stays readable), sorted — the inbox's Agents page (issue 39). Not a scan.
+    async fn list_agents(&self, account: &AccountId) -> Result<Vec<AgentId>, StoreError>;
     /// One principal's credentials in `account`, active or not — what an answer arriving
     /// outside the API (a Slack press, an email link) checks on every use, so it must not read
     /// every credential. The default filters [`Self::list_credentials`] (fine for a local store);

@@ -119,6 +119,15 @@ pub fn allowed(record: &MessageRecord, envelope: &Envelope, principal: &Principa
     Allowed::Resolve(affordances)
 }
 
+/// Every agent of the operator's account (each that was ever issued a credential), sorted — the
+/// Agents page (issue 39). Agents get the unknown-id answer: nothing.
+pub async fn agents(hub: &Hub, principal: &Principal) -> Result<Vec<ma2h_protocol::ids::AgentId>, HubError> {
+    if !matches!(principal.id, PrincipalId::Operator(_)) {
+        return Err(HubError::NotFound);
+    }
+    Ok(hub.credentials.list_agents(&principal.account).await?)
+}
+
 /// A listed message as the inbox list shows it: its envelope (for the question, options and
 /// stakes) and what this operator may do with it. `None` for a row that vanished meanwhile.
 #[derive(Debug, Clone)]

@@ -50,12 +50,20 @@ pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> 
     }
     let query =
         ListParams { resolved: false, filter: ListFilter::default(), cursor: None, limit: Some(500), counts: false };
-    let mut agents: Vec<String> = match list::list(&hub, &session.principal, query).await {
+    // Issue 39: every agent of the account (its credentials' roster), with how many of the
+    // first 500 open messages are its own.
+    let open: Vec<String> = match list::list(&hub, &session.principal, query).await {
         Ok(l) => l.page.items.iter().map(|m| m.agent_id.to_string()).collect(),
         Err(e) => return went_wrong(Some(&session), "agents page", &e),
     };
+    let mut agents: Vec<String> = match ma2h_core::mailbox::inbox::agents(&hub, &session.principal).await {
+        Ok(all) => all.iter().map(ToString::to_string).collect(),
+        Err(e) => return went_wrong(Some(&session), "agents page", &e),
+    };
+    agents.extend(open.iter().cloned());
     agents.sort();
     agents.dedup();
+    let open_of = |a: &str| open.iter().filter(|o| o.as_str() == a).count();
     let policy = ma2h_core::inter_agent::rules::read(&hub, &session.principal).await.unwrap_or_default();
     let body = html! {
         h1 { "Agents" }
@@ -64,9 +72,21 @@ pub async fn index(State(hub): State<Hub>, session: Session, params: Params) -> 
             input #agent type="text" name="agent" required placeholder="deploybot/web";
             button type="submit" { "Open" }
         }
-        h2 { "Agents with open messages" }
-        @if agents.is_empty() { p { "None right now." } }
-        ul { @for a in &agents { li { a href=(agent_href(a)) { (a) } } } }
+        h2 { "Every agent" }
+        @if agents.is_empty() { p { "No agent has a credential yet (" code { "ma2h-hub admin create-agent" } ")." } }
+        @else {
+            table.cards {
+                thead { tr { th { "Agent" } th { "Open messages" } } }
+                tbody {
+                    @for a in &agents {
+                        tr {
+                            td data-label="Agent" { a.id href=(agent_href(a)) { (a) } }
+                            td data-label="Open messages" { @match open_of(a) { 0 => { "—" }, n => { (n) } } }
+                        }
+                    }
+                }
+            }
+        }
         (super::inter_agent::section(&hub, &policy, &session.csrf))
     };
     respond(StatusCode::OK, page("Agents", Some(&session), body))
