@@ -77,6 +77,11 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
             }
             label for="comment" { "Comment " span.hint { "(optional, sent to the agent)" } }
             textarea #comment name="comment" { (state.values.get("comment").map(String::as_str).unwrap_or("")) }
+            label.choice.then for="then-next" {
+                input #then-next type="checkbox" name="then" value="next"
+                    checked[state.next || state.values.get("then").is_some_and(|v| v == "next")];
+                span { "Then open the next message I can answer" }
+            }
             div.actions {
                 @if let (Some(req), true) = (env.request(), aff.answer) {
                     @if req.mode == Mode::Confirm {
@@ -252,6 +257,8 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
     };
     let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
     match resolve::resolve(&hub, &session.principal, None, &id, &bytes).await {
+        // Issue 39: answer-and-next goes on to the next message this operator may answer.
+        Ok(_) if form_get(&pairs, "then") == Some("next") => Redirect::to(&format!("/inbox/next?after={id}")).into_response(),
         Ok(_) => Redirect::to(&format!("/inbox/{id}?done=1")).into_response(),
         Err(HubError::Protocol(e @ (ProtocolError::InvalidField { .. } | ProtocolError::Validation { .. }))) => {
             // Every answer field the rules named is marked at once; anything else is the banner.

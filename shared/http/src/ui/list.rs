@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use ma2h_core::mailbox::inbox::Glance;
+use ma2h_core::mailbox::inbox::{Allowed, Glance};
 use ma2h_core::messages::list;
 use ma2h_core::messages::list::{ListParams, Listing};
 use ma2h_core::{Hub, HubError};
@@ -133,8 +133,13 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
     let paged = params.get("cursor").is_some();
     let now = hub.clock.now();
     let c = listing.counts.unwrap_or_default();
+    let selectable = shown.iter().any(|(_, g)| g.as_ref().is_some_and(bulk_ok));
     let body = html! {
       div data-live="list" {
+        @if params.get("caught_up").is_some() {
+            p.notice role="status" { "Your answer was recorded. Nothing else is waiting for you." }
+        }
+        @if let Some(done) = params.get("done") { p.notice role="status" { (done) } }
         h1 { "Open messages" }
         p.counts {
             (c.total) " open"
@@ -152,8 +157,19 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
         } @else {
             p.hint.kbd-help { "Keyboard: " kbd { "j" } "/" kbd { "k" } " move, " kbd { "Enter" } " opens, "
                 kbd { "1" } "–" kbd { "9" } " picks an option on a message." }
-            ul.items {
-                @for (m, g) in &shown { (item(m, g.as_ref(), now)) }
+            // Issue 39: bulk triage — rows this operator may decline carry a checkbox; the
+            // action is confirmed on the next page (works without JavaScript).
+            form #bulk method="post" action="/inbox/bulk" {
+                input type="hidden" name="csrf" value=(session.csrf);
+                @if selectable {
+                    div.bulk.actions {
+                        button.danger type="submit" name="act" value="decline" { "Decline / dismiss selected" }
+                        span.hint { "Tick rows first; you confirm on the next page." }
+                    }
+                }
+                ul.items {
+                    @for (m, g) in &shown { (item(m, g.as_ref(), now)) }
+                }
             }
         }
         (pager(&filters, "/inbox", &listing, paged, "Next page →"))
@@ -200,6 +216,12 @@ fn filter_form(f: &Filters) -> Markup {
     }
 }
 
+/// Whether a row may be declined (an ask with `allow_ignore`) or dismissed (a task) by this
+/// operator: the bulk action's checkbox.
+fn bulk_ok(g: &Glance) -> bool {
+    matches!(g.allowed, Allowed::Resolve(a) if a.decline || a.dismiss)
+}
+
 fn ts(v: &Value) -> Option<time::Timestamp> {
     v.as_str().and_then(time::parse)
 }
@@ -211,6 +233,9 @@ fn item(m: &Value, glance: Option<&Glance>, now: time::Timestamp) -> Markup {
     let soon = expires.is_some_and(|e| e > now && e - now <= rows::SOON);
     html! {
         li class=(format!("item prio-{priority}{}", if soon { " due-soon" } else { "" })) {
+            @if glance.is_some_and(bulk_ok) {
+                input.pick type="checkbox" name="id" value=(id) aria-label=(format!("Select “{}”", m["title"].as_str().unwrap_or("")));
+            }
             a.title href=(format!("/inbox/{id}")) { (m["title"].as_str().unwrap_or("(untitled)")) }
             div.meta {
                 span class=(format!("badge p-{priority}")) { (priority) }

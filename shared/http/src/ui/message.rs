@@ -35,19 +35,32 @@ pub struct FormState {
     pub values: HashMap<String, String>,
     /// A confirmation shown above the page.
     pub info: Option<String>,
+    /// Answer-and-next is on: after this answer, open the next message the operator may answer
+    /// (issue 39; the operator came here from it, or ticked it).
+    pub next: bool,
 }
 
 /// `GET /inbox/{id}`.
 pub async fn show(hub: &Hub, session: &Session, id: &str, reveal: bool, info: Option<String>) -> Response {
+    show_state(hub, session, id, reveal, FormState { info, ..FormState::default() }).await
+}
+
+async fn show_state(hub: &Hub, session: &Session, id: &str, reveal: bool, state: FormState) -> Response {
     match inbox::view(hub, &session.principal, id).await {
-        Ok(view) => render(hub, session, &view, reveal, &FormState { info, ..FormState::default() }, StatusCode::OK),
+        Ok(view) => render(hub, session, &view, reveal, &state, StatusCode::OK),
         Err(e) => error_page(session, &e),
     }
 }
 
 pub async fn page(State(hub): State<Hub>, session: Session, Path(id): Path<String>, params: Params) -> Response {
-    let info = params.get("done").map(|_| "Your answer was recorded.".to_owned());
-    show(&hub, &session, &id, params.get("reveal") == Some("1"), info).await
+    let info = match (params.get("done"), params.get("answered")) {
+        (Some(_), _) => Some("Your answer was recorded.".to_owned()),
+        (None, Some(_)) => Some("Your answer was recorded. Next waiting for you:".to_owned()),
+        _ => None,
+    };
+    let next = params.get("then") == Some("next");
+    show_state(&hub, &session, &id, params.get("reveal") == Some("1"), FormState { info, next, ..FormState::default() })
+        .await
 }
 
 /// The page for a failed load: unknown (or another account's) id → 404, purged → 410.

@@ -11,6 +11,7 @@
 //! | `GET /inbox/history` | [`list`]: resolved messages with outcome and push delivery state |
 //! | `GET /inbox/fyi` | [`list`]: the agents' notifies, newest first |
 //! | `GET /inbox/events`, `GET /inbox/live` | [`live`]: the live inbox's pulse (SSE, JSON) |
+//! | `GET /inbox/next`, `POST /inbox/bulk` | [`triage`]: answer-and-next, bulk decline/dismiss |
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
@@ -34,6 +35,7 @@ mod mail_answer;
 mod message;
 mod rows;
 mod session;
+mod triage;
 
 use axum::Router;
 use axum::extract::Request;
@@ -78,6 +80,8 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/agent-stop", post(agent_sessions::stop))
         .route("/inbox/inter-agent", post(inter_agent::update))
         .route("/inbox/channels", get(channels::page_get).post(channels::update))
+        .route("/inbox/next", get(triage::next))
+        .route("/inbox/bulk", post(triage::bulk))
         .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
         .route("/inbox/{id}/resolve", post(answer::resolve))
