@@ -28,7 +28,8 @@ async fn the_pulse_counts_and_alerts_only_on_urgent_asks_this_operator_may_answe
     assert_eq!((empty["open"].as_u64(), empty["alerts"].as_array().map(Vec::len)), (Some(0), Some(0)), "{empty}");
 
     let mine = t.submit_ok(ask("mine")).await; // high, alice may answer
-    let not_mine = with(with(ask("bob"), "/request/allowed_resolvers", json!(["human:bob"])), "/priority", json!("urgent"));
+    let not_mine =
+        with(with(ask("bob"), "/request/allowed_resolvers", json!(["human:bob"])), "/priority", json!("urgent"));
     t.submit_ok(not_mine).await;
     t.submit_ok(with(ask("low"), "/priority", json!("low"))).await;
     t.submit_ok(with(notify(), "/priority", json!("urgent"))).await;
@@ -37,7 +38,10 @@ async fn the_pulse_counts_and_alerts_only_on_urgent_asks_this_operator_may_answe
     let alerts = p["alerts"].as_array().unwrap();
     assert_eq!(alerts.len(), 1, "only the ask alice may answer: {p}");
     assert_eq!(alerts[0]["id"], mine.as_str());
-    assert_eq!((alerts[0]["url"].as_str(), alerts[0]["title"].as_str()), (Some(&*format!("/inbox/{mine}")), Some("Ship to prod?")));
+    assert_eq!(
+        (alerts[0]["url"].as_str(), alerts[0]["title"].as_str()),
+        (Some(&*format!("/inbox/{mine}")), Some("Ship to prod?"))
+    );
     assert!(alerts[0].get("body").is_none(), "a notification carries no body (§9.6)");
     assert_ne!(p["version"], empty["version"]);
     assert_eq!(pulse(&t, &cookie).await["version"], p["version"], "nothing changed, same version");

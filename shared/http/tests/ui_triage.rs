@@ -20,8 +20,12 @@ fn declinable(key: &str, priority: &str) -> serde_json::Value {
 async fn answer_and_next_opens_the_next_message_i_may_answer_then_says_when_none_is_left() {
     let t = hub().await;
     let first = t.submit_ok(with(ask("first"), "/priority", json!("urgent"))).await;
-    t.submit_ok(with(with(ask("theirs"), "/request/allowed_resolvers", json!(["human:bob"])), "/priority", json!("high")))
-        .await;
+    t.submit_ok(with(
+        with(ask("theirs"), "/request/allowed_resolvers", json!(["human:bob"])),
+        "/priority",
+        json!("high"),
+    ))
+    .await;
     let second = t.submit_ok(with(ask("second"), "/priority", json!("low"))).await;
     let cookie = t.ui_login(&t.operator).await;
     let page = t.page(Method::GET, &format!("/inbox/{first}"), Some(&cookie), None).await;
@@ -75,4 +79,93 @@ async fn a_bulk_decline_is_confirmed_then_declines_what_i_may_and_reports_the_re
     assert_eq!(t.get(&t.agent, &task).await.body["status"], "dismissed");
     assert_eq!(t.get(&t.agent, &locked).await.body["status"], "open", "its permissions forbid a decline");
     assert_eq!(t.get(&t.agent, &b).await.body["status"], "open", "not selected");
+}
+
+/// A second operator of the test account (`human:bob`), logged in.
+async fn bob(t: &TestHub) -> String {
+    let key = ma2h_core::admin::create_operator(&t.hub, "acme", "bob", None).await.unwrap().api_key;
+    t.ui_login(&key).await
+}
+
+fn form<'a>(csrf: &'a str, pairs: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut f = vec![("csrf", csrf)];
+    f.extend_from_slice(pairs);
+    f
+}
+
+#[tokio::test]
+async fn a_claim_is_shown_to_the_other_operators_and_taken_over_only_on_purpose() {
+    let t = hub().await;
+    let both = json!(["human:alice", "human:bob"]);
+    let id = t.submit_ok(with(ask("claimed"), "/request/allowed_resolvers", both)).await;
+    let alice = t.ui_login(&t.operator).await;
+    let bob = bob(&t).await;
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&alice), None).await;
+    assert!(page.html.contains("Nobody has said they are on it"), "{}", page.html);
+    let csrf = page.csrf();
+    let uri = format!("/inbox/{id}/claim");
+    let r = t.page(Method::POST, &uri, Some(&alice), Some(&form(&csrf, &[("claim", "claim")]))).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.html);
+    let mine = t.page(Method::GET, "/inbox", Some(&alice), None).await;
+    assert!(mine.html.contains("you're on it"), "{}", mine.html);
+    let theirs = t.page(Method::GET, "/inbox", Some(&bob), None).await;
+    assert!(theirs.html.contains("human:alice is on it"), "bob sees alice's claim: {}", theirs.html);
+    // bob's plain claim does not take it; "take over" does
+    let bob_page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&bob), None).await;
+    assert!(bob_page.html.contains("Take over"), "{}", bob_page.html);
+    let bcsrf = bob_page.csrf();
+    let held = t.page(Method::POST, &uri, Some(&bob), Some(&form(&bcsrf, &[("claim", "claim")]))).await;
+    assert!(held.html.contains("human:alice is already on it"), "{}", held.html);
+    let refused = t.page(Method::POST, &uri, Some(&bob), Some(&form(&bcsrf, &[("claim", "release")]))).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "only the holder releases: {}", refused.html);
+    let took = t.page(Method::POST, &uri, Some(&bob), Some(&form(&bcsrf, &[("claim", "take")]))).await;
+    assert_eq!(took.status, StatusCode::SEE_OTHER);
+    let now_alice = t.page(Method::GET, "/inbox", Some(&alice), None).await;
+    assert!(now_alice.html.contains("human:bob is on it"), "{}", now_alice.html);
+    // the timeline tells the story: views, claims
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&alice), None).await;
+    let timeline = page.html.split("<h2>Timeline</h2>").nth(1).unwrap_or_default();
+    for line in [
+        "submitted by agent bot",
+        "viewed by human:alice",
+        "claimed by human:alice",
+        "viewed by human:bob",
+        "claimed by human:bob",
+    ] {
+        assert!(timeline.contains(line), "{line}: {timeline}");
+    }
+    // a claim is no lock: alice still answers, first terminal wins (§7)
+    let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let claim_closed = t.page(Method::POST, &uri, Some(&alice), Some(&form(&csrf, &[("claim", "claim")]))).await;
+    assert_eq!(claim_closed.status, StatusCode::UNPROCESSABLE_ENTITY, "nothing to claim once resolved");
+}
+
+#[tokio::test]
+async fn a_snooze_hides_the_message_from_my_list_only_until_it_ends() {
+    let t = hub().await;
+    let both = json!(["human:alice", "human:bob"]);
+    let id = t.submit_ok(with(ask("snoozed"), "/request/allowed_resolvers", both)).await;
+    let alice = t.ui_login(&t.operator).await;
+    let bob = bob(&t).await;
+    let csrf = t.page(Method::GET, "/inbox", Some(&alice), None).await.csrf();
+    let uri = format!("/inbox/{id}/snooze");
+    let bad =
+        t.page(Method::POST, &uri, Some(&alice), Some(&form(&csrf, &[("for", "until"), ("until", "soon")]))).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.html);
+    let r = t.page(Method::POST, &uri, Some(&alice), Some(&form(&csrf, &[("for", "4h")]))).await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/inbox?done=Snoozed."));
+    let mine = t.page(Method::GET, "/inbox", Some(&alice), None).await;
+    assert!(!mine.html.contains(&format!("/inbox/{id}\"")), "hidden from alice: {}", mine.html);
+    assert!(mine.html.contains("1 message on this page snoozed by you"), "{}", mine.html);
+    let shown = t.page(Method::GET, "/inbox?snoozed=1", Some(&alice), None).await;
+    assert!(shown.html.contains(&format!("/inbox/{id}\"")), "{}", shown.html);
+    let theirs = t.page(Method::GET, "/inbox", Some(&bob), None).await;
+    assert!(theirs.html.contains(&format!("/inbox/{id}\"")), "bob still sees it: {}", theirs.html);
+    let pulse: serde_json::Value =
+        serde_json::from_str(&t.page(Method::GET, "/inbox/live", Some(&alice), None).await.html).unwrap();
+    assert_eq!(pulse["alerts"], json!([]), "a snoozed ask alerts nobody who snoozed it: {pulse}");
+    t.advance(chrono::Duration::hours(4) + chrono::Duration::seconds(1));
+    let back = t.page(Method::GET, "/inbox", Some(&alice), None).await;
+    assert!(back.html.contains(&format!("/inbox/{id}\"")), "the snooze ended: {}", back.html);
 }

@@ -22,6 +22,7 @@
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
 use ma2h_core::channels::outbox::NotificationStore;
+use ma2h_core::messages::triage::TriageStore;
 use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore, SessionStore};
 
 pub mod credentials;
@@ -46,9 +47,12 @@ pub use push::*;
 pub use sessions::*;
 
 /// Every store port, as one bound.
-pub trait Store: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore {}
+pub trait Store:
+    MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore
+{
+}
 
-impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore> Store for T {}
+impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore> Store for T {}
 
 /// Calls `$crate::$callback! { $($args)*; check, check, … }` with every check's name: the one list of
 /// checks, so a new check is declared once and runs on every store.
@@ -76,6 +80,7 @@ macro_rules! for_each_check {
             incr_counter_restarts_after_expiry,
             read_counter_sees_live_counts_only,
             credentials_put_lookup_list_update,
+            triage_records_are_compare_and_set_per_message,
             the_account_lists_each_of_its_agents_once,
             secrets_put_get_replace_scoped,
             a_push_terminal_writes_the_obligation_atomically,

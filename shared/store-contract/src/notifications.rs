@@ -5,7 +5,7 @@ use chrono::Duration;
 use ma2h_core::channels::outbox::{Notification, Step, StepKind, StepStatus};
 
 use crate::Store;
-use crate::fixtures::{account, at, message_id, t0};
+use crate::fixtures::{account, at, human, message_id, t0};
 
 fn item(acct: &str, due_in: Option<i64>) -> Notification {
     Notification {
@@ -141,4 +141,37 @@ pub async fn a_wake_up_never_breaks_a_running_lease<S: Store>(store: S) {
     // and a lease that ran out (its worker died) is claimable once more
     assert!(store.claim_notification(&x.account, &x.message_id, at(121), at(240)).await.unwrap().is_none());
     assert!(store.claim_notification(&x.account, &x.message_id, at(122), at(240)).await.unwrap().is_some());
+}
+
+/// Issue 39: a triage record is created once, replaced only at its version, read back in the
+/// asked order (`None` where there is none, another account's too), and purged after its
+/// `retain_until` where the store does not expire it natively.
+pub async fn triage_records_are_compare_and_set_per_message<S: Store>(store: S) {
+    use ma2h_core::messages::triage::{Claim, TriageData, TriageRecord};
+    let acct = account("triage");
+    let (a, b) = (message_id(), message_id());
+    let mut data = TriageData { claim: Some(Claim { by: human("alice"), at: at(0) }), ..TriageData::default() };
+    data.snoozes.insert("bob".into(), at(3600));
+    let first = TriageRecord { account: acct.clone(), message_id: a.clone(), version: 1, data, retain_until: at(60) };
+    assert!(store.put_triage(&first, None).await.unwrap());
+    assert!(!store.put_triage(&first, None).await.unwrap(), "created once");
+    let got = store.get_triage(&acct, &[b.clone(), a.clone()]).await.unwrap();
+    assert_eq!(got, vec![None, Some(first.clone())]);
+    assert_eq!(store.get_triage(&account("triage-other"), std::slice::from_ref(&a)).await.unwrap(), vec![None]);
+
+    let mut second = first.clone();
+    second.version = 2;
+    second.data.claim = None;
+    assert!(!store.put_triage(&second, Some(7)).await.unwrap(), "a stale version writes nothing");
+    assert!(store.put_triage(&second, Some(1)).await.unwrap());
+    assert!(!store.put_triage(&second, Some(1)).await.unwrap(), "the loser of a race writes nothing");
+    assert_eq!(store.get_triage(&acct, std::slice::from_ref(&a)).await.unwrap(), vec![Some(second)]);
+
+    let purged = store.purge_triage(at(61), 100).await.unwrap();
+    let left = store.get_triage(&acct, &[a]).await.unwrap();
+    if store.native_ttl() {
+        assert_eq!(purged, 0, "TTL removes it, not the sweeper");
+    } else {
+        assert_eq!((purged, left), (1, vec![None]));
+    }
 }

@@ -171,9 +171,7 @@ impl CredentialStore for DynamoStore {
         if let Some(entry) = roster_item(c) {
             tx = tx.transact_items(put(entry)?);
         }
-        tx.send()
-            .await
-            .map_err(|e| unavailable("TransactWriteItems", e))?;
+        tx.send().await.map_err(|e| unavailable("TransactWriteItems", e))?;
         Ok(())
     }
 

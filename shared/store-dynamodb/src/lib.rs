@@ -27,6 +27,7 @@ pub mod provision;
 mod sessions;
 pub mod shards;
 mod terminal;
+mod triage;
 
 use aws_sdk_dynamodb::Client;
 use ma2h_core::ports::StoreError;

@@ -46,6 +46,7 @@ pub mod notifications;
 mod schema;
 pub mod sessions;
 pub mod sql;
+pub mod triage;
 mod wal;
 mod writer;
 

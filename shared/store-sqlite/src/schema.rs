@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -304,6 +304,22 @@ const V11: &str = r#"
 ALTER TABLE mailbox ADD COLUMN orphanable INTEGER NOT NULL DEFAULT 0;
 UPDATE mailbox SET orphanable = 1
     WHERE kind IN ('directive', 'message') AND json_extract(payload, '$.expires_at') IS NULL;
+"#;
+
+/// Version 12 (issue 39): triage — one row per message an operator claimed, snoozed or viewed
+/// (`data` is the JSON of `TriageData`), replaced by compare-and-set on `version`; and the
+/// full-text index of titles and bodies for the inbox's search (`message_text`, FTS5, one row
+/// per message, deleted with it). Messages from before are indexed now.
+const V12: &str = r#"
+CREATE TABLE triage (
+    account      TEXT    NOT NULL,
+    message_id   TEXT    NOT NULL,
+    version      INTEGER NOT NULL,
+    data         TEXT    NOT NULL,
+    retain_until INTEGER NOT NULL,
+    PRIMARY KEY (account, message_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX triage_retain ON triage (retain_until);
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

@@ -48,6 +48,8 @@ pub struct HubParts {
     pub sessions: Arc<dyn SessionStore>,
     /// The channel notification outbox (issue 20).
     pub notifications: Arc<dyn crate::channels::outbox::NotificationStore>,
+    /// Claims, snoozes and triage events (issue 39).
+    pub triage: Arc<dyn crate::messages::triage::TriageStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub changes: Arc<dyn ChangeFeed>,
@@ -85,6 +87,7 @@ impl Hub {
             + MailboxStore
             + SessionStore
             + crate::channels::outbox::NotificationStore
+            + crate::messages::triage::TriageStore
             + 'static,
     {
         let credential_cache =
@@ -94,6 +97,7 @@ impl Hub {
             credentials: store.clone(),
             mailbox: store.clone(),
             notifications: store.clone(),
+            triage: store.clone(),
             sessions: store,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),

@@ -50,6 +50,8 @@ pub struct InboxMessage {
     pub status: ma2h_protocol::lifecycle::Status,
     /// Where the message was announced (Slack, webhooks) and how each step went (issue 20).
     pub notifications: Option<crate::channels::outbox::Notification>,
+    /// Who is on it, who snoozed it, who viewed it (issue 39).
+    pub triage: Option<crate::messages::triage::TriageRecord>,
 }
 
 /// Load message `id` of the operator's account and work out what they may do.
@@ -72,7 +74,14 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
         tracing::warn!(message_id = %id, error = %e, "notification item unreadable");
         None
     });
-    Ok(InboxMessage { record, envelope, allowed, outbound, status, notifications })
+    let triage = match hub.triage.get_triage(&principal.account, std::slice::from_ref(&id)).await {
+        Ok(mut found) => found.pop().flatten(),
+        Err(e) => {
+            tracing::warn!(message_id = %id, error = %e, "triage record unreadable");
+            None
+        }
+    };
+    Ok(InboxMessage { record, envelope, allowed, outbound, status, notifications, triage })
 }
 
 /// The §9.1 decision `resolve` enforces ([`Decision`]), combined with the §5.2 permissions.

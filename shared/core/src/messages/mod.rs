@@ -14,3 +14,4 @@ pub(crate) mod resolvers;
 pub mod store;
 pub mod submit;
 pub mod sweep;
+pub mod triage;

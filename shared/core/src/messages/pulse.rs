@@ -45,25 +45,55 @@ pub struct Pulse {
 
 /// Read the pulse of `principal`'s account (an operator: the listing refuses anyone else).
 pub async fn pulse(hub: &Hub, principal: &Principal) -> Result<Pulse, HubError> {
-    let open = list(
-        hub,
-        principal,
-        ListParams { limit: Some(OPEN_ROWS), counts: true, ..ListParams::default() },
-    )
-    .await?;
+    let open =
+        list(hub, principal, ListParams { limit: Some(OPEN_ROWS), counts: true, ..ListParams::default() }).await?;
     let done = list(
         hub,
         principal,
-        ListParams { resolved: true, limit: Some(RESOLVED_ROWS), filter: ListFilter::default(), ..ListParams::default() },
+        ListParams {
+            resolved: true,
+            limit: Some(RESOLVED_ROWS),
+            filter: ListFilter::default(),
+            ..ListParams::default()
+        },
     )
     .await?;
     let counts = open.counts.unwrap_or_default();
-    let version = version(&counts, &open.page.items, &done.page.items);
+    // claims and snoozes change what the rows show, so they are part of the version too
+    let open_ids: Vec<MessageId> = open.page.items.iter().map(|s| s.id.clone()).collect();
+    let triage = crate::messages::triage::read(hub, principal, &open_ids).await?;
+    let now = hub.clock.now();
+    let me = match &principal.id {
+        crate::kernel::credentials::PrincipalId::Operator(h) => Some(h),
+        crate::kernel::credentials::PrincipalId::Agent(_) => None,
+    };
+    let snoozed = |id: &MessageId| {
+        open_ids
+            .iter()
+            .position(|i| i == id)
+            .and_then(|at| triage.get(at))
+            .and_then(Option::as_ref)
+            .zip(me)
+            .is_some_and(|(t, h)| t.snoozed_by(h, now).is_some())
+    };
+    let mut version = version(&counts, &open.page.items, &done.page.items);
+    let marks: String = triage
+        .iter()
+        .flatten()
+        // a snooze that ended changes the list without a write: its state is in the version
+        .map(|t| format!("{}:{}:{}", t.message_id, t.version, snoozed(&t.message_id)))
+        .collect::<Vec<_>>()
+        .join(",");
+    if !marks.is_empty() {
+        version = hex::encode(&Sha256::digest(format!("{version}|{marks}"))[..8]);
+    }
     let urgent: Vec<&MessageSummary> = open
         .page
         .items
         .iter()
+        // issue 39: nothing this operator snoozed alerts them
         .filter(|s| matches!(s.priority, Priority::Urgent | Priority::High) && s.kind != MessageType::Notify)
+        .filter(|s| !snoozed(&s.id))
         .take(MAX_ALERTS)
         .collect();
     let ids: Vec<MessageId> = urgent.iter().map(|s| s.id.clone()).collect();

@@ -258,7 +258,9 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
     let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
     match resolve::resolve(&hub, &session.principal, None, &id, &bytes).await {
         // Issue 39: answer-and-next goes on to the next message this operator may answer.
-        Ok(_) if form_get(&pairs, "then") == Some("next") => Redirect::to(&format!("/inbox/next?after={id}")).into_response(),
+        Ok(_) if form_get(&pairs, "then") == Some("next") => {
+            Redirect::to(&format!("/inbox/next?after={id}")).into_response()
+        }
         Ok(_) => Redirect::to(&format!("/inbox/{id}?done=1")).into_response(),
         Err(HubError::Protocol(e @ (ProtocolError::InvalidField { .. } | ProtocolError::Validation { .. }))) => {
             // Every answer field the rules named is marked at once; anything else is the banner.
@@ -287,7 +289,10 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
 
 /// An option that reads as "no" (deny, reject, …): named in the Decline explanation.
 fn is_no(value: &str) -> bool {
-    matches!(value.to_ascii_lowercase().as_str(), "deny" | "denied" | "no" | "reject" | "rejected" | "refuse" | "abort" | "cancel")
+    matches!(
+        value.to_ascii_lowercase().as_str(),
+        "deny" | "denied" | "no" | "reject" | "rejected" | "refuse" | "abort" | "cancel"
+    )
 }
 
 /// The §8.8 body from the form; `None` (with `errors` filled) when a field cannot be converted.

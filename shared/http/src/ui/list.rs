@@ -133,7 +133,27 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
     let paged = params.get("cursor").is_some();
     let now = hub.clock.now();
     let c = listing.counts.unwrap_or_default();
-    let selectable = shown.iter().any(|(_, g)| g.as_ref().is_some_and(bulk_ok));
+    // Issue 39: claims are shown on every row; what this operator snoozed leaves their list
+    // (`?snoozed=1` shows only those).
+    let ids: Vec<_> = listing.page.items.iter().map(|s| s.id.clone()).collect();
+    let triage = ma2h_core::messages::triage::read(&hub, &session.principal, &ids).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "triage unavailable: rows shown without claims or snoozes");
+        vec![None; ids.len()]
+    });
+    let me = super::claims::me(&session);
+    let only_snoozed = params.get("snoozed").is_some();
+    let mut snoozed = 0;
+    let shown: Vec<_> = shown
+        .into_iter()
+        .zip(triage.into_iter().chain(std::iter::repeat(None)))
+        .filter(|(_, t)| {
+            let is = t.as_ref().zip(me).is_some_and(|(t, h)| t.snoozed_by(h, now).is_some());
+            snoozed += usize::from(is);
+            is == only_snoozed
+        })
+        .map(|((m, g), t)| (m, g, t))
+        .collect();
+    let selectable = shown.iter().any(|(_, g, _)| g.as_ref().is_some_and(bulk_ok));
     let body = html! {
       div data-live="list" {
         @if params.get("caught_up").is_some() {
@@ -150,6 +170,11 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
                 " · " (plural(c.kind(k), k.as_str()))
             }
             @if filters.any() { " — " (c.matching) @if c.matching_partial { "+" } " matching" }
+        }
+        @if only_snoozed {
+            p.notice { "Snoozed by you (on this page of the list). " a href="/inbox" { "Back to the open list" } }
+        } @else if snoozed > 0 {
+            p.hint { (rows::plural(snoozed as u64, "message")) " on this page snoozed by you — " a href="/inbox?snoozed=1" { "show them" } }
         }
         (filter_form(&filters))
         @if shown.is_empty() {
@@ -168,7 +193,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
                     }
                 }
                 ul.items {
-                    @for (m, g) in &shown { (item(m, g.as_ref(), now)) }
+                    @for (m, g, t) in &shown { (item(m, g.as_ref(), t.as_ref(), me, now)) }
                 }
             }
         }
@@ -226,7 +251,13 @@ fn ts(v: &Value) -> Option<time::Timestamp> {
     v.as_str().and_then(time::parse)
 }
 
-fn item(m: &Value, glance: Option<&Glance>, now: time::Timestamp) -> Markup {
+fn item(
+    m: &Value,
+    glance: Option<&Glance>,
+    triage: Option<&ma2h_core::messages::triage::TriageRecord>,
+    me: Option<&ma2h_protocol::ids::HumanId>,
+    now: time::Timestamp,
+) -> Markup {
     let id = m["id"].as_str().unwrap_or("");
     let priority = m["priority"].as_str().unwrap_or("normal");
     let expires = ts(&m["expires_at"]);
@@ -249,6 +280,7 @@ fn item(m: &Value, glance: Option<&Glance>, now: time::Timestamp) -> Markup {
                     @for t in tags { @if let Some(t) = t.as_str() { span { "#" (t) } } }
                 }
                 @if let Some(g) = glance { (answerable(g)) }
+                (super::claims::badge(triage, me, now))
             }
             @if let Some(g) = glance { (preview(g)) }
         }

@@ -46,6 +46,12 @@ pub async fn show(hub: &Hub, session: &Session, id: &str, reveal: bool, info: Op
 }
 
 async fn show_state(hub: &Hub, session: &Session, id: &str, reveal: bool, state: FormState) -> Response {
+    // The operator's first view goes into the timeline (issue 39); never a reason to fail the page.
+    if let Err(e) = ma2h_core::messages::triage::viewed(hub, &session.principal, id).await
+        && !matches!(e, HubError::NotFound | HubError::Gone)
+    {
+        tracing::warn!(error = %e, "first view not recorded");
+    }
     match inbox::view(hub, &session.principal, id).await {
         Ok(view) => render(hub, session, &view, reveal, &state, StatusCode::OK),
         Err(e) => error_page(session, &e),
@@ -90,7 +96,8 @@ pub fn render(
     let masked = env.sensitive && !reveal;
     let id = rec.id.as_str();
     let body = html! {
-      div data-live="message" data-status=(view.status.as_str()) {
+      div data-live="message" data-status=(view.status.as_str())
+          data-claim=(view.triage.as_ref().and_then(|t| t.data.claim.as_ref()).map(|c| c.by.to_string()).unwrap_or_default()) {
         @if let Some(info) = &form.info { p.notice role="status" { (info) } }
         h1 { (rec.title) }
         div.meta {
@@ -132,6 +139,7 @@ pub fn render(
         @if let Some(entry) = &view.outbound { (agent_to_agent(entry, now)) }
         @if let Some(resp) = &rec.response { (outcome(view, resp, reveal, now)) }
         @if let Some(n) = &view.notifications { (notifications(n, now)) }
+        @if rec.status.is_open() && rec.kind != MessageType::Notify { (super::claims::section(view, session, now)) }
         @match &view.allowed {
             // Issue 39: a sensitive ask is answered only after its content was revealed, so
             // nobody approves what they have not seen (the resolve POST checks it too).
@@ -149,6 +157,7 @@ pub fn render(
             }
             Allowed::Closed => {}
         }
+        (super::timeline::section(view, now))
         p { a href="/inbox" { "← Back to the inbox" } }
       }
     };

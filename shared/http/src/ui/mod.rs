@@ -27,6 +27,7 @@ mod agents;
 mod answer;
 mod bidi;
 mod channels;
+mod claims;
 mod inter_agent;
 mod list;
 mod live;
@@ -35,6 +36,7 @@ mod mail_answer;
 mod message;
 mod rows;
 mod session;
+mod timeline;
 mod triage;
 
 use axum::Router;
@@ -85,6 +87,8 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
         .route("/inbox/{id}/resolve", post(answer::resolve))
+        .route("/inbox/{id}/claim", post(claims::claim))
+        .route("/inbox/{id}/snooze", post(claims::snooze))
         .route("/inbox/style.css", get(stylesheet))
         .route("/inbox/keys.js", get(keys_script))
         .route("/a/{token}", get(mail_answer::confirm).post(mail_answer::apply))

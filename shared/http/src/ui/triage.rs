@@ -31,12 +31,14 @@ pub async fn next(State(hub): State<Hub>, session: Session, params: Params) -> R
         Ok(l) => l,
         Err(e) => return went_wrong(Some(&session), "answer-and-next", &e),
     };
-    let ids: Vec<MessageId> = listing.page.items.iter().filter(|s| s.id.as_str() != after).map(|s| s.id.clone()).collect();
+    let ids: Vec<MessageId> =
+        listing.page.items.iter().filter(|s| s.id.as_str() != after).map(|s| s.id.clone()).collect();
     let glances = match glance(&hub, &session.principal, &ids).await {
         Ok(g) => g,
         Err(e) => return went_wrong(Some(&session), "answer-and-next", &e),
     };
-    let found = ids.iter().zip(glances).find(|(_, g)| g.as_ref().is_some_and(|g| matches!(g.allowed, Allowed::Resolve(_))));
+    let found =
+        ids.iter().zip(glances).find(|(_, g)| g.as_ref().is_some_and(|g| matches!(g.allowed, Allowed::Resolve(_))));
     let answered = if after.is_empty() { "" } else { "&answered=1" };
     match found {
         Some((id, _)) => Redirect::to(&format!("/inbox/{id}?then=next{answered}")).into_response(),

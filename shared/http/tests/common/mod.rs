@@ -68,6 +68,7 @@ fn assemble<
         + ma2h_core::ports::MailboxStore
         + ma2h_core::ports::SessionStore
         + ma2h_core::channels::outbox::NotificationStore
+        + ma2h_core::messages::triage::TriageStore
         + 'static,
 >(
     store: S,
