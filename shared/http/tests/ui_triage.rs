@@ -169,3 +169,34 @@ async fn a_snooze_hides_the_message_from_my_list_only_until_it_ends() {
     let back = t.page(Method::GET, "/inbox", Some(&alice), None).await;
     assert!(back.html.contains(&format!("/inbox/{id}\"")), "the snooze ended: {}", back.html);
 }
+
+#[tokio::test]
+async fn search_finds_messages_by_their_words_open_and_resolved() {
+    let t = hub().await;
+    let titled =
+        |key: &str, title: &str, body: &str| with(with(ask(key), "/title", json!(title)), "/body", json!(body));
+    let open = t.submit_ok(titled("s1", "Drop users_legacy?", "Migration done.")).await;
+    t.advance(chrono::Duration::seconds(1));
+    let done = t.submit_ok(titled("s2", "Drop the users cache", "Nothing else reads the canary.")).await;
+    t.resolve(&t.operator, &done, json!({"resolution": "answered", "value": "ship"})).await;
+    t.submit_ok(titled("s3", "Deploy build 412", "All green.")).await;
+    let cookie = t.ui_login(&t.operator).await;
+    let inbox = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    assert!(inbox.html.contains(r#"action="/inbox/search""#), "the inbox has the search box");
+    let r = t.page(Method::GET, "/inbox/search?q=DROP+%60users%60", Some(&cookie), None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.html.contains("2 messages found"), "{}", r.html);
+    let (first, second) =
+        (r.html.find(&format!("/inbox/{done}\"")).unwrap(), r.html.find(&format!("/inbox/{open}\"")).unwrap());
+    assert!(first < second, "newest first");
+    let body = t.page(Method::GET, "/inbox/search?q=canary", Some(&cookie), None).await;
+    if t.hub.messages.full_text_search() {
+        assert!(body.html.contains(&format!("/inbox/{done}\"")), "bodies are searched: {}", body.html);
+    } else {
+        assert!(body.html.contains("titles only") && body.html.contains("Nothing matches"), "{}", body.html);
+    }
+    let long = format!("/inbox/search?q={}", "a".repeat(201));
+    assert_eq!(t.page(Method::GET, &long, Some(&cookie), None).await.status, StatusCode::BAD_REQUEST);
+    let none = t.page(Method::GET, "/inbox/search?q=zzz", Some(&cookie), None).await;
+    assert!(none.html.contains("Nothing matches “zzz”"), "{}", none.html);
+}

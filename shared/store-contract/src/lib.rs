@@ -75,6 +75,7 @@ macro_rules! for_each_check {
             list_messages_filters_and_returns_summaries,
             listings_are_ordered_and_paged_by_keyset,
             open_counts_count_every_open_message,
+            search_matches_every_term_newest_first_in_one_account,
             a_flood_from_one_agent_hides_nothing,
             incr_counter_is_atomic_under_concurrency,
             incr_counter_restarts_after_expiry,

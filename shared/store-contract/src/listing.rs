@@ -223,3 +223,54 @@ pub async fn a_flood_from_one_agent_hides_nothing<S: Store>(store: S) {
     let by_loud = ListFilter { agent_id: Some(loud), ..ListFilter::default() };
     assert_eq!(all_pages(&store, &acct, query(true, by_loud, 200)).await.len(), FLOOD);
 }
+
+/// Issue 39: a search finds the account's messages whose titles (every store) or bodies (a
+/// full-text store) carry every term as a word prefix, case-insensitively — open and resolved,
+/// newest first, at most `limit`; never another account's, never a sensitive body.
+pub async fn search_matches_every_term_newest_first_in_one_account<S: Store>(store: S) {
+    use ma2h_core::messages::listing::SearchQuery;
+    let acct = account("search");
+    let titled = |title: &str, body: &str, sensitive: bool, t: i64| {
+        let mut m = ask(&acct, &agent("bot"), at(t));
+        m.title = title.to_owned();
+        m.envelope["title"] = json!(title);
+        m.envelope["body"] = json!(body);
+        if sensitive {
+            m.envelope["sensitive"] = json!(true);
+        }
+        m
+    };
+    let drop_old = titled("Drop users_legacy?", "Migration `0042` is done.", false, 1);
+    let drop_new = titled("Drop the users cache", "Nothing else reads it.", false, 3);
+    let deploy = titled("Deploy build 412", "Canary is clean; users unaffected.", false, 2);
+    let secret = titled("Rotate the key", "The launch code is zebra.", true, 4);
+    let mut foreign = ask(&account("search-other"), &agent("bot"), at(5));
+    foreign.title = "Drop users everywhere".into();
+    insert_all(&store, &[&drop_old, &drop_new, &deploy, &secret, &foreign]).await;
+    resolve(&store, &drop_old, Status::Cancelled, at(6)).await;
+
+    let search =
+        |terms: &[&str], limit: usize| SearchQuery { terms: terms.iter().map(|t| (*t).to_owned()).collect(), limit };
+    let found = |hits: &ma2h_core::messages::listing::SearchHits| ids(&hits.items);
+    let hits = store.search_messages(&acct, &search(&["DROP", "user"], 10)).await.unwrap();
+    assert_eq!(found(&hits), of(&[&drop_new, &drop_old]), "open and resolved, newest first, this account only");
+    assert!(hits.complete);
+    assert_eq!(
+        found(&store.search_messages(&acct, &search(&["drop"], 1)).await.unwrap()),
+        of(&[&drop_new]),
+        "the limit"
+    );
+    assert!(
+        store.search_messages(&acct, &search(&["rop"], 10)).await.unwrap().items.is_empty(),
+        "a prefix, not a substring"
+    );
+    assert!(store.search_messages(&acct, &search(&[], 10)).await.unwrap().items.is_empty());
+    let body = store.search_messages(&acct, &search(&["canary"], 10)).await.unwrap();
+    let zebra = store.search_messages(&acct, &search(&["zebra"], 10)).await.unwrap();
+    assert!(zebra.items.is_empty(), "a sensitive body is never searched");
+    if store.full_text_search() {
+        assert_eq!(found(&body), of(&[&deploy]), "bodies are searched");
+    } else {
+        assert!(body.items.is_empty(), "titles only");
+    }
+}

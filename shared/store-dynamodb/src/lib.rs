@@ -24,6 +24,7 @@ mod merge;
 mod messages;
 mod notifications;
 pub mod provision;
+mod search;
 mod sessions;
 pub mod shards;
 mod terminal;

@@ -197,6 +197,14 @@ impl MessageStore for DynamoStore {
         self.open_counts_maintained(account, filter).await
     }
 
+    async fn search_messages(
+        &self,
+        account: &AccountId,
+        q: &ma2h_core::messages::listing::SearchQuery,
+    ) -> R<ma2h_core::messages::listing::SearchHits> {
+        self.search_titles(account, q).await
+    }
+
     async fn claim_due_pushes(
         &self,
         now: Timestamp,

@@ -5,12 +5,12 @@
 //!
 //! Public so tests (and operators) can check the plans: [`page_sql`], [`counts_sql`].
 
-use ma2h_core::messages::listing::{ListCursor, ListFilter, ListQuery, MessageSummary, OpenCounts};
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListQuery, MessageSummary, OpenCounts, SearchQuery};
 use ma2h_protocol::envelope::{MessageType, Priority};
 use ma2h_protocol::ids::{AgentId, MessageId, ResolutionId};
 use ma2h_protocol::lifecycle::Status;
 use rusqlite::types::Value as Sql;
-use rusqlite::{Connection, Row, params_from_iter};
+use rusqlite::{Connection, Row, params, params_from_iter};
 
 use crate::codec::{DbError, RawPush, limit, ms, opt_ts, parsed, ts};
 
@@ -95,6 +95,26 @@ pub(crate) fn page(conn: &Connection, account: &str, q: &ListQuery) -> Result<(V
     let more = items.len() > q.limit;
     items.truncate(q.limit);
     Ok((items, more))
+}
+
+/// An FTS5 query every term of which must match as a word prefix: each term quoted (a quote
+/// inside doubled), so no term is read as FTS syntax.
+pub fn fts_query(terms: &[String]) -> String {
+    terms.iter().map(|t| format!("\"{}\"*", t.replace('"', "\"\""))).collect::<Vec<_>>().join(" AND ")
+}
+
+/// Issue 39: the account's messages matching every term in title or body (FTS5), newest first.
+pub(crate) fn search(conn: &Connection, account: &str, q: &SearchQuery) -> Result<Vec<MessageSummary>, DbError> {
+    if q.terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS} FROM messages WHERE account = ?1 AND rowid IN \
+         (SELECT rowid FROM message_text WHERE message_text MATCH ?2) ORDER BY created_at DESC, id DESC LIMIT ?3"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![account, fts_query(&q.terms), limit(q.limit)], RawSummary::read)?;
+    rows.map(|r| r?.decode()).collect()
 }
 
 pub(crate) fn counts(conn: &Connection, account: &str, filter: &ListFilter) -> Result<OpenCounts, DbError> {

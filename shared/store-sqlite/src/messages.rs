@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ma2h_core::mailbox::model::AckRecord;
-use ma2h_core::messages::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts};
+use ma2h_core::messages::listing::{ListCursor, ListFilter, ListPage, ListQuery, OpenCounts, SearchHits, SearchQuery};
 use ma2h_core::messages::records::{
     Completion, IdempotencyRecord, Inserted, Lookup, MessageRecord, PushTrack, TerminalWrite,
 };
@@ -140,6 +140,18 @@ impl MessageStore for SqliteStore {
             Ok(ListPage { items, next })
         })
         .await
+    }
+
+    async fn search_messages(&self, account: &AccountId, query: &SearchQuery) -> Result<SearchHits, StoreError> {
+        let (account, query) = (account.clone(), query.clone());
+        self.read(move |conn| {
+            Ok(SearchHits { items: listing::search(conn, account.as_str(), &query)?, complete: true })
+        })
+        .await
+    }
+
+    fn full_text_search(&self) -> bool {
+        true
     }
 
     async fn open_counts(&self, account: &AccountId, filter: &ListFilter) -> Result<OpenCounts, StoreError> {

@@ -320,6 +320,22 @@ CREATE TABLE triage (
     PRIMARY KEY (account, message_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX triage_retain ON triage (retain_until);
+
+CREATE VIRTUAL TABLE message_text USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 0');
+CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO message_text (rowid, title, body) VALUES (new.rowid, new.title,
+        CASE WHEN json_extract(new.envelope, '$.sensitive') THEN '' ELSE
+            coalesce(json_extract(new.envelope, '$.body'), '') || ' ' ||
+            coalesce(json_extract(new.envelope, '$.action.instructions'), '') END);
+END;
+CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM message_text WHERE rowid = old.rowid;
+END;
+INSERT INTO message_text (rowid, title, body)
+    SELECT rowid, title, CASE WHEN json_extract(envelope, '$.sensitive') THEN '' ELSE
+        coalesce(json_extract(envelope, '$.body'), '') || ' ' ||
+        coalesce(json_extract(envelope, '$.action.instructions'), '') END
+    FROM messages;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

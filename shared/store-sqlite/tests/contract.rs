@@ -215,6 +215,10 @@ async fn upgrading_from_schema_3_backfills_project_and_tags() {
     assert_eq!(page.items[0].tags, vec!["deploy".to_owned(), "prod".to_owned()], "order kept");
     assert_eq!(page.items[0].project.as_deref(), Some("infra"));
     assert_eq!(store.open_counts(&acct, &tag).await.unwrap().matching, 1);
+    // schema 12 (issue 39): messages from before are in the search index too
+    let word = old.title.split_whitespace().next().unwrap().to_owned();
+    let q = ma2h_core::messages::listing::SearchQuery { terms: vec![word], limit: 5 };
+    assert_eq!(store.search_messages(&acct, &q).await.unwrap().items.len(), 1, "{}", old.title);
 }
 
 #[tokio::test]

@@ -167,6 +167,22 @@ pub struct ListPage {
     pub next: Option<ListCursor>,
 }
 
+/// A search of the account's messages (issue 39): every term must match (a prefix of a word;
+/// case-insensitive), newest first, at most `limit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    pub terms: Vec<String>,
+    pub limit: usize,
+}
+
+/// What a search found. `complete` is false when the store stopped after a bounded read
+/// (DynamoDB: the newest messages only) — older matches may exist.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchHits {
+    pub items: Vec<MessageSummary>,
+    pub complete: bool,
+}
+
 /// The account's open messages counted by the store: all of them, by priority and by type, and
 /// how many pass the filter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -11,6 +11,7 @@ pub mod receipt;
 pub mod records;
 pub mod resolve;
 pub(crate) mod resolvers;
+pub mod search;
 pub mod store;
 pub mod submit;
 pub mod sweep;

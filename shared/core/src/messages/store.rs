@@ -78,6 +78,21 @@ pub trait MessageStore: Send + Sync + 'static {
     /// early — shorter than `limit`, even empty — with `next` where it stopped.
     async fn list_messages(&self, account: &AccountId, query: &ListQuery) -> Result<ListPage, StoreError>;
 
+    /// Search the account's messages, open and resolved (issue 39). A store with a full-text
+    /// index ([`Self::full_text_search`]) matches titles and bodies (task instructions too; a
+    /// sensitive message's body never); one without matches titles over a bounded number of the
+    /// newest messages and says so (`complete: false` when it stopped early).
+    async fn search_messages(
+        &self,
+        account: &AccountId,
+        query: &crate::messages::listing::SearchQuery,
+    ) -> Result<crate::messages::listing::SearchHits, StoreError>;
+
+    /// Whether [`Self::search_messages`] reads a full-text index of titles and bodies.
+    fn full_text_search(&self) -> bool {
+        false
+    }
+
     /// The account's open messages counted: total, by priority, by type, and those passing
     /// `filter` — over every open message, never a page of them.
     async fn open_counts(&self, account: &AccountId, filter: &ListFilter) -> Result<OpenCounts, StoreError>;

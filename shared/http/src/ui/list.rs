@@ -176,6 +176,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
         } @else if snoozed > 0 {
             p.hint { (rows::plural(snoozed as u64, "message")) " on this page snoozed by you — " a href="/inbox?snoozed=1" { "show them" } }
         }
+        (super::search::form(""))
         (filter_form(&filters))
         @if shown.is_empty() {
             p.notice { @if filters.any() { "Nothing matches these filters." } @else { "Nothing waiting for you." } }

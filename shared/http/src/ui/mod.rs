@@ -12,6 +12,8 @@
 //! | `GET /inbox/fyi` | [`list`]: the agents' notifies, newest first |
 //! | `GET /inbox/events`, `GET /inbox/live` | [`live`]: the live inbox's pulse (SSE, JSON) |
 //! | `GET /inbox/next`, `POST /inbox/bulk` | [`triage`]: answer-and-next, bulk decline/dismiss |
+//! | `POST /inbox/{id}/claim`, `POST /inbox/{id}/snooze` | [`claims`]: "I'm on it", snooze |
+//! | `GET /inbox/search` | [`search`]: titles and bodies (SQLite), titles (DynamoDB) |
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
@@ -35,6 +37,7 @@ mod login;
 mod mail_answer;
 mod message;
 mod rows;
+mod search;
 mod session;
 mod timeline;
 mod triage;
@@ -83,6 +86,7 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/inter-agent", post(inter_agent::update))
         .route("/inbox/channels", get(channels::page_get).post(channels::update))
         .route("/inbox/next", get(triage::next))
+        .route("/inbox/search", get(search::results))
         .route("/inbox/bulk", post(triage::bulk))
         .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
