@@ -248,3 +248,58 @@ test('a sensitive ask is answered only after its content is revealed', async () 
   await page.getByText('Your answer was recorded.').waitFor();
   await page.close();
 });
+
+test('answer-and-next walks to the next ask I can answer', async () => {
+  const stamp = Date.now();
+  const first = await mine(`Next-1 ${stamp}`);
+  await mine(`Next-2 ${stamp}`);
+  const page = await desktop.newPage();
+  await page.goto(`${HUB}/inbox/${first}`);
+  await page.getByLabel('Then open the next message I can answer').check();
+  await page.getByRole('button', { name: 'Approve' }).click();
+  await page.getByText('Your answer was recorded. Next waiting for you:').waitFor();
+  assert.notEqual(new URL(page.url()).pathname, `/inbox/${first}`);
+  assert.equal(await page.getByLabel('Then open the next message I can answer').isChecked(), true, 'the walk goes on');
+  await page.close();
+});
+
+test('bulk decline asks first, then declines the ticked rows', async () => {
+  const stamp = Date.now();
+  const ids = [await mine(`Bulk-A ${stamp}`), await mine(`Bulk-B ${stamp}`)];
+  const page = await desktop.newPage();
+  await page.goto(`${HUB}/inbox`);
+  for (const id of ids) await page.locator(`input.pick[value="${id}"]`).check();
+  await page.getByRole('button', { name: 'Decline / dismiss selected' }).click();
+  await page.getByRole('heading', { name: 'Decline 2 messages?' }).waitFor();
+  await page.screenshot({ path: `${SHOTS}/bulk-confirm.png` });
+  await page.getByRole('button', { name: 'Decline them' }).click();
+  await page.getByText('Declined 2.').waitFor();
+  for (const id of ids) {
+    const r = await fetch(`${HUB}/v1/messages/${id}`, { headers: { authorization: `Bearer ${env('AGENT_KEY')}` } });
+    assert.equal((await r.json()).status, 'declined');
+  }
+  await page.close();
+});
+
+test('claim, snooze and the timeline on a message page; search finds it again', async () => {
+  const title = `Triage me ${Date.now()}`;
+  const id = await mine(title, { body: 'Check the `queue_depth` graph first.' });
+  const page = await desktop.newPage();
+  await page.goto(`${HUB}/inbox/${id}`);
+  await page.getByRole('button', { name: "I'm on it" }).click();
+  await page.getByText("you're on it").first().waitFor();
+  const timeline = await page.locator('section.timeline').innerText();
+  assert.match(timeline, /viewed by human:tester/);
+  assert.match(timeline, /claimed by human:tester/);
+  await page.screenshot({ path: `${SHOTS}/message-triage-desktop.png`, fullPage: true });
+  await page.getByLabel(/Snooze for me/).selectOption('1h');
+  await page.getByRole('button', { name: 'Snooze', exact: true }).click();
+  await page.getByText('Snoozed.').waitFor();
+  assert.equal(await page.getByRole('link', { name: title }).count(), 0, 'gone from my list');
+  await page.getByRole('link', { name: 'show them' }).click();
+  await page.getByRole('link', { name: title }).waitFor();
+  await page.getByRole('searchbox', { name: 'Search messages' }).fill('queue_depth');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByRole('link', { name: title }).waitFor();
+  await page.close();
+});

@@ -32,8 +32,8 @@ pub(super) fn me(session: &Session) -> Option<&HumanId> {
 pub(super) fn badge(t: Option<&TriageRecord>, me: Option<&HumanId>, now: Timestamp) -> Markup {
     html! {
         @if let Some(c) = t.and_then(|t| t.data.claim.as_ref()) {
-            @if Some(&c.by) == me { span.claim.mine { "✋ you're on it" } }
-            @else { span.claim { "✋ human:" (c.by) " is on it · " (stamp(c.at, now)) } }
+            @if Some(&c.by) == me { span.claim.mine { "you're on it" } }
+            @else { span.claim { "human:" (c.by) " is on it · " (stamp(c.at, now)) } }
         }
     }
 }
