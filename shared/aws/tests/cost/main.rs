@@ -10,6 +10,7 @@
 mod channels;
 mod env;
 mod heat;
+mod inbox;
 mod inter_agent;
 mod mailbox;
 mod metering;

@@ -6,7 +6,8 @@
 //     operator is typing in it or has rows selected (then a "Show changes" button waits);
 //   - a message page ([data-live=message]) that changed under its reader is swapped when nothing
 //     in it was edited, otherwise a notice says so and offers a reload;
-//   - opt-in desktop notifications for new urgent/high asks the operator may answer.
+//   - opt-in desktop notifications for new urgent/high asks the operator may answer;
+//   - a hidden tab stops reading unless alerts are on (each read costs store requests on AWS).
 (function () {
   'use strict';
   if (!window.EventSource || !window.fetch || !window.DOMParser) return;
@@ -138,8 +139,7 @@
     if (el && el.getAttribute('data-live') === 'message' && el.contains(e.target)) dirty = true;
   });
 
-  var source = new EventSource('/inbox/events');
-  source.addEventListener('pulse', function (e) {
+  function onPulse(e) {
     var p;
     try { p = JSON.parse(e.data); } catch (err) { return; }
     counts(p);
@@ -147,5 +147,18 @@
     if (version !== null && version !== p.version) refresh();
     version = p.version;
     document.documentElement.setAttribute('data-live-version', p.version);
+  }
+  var source = null;
+  function connect() {
+    if (source) return;
+    source = new EventSource('/inbox/events');
+    source.addEventListener('pulse', onPulse);
+  }
+  // A hidden tab stops reading (each read costs store requests) unless it raises desktop
+  // alerts; shown again, it reconnects and its first pulse refreshes whatever changed.
+  document.addEventListener('visibilitychange', function () {
+    if (document.hidden && !alertsOn() && source) { source.close(); source = null; }
+    else if (!document.hidden) connect();
   });
+  connect();
 })();

@@ -7,7 +7,8 @@
 //! The local binary holds the stream and sends a pulse the moment a change commits (the
 //! in-process change feed), for up to [`HOLD`]; then it closes and the browser reconnects. A
 //! Lambda behind API Gateway's HTTP API cannot stream a response (the integration buffers it),
-//! so there the stream is one pulse and a `retry:` of the poll interval: `EventSource`
+//! so there the stream is one pulse and a `retry:` of the poll interval (`MA2H_LIVE_POLL_SECONDS`,
+//! 20 s): `EventSource`
 //! reconnects on its own, which makes it a poll — one code path in the browser either way.
 //!
 //! ```text
@@ -39,8 +40,6 @@ const HOLD: Duration = Duration::from_secs(300);
 const IDLE: Duration = Duration::from_secs(25);
 /// Bursts are coalesced: at most one read per this gap.
 const GAP: Duration = Duration::from_secs(1);
-/// The poll interval where the stream cannot be held (Lambda): the `retry:` the browser waits.
-pub const POLL: Duration = Duration::from_secs(20);
 
 #[derive(Debug, Serialize)]
 struct AlertJson {
@@ -114,7 +113,8 @@ struct Feed {
 /// `GET /inbox/events`: the pulse stream.
 pub async fn events(State(hub): State<Hub>, session: Session) -> Response {
     let held = hub.settings.inter_agent.stream_served;
-    let retry = if held { Duration::from_secs(1) } else { POLL };
+    // where the stream cannot be held (Lambda), the `retry:` is the poll interval
+    let retry = if held { Duration::from_secs(1) } else { hub.settings.live_poll };
     let preamble = Bytes::from(format!("retry: {}\n\n", retry.as_millis()));
     let feed = Feed { hub, session, last: None, started: Instant::now(), read_at: None, held };
     let frames = stream::unfold(Some(feed), |state| async move {

@@ -72,6 +72,9 @@ pub struct Settings {
     /// Due expiries one sweep settles at once (`MA2H_SWEEP_CONCURRENCY`, default 16, 1–256):
     /// each is a few store requests, so a sweep's throughput grows with it (issue 38).
     pub sweep_concurrency: usize,
+    /// Where the live inbox's stream cannot be held open (Lambda behind API Gateway), how often
+    /// an open inbox tab reads its pulse (`MA2H_LIVE_POLL_SECONDS`, 2–3600; issue 39).
+    pub live_poll: Duration,
     /// Log as JSON lines instead of human-readable text (`MA2H_LOG_JSON`).
     pub log_json: bool,
     /// §8.3 push retries: the caps on attempts and on total duration, and the backoff.
@@ -334,6 +337,7 @@ impl Default for Settings {
             sweep_interval: Duration::from_millis(1000),
             sweep_budget: Duration::from_secs(30),
             sweep_concurrency: 16,
+            live_poll: Duration::from_secs(20),
             log_json: false,
             push: PushSettings::default(),
             ed25519_seed: None,
@@ -406,6 +410,7 @@ impl Settings {
         e.duration("MA2H_SWEEP_INTERVAL_MS", &mut s.sweep_interval);
         e.duration("MA2H_SWEEP_BUDGET_SECONDS", &mut s.sweep_budget);
         e.int("MA2H_SWEEP_CONCURRENCY", &mut s.sweep_concurrency);
+        e.duration("MA2H_LIVE_POLL_SECONDS", &mut s.live_poll);
         let p = &mut s.push;
         e.int("MA2H_PUSH_MAX_ATTEMPTS", &mut p.max_attempts);
         e.duration("MA2H_PUSH_MAX_DURATION_SECONDS", &mut p.max_duration);
@@ -555,6 +560,9 @@ impl Settings {
         }
         if !(1..=256).contains(&self.sweep_concurrency) {
             err("MA2H_SWEEP_CONCURRENCY must be 1–256");
+        }
+        if !(2..=3600).contains(&self.live_poll.as_secs()) {
+            err("MA2H_LIVE_POLL_SECONDS must be 2–3600");
         }
         if self.sweep_interval.is_zero() {
             err("MA2H_SWEEP_INTERVAL_MS must be at least 1");
