@@ -109,3 +109,12 @@ async fn a_held_stream_sends_a_new_pulse_when_a_message_arrives() {
     assert_eq!(second["open"], 1, "the submit woke the stream: {second}");
     assert_ne!(second["version"], first["version"]);
 }
+
+#[tokio::test]
+async fn an_alert_shows_bidi_controls_instead_of_obeying_them() {
+    let t = hub().await;
+    let cookie = t.ui_login(&t.operator).await;
+    t.submit_ok(with(ask("bidi"), "/title", json!("Open report\u{202E}fdp.exe"))).await;
+    let p = pulse(&t, &cookie).await;
+    assert_eq!(p["alerts"][0]["title"], "Open report[U+202E]fdp.exe", "{p}");
+}

@@ -78,10 +78,11 @@ impl From<&Pulse> for PulseJson {
                 .iter()
                 .map(|a| AlertJson {
                     id: a.id.to_string(),
-                    title: a.title.clone(),
+                    // a notification shows agent text too: bidi controls visible, not obeyed
+                    title: ma2h_core::kernel::display::visible_bidi(&a.title).into_owned(),
                     priority: a.priority.as_str(),
                     kind: a.kind.as_str(),
-                    agent: a.agent.clone(),
+                    agent: ma2h_core::kernel::display::visible_bidi(&a.agent).into_owned(),
                     url: format!("/inbox/{}", a.id),
                 })
                 .collect(),
