@@ -5,27 +5,13 @@
 // SCREENSHOT_DIR; docs/inbox.md shows two of them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
-
-const env = (k) => {
-  const v = process.env[k];
-  assert.ok(v, `${k} must be set (run scripts/ui-test.sh)`);
-  return v;
-};
-const HUB = env('HUB_URL');
-const SHOTS = process.env.SCREENSHOT_DIR || 'artifacts';
-mkdirSync(SHOTS, { recursive: true });
+import { env, HUB, SHOTS, launch } from '../lib/browser.mjs';
 
 let browser, context, page, desktop;
 const dialogs = [];
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launch();
   // Phone width: every page must read without sideways scrolling.
   context = await browser.newContext({ viewport: { width: 375, height: 780 } });
   page = await context.newPage();

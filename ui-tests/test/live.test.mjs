@@ -5,17 +5,7 @@
 // scripts/ui-test.sh starts the Hub; this file submits its own messages with AGENT_KEY.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
-
-const env = (k) => {
-  const v = process.env[k];
-  assert.ok(v, `${k} must be set (run scripts/ui-test.sh)`);
-  return v;
-};
-const HUB = env('HUB_URL');
-const SHOTS = process.env.SCREENSHOT_DIR || 'artifacts';
-mkdirSync(SHOTS, { recursive: true });
+import { env, HUB, SHOTS, launch } from '../lib/browser.mjs';
 const AGENT = { id: 'uibot', run_id: 'run-live', runtime: 'cli' };
 
 let browser, phone, desktop, cookies;
@@ -33,11 +23,7 @@ function recordNotifications() {
 }
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launch();
   phone = await browser.newContext({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
   desktop = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   await desktop.addInitScript(recordNotifications);
@@ -301,5 +287,19 @@ test('claim, snooze and the timeline on a message page; search finds it again', 
   await page.getByRole('searchbox', { name: 'Search messages' }).fill('queue_depth');
   await page.getByRole('button', { name: 'Search' }).click();
   await page.getByRole('link', { name: title }).waitFor();
+  await page.close();
+});
+
+test('keyboard: x ticks the current row for a bulk action', async () => {
+  const page = await desktop.newPage();
+  await page.goto(`${HUB}/inbox`);
+  await page.keyboard.press('j');
+  const box = page.locator('ul.items > li.current input.pick');
+  assert.equal(await box.count(), 1, 'the first row may be declined');
+  await page.keyboard.press('x');
+  assert.equal(await box.isChecked(), true);
+  await page.getByRole('button', { name: 'Decline / dismiss selected' }).waitFor();
+  await page.keyboard.press('x');
+  assert.equal(await box.isChecked(), false);
   await page.close();
 });

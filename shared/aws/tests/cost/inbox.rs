@@ -65,7 +65,11 @@ async fn requests_of_a_live_inbox_pulse_and_of_triage() {
         );
         let until = hub.clock.now() + chrono::Duration::hours(1);
         ma2h_core::messages::triage::snooze(hub, &alice(), &id, Some(until)).await.unwrap();
-        phase("snooze", e.phase().await, &[("dynamodb:Query", 1), ("dynamodb:BatchGetItem", 1), ("dynamodb:PutItem", 1)]);
+        phase(
+            "snooze",
+            e.phase().await,
+            &[("dynamodb:Query", 1), ("dynamodb:BatchGetItem", 1), ("dynamodb:PutItem", 1)],
+        );
         print_table("The live inbox and triage (counted on the wire, asserted)", &rows);
     })
     .await;

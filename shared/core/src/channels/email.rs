@@ -130,17 +130,8 @@ pub fn answer_links(hub: &Hub, record: &MessageRecord, envelope: &Envelope, huma
 
 /// "in 2 h 10 min (2026-12-04 10:00 UTC)": relative for deciding, absolute to plan by (issue 39).
 fn when(t: time::Timestamp, now: time::Timestamp) -> String {
-    let secs = (t - now).num_seconds();
-    let (days, hours, mins) = (secs.abs() / 86_400, (secs.abs() % 86_400) / 3600, (secs.abs() % 3600) / 60);
-    let span = match (days, hours, mins) {
-        (0, 0, 0) => "under a minute".to_owned(),
-        (0, 0, m) => format!("{m} min"),
-        (0, h, 0) => format!("{h} h"),
-        (0, h, m) => format!("{h} h {m} min"),
-        (d, 0, _) => format!("{d} d"),
-        (d, h, _) => format!("{d} d {h} h"),
-    };
-    let rel = if secs >= 0 { format!("in {span}") } else { format!("{span} ago") };
+    let span = crate::kernel::display::human_duration(t - now);
+    let rel = if t >= now { format!("in {span}") } else { format!("{span} ago") };
     format!("{rel} ({})", t.format("%Y-%m-%d %H:%M UTC"))
 }
 

@@ -10,6 +10,21 @@
 
 use std::borrow::Cow;
 
+/// "5 min", "3 h 10 min", "2 d 4 h" — coarse and readable, for every human-facing time (the
+/// inbox, mail); a negative span reads as its size.
+pub fn human_duration(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().abs();
+    let (days, hours, mins) = (secs / 86_400, (secs % 86_400) / 3600, (secs % 3600) / 60);
+    match (days, hours, mins) {
+        (0, 0, 0) => "under a minute".to_owned(),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, 0, _) => format!("{d} d"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
 /// The explicit directional formatting characters (Unicode TR9 §2: embeddings, overrides,
 /// isolates). The implicit marks (LRM, RLM, ALM) cannot reorder other text and stay.
 fn is_bidi_control(c: char) -> bool {

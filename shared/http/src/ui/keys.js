@@ -1,6 +1,6 @@
 // MA2H inbox keyboard shortcuts — progressive enhancement only: every page works without this
 // file. Served by the Hub itself (`/inbox/keys.js`, CSP `script-src 'self'`), no inline script.
-//   lists:    j / k move between rows, Enter opens the focused row
+//   lists:    j / k move between rows, Enter opens the focused row, x ticks it (bulk)
 //   message:  1–9 pick that option (a select ask's radio, or focus a confirm button)
 (function () {
   'use strict';
@@ -28,6 +28,14 @@
     links[next].scrollIntoView({ block: 'nearest' });
     return true;
   }
+  function tick() {
+    var row = document.querySelector('ul.items > li.current');
+    var box = row && row.querySelector('input.pick');
+    if (!box) return false;
+    box.checked = !box.checked;
+    box.dispatchEvent(new Event('change', { bubbles: true }));
+    return true;
+  }
   function pick(n) {
     var radios = document.querySelectorAll('form input[type=radio][name=value]');
     if (radios.length > 0) {
@@ -46,6 +54,7 @@
     var handled = false;
     if (e.key === 'j') handled = move(1);
     else if (e.key === 'k') handled = move(-1);
+    else if (e.key === 'x') handled = tick();
     else if (/^[1-9]$/.test(e.key)) handled = pick(Number(e.key));
     if (handled) e.preventDefault();
   });

@@ -181,7 +181,7 @@ pub async fn inbox(State(hub): State<Hub>, session: Session, params: Params) -> 
         @if shown.is_empty() {
             p.notice { @if filters.any() { "Nothing matches these filters." } @else { "Nothing waiting for you." } }
         } @else {
-            p.hint.kbd-help { "Keyboard: " kbd { "j" } "/" kbd { "k" } " move, " kbd { "Enter" } " opens, "
+            p.hint.kbd-help { "Keyboard: " kbd { "j" } "/" kbd { "k" } " move, " kbd { "Enter" } " opens, " kbd { "x" } " ticks, "
                 kbd { "1" } "–" kbd { "9" } " picks an option on a message." }
             // Issue 39: bulk triage — rows this operator may decline carry a checkbox; the
             // action is confirmed on the next page (works without JavaScript).

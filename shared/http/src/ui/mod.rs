@@ -247,18 +247,9 @@ fn csrf_refused(session: Option<&Session>) -> Response {
     )
 }
 
-/// "5 min", "3 h 10 min", "2 d 4 h" — coarse and readable.
+/// "5 min", "3 h 10 min" (a past span too: callers say "ago" or "in").
 fn human_duration(d: Duration) -> String {
-    let secs = d.num_seconds().max(0);
-    let (days, hours, mins) = (secs / 86_400, (secs % 86_400) / 3600, (secs % 3600) / 60);
-    match (days, hours, mins) {
-        (0, 0, 0) => "under a minute".to_owned(),
-        (0, 0, m) => format!("{m} min"),
-        (0, h, 0) => format!("{h} h"),
-        (0, h, m) => format!("{h} h {m} min"),
-        (d, 0, _) => format!("{d} d"),
-        (d, h, _) => format!("{d} d {h} h"),
-    }
+    ma2h_core::kernel::display::human_duration(d.max(Duration::zero()))
 }
 
 /// Parse an `application/x-www-form-urlencoded` body into ordered pairs.
