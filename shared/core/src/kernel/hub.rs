@@ -49,7 +49,7 @@ pub struct HubParts {
     /// The channel notification outbox (issue 20).
     pub notifications: Arc<dyn crate::channels::outbox::NotificationStore>,
     /// Claims, snoozes and triage events (issue 39).
-    pub triage: Arc<dyn crate::messages::triage::TriageStore>,
+    pub triage: Arc<dyn crate::messages::triage_store::TriageStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub changes: Arc<dyn ChangeFeed>,
@@ -87,7 +87,7 @@ impl Hub {
             + MailboxStore
             + SessionStore
             + crate::channels::outbox::NotificationStore
-            + crate::messages::triage::TriageStore
+            + crate::messages::triage_store::TriageStore
             + 'static,
     {
         let credential_cache =

@@ -16,3 +16,4 @@ pub mod store;
 pub mod submit;
 pub mod sweep;
 pub mod triage;
+pub mod triage_store;
