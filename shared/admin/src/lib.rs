@@ -9,6 +9,7 @@
 
 use std::io::Read;
 
+pub mod approvals;
 pub mod channels;
 
 use anyhow::{Context, Result, bail};
@@ -146,6 +147,9 @@ pub enum AdminCommand {
     /// Slack and webhook channels, routes, reminders and escalation (docs/channels.md). Always
     /// prints JSON.
     Channels(Box<crate::channels::ChannelsArgs>),
+    /// Approval policies: a quorum of distinct approvers, who may never approve (issue 40,
+    /// docs/decisions.md). Always prints JSON.
+    Approvals(crate::approvals::ApprovalsArgs),
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -272,6 +276,7 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
             let stop = admin::stop_status(hub, &t.account, &t.agent).await?;
             (stop_json(&t, stop.as_ref()), t.json)
         }
+        AdminCommand::Approvals(args) => (crate::approvals::execute(hub, args.command).await?, true),
         AdminCommand::Channels(args) => {
             (crate::channels::execute(hub, args.command, args.allow_empty_account).await?, true)
         }

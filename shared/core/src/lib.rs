@@ -21,6 +21,7 @@
 
 pub mod admin;
 pub mod channels;
+pub mod decisions;
 pub mod inter_agent;
 pub mod kernel;
 pub mod mailbox;

@@ -3,6 +3,7 @@
 //! The Hub's ONE axum [`Router`]: the local server serves it directly and every Lambda hands
 //! its API Gateway events to it, so there is exactly one HTTP behaviour to test.
 
+mod approvals;
 mod discovery;
 pub mod error;
 pub mod extract;
@@ -23,7 +24,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use ma2h_core::Hub;
 
 pub use discovery::capability_document;
@@ -48,6 +49,8 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/inbox/ack", post(mailbox::ack))
         .route("/v1/inbox/stream", get(stream::open).head(method_not_allowed))
         .route("/v1/operator/inter-agent", get(inter_agent::read).patch(inter_agent::update))
+        .route("/v1/operator/approval-policies", get(approvals::list))
+        .route("/v1/operator/approval-policies/{id}", put(approvals::put).delete(approvals::delete))
         .route("/v1/agents/{*rest}", get(sessions::agent_get).post(sessions::agent_post).delete(sessions::agent_delete))
         .route("/v1/sessions", post(sessions::register).get(sessions::list))
         .route("/v1/sessions/{id}", get(sessions::read).delete(sessions::close))

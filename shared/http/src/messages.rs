@@ -54,5 +54,18 @@ pub async fn resolve(
     params: Params,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    Ok(Json(resolve::resolve(&hub, &who, params.get("session"), &id, &body).await?).into_response())
+    Ok(match resolve::resolve_outcome(&hub, &who, params.get("session"), &id, &body).await? {
+        resolve::Outcome::Resolved(r) => Json(r).into_response(),
+        // Issue 40: one approval short of its quorum — recorded, no terminal yet.
+        resolve::Outcome::Pending(p) => (StatusCode::ACCEPTED, Json(pending_json(&id, &p))).into_response(),
+    })
+}
+
+/// The 202 body of an approval short of its quorum (a Hub extension).
+pub fn pending_json(id: &str, p: &ma2h_core::decisions::quorum::Pending) -> serde_json::Value {
+    serde_json::json!({
+        "id": id,
+        "status": "open",
+        "approval": { "policy": p.policy, "required": p.required, "approvals": p.approvals },
+    })
 }

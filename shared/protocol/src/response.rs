@@ -34,6 +34,16 @@ pub struct Terminal {
     /// §6 `response.edited`: the human changed the agent's proposed input (the schema's
     /// `default`s) before answering. Only an answered input-mode ask with a proposal sets it.
     pub edited: bool,
+    /// The Hub's extensions (issue 40): none by default, so the Response is byte-for-byte v0.5.
+    pub ext: Extensions,
+}
+
+/// Hub extension members of `response` (issue 40), all absent unless a feature set them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extensions {
+    pub approvals: Vec<wire::Approval>,
+    pub on_behalf_of: Option<String>,
+    pub grant_id: Option<String>,
 }
 
 impl Terminal {
@@ -53,6 +63,7 @@ impl Terminal {
             checklist: None,
             defaulted,
             edited: false,
+            ext: Extensions::default(),
         }
     }
 
@@ -68,6 +79,7 @@ impl Terminal {
             checklist: None,
             defaulted: false,
             edited: false,
+            ext: Extensions::default(),
         }
     }
 
@@ -85,6 +97,7 @@ impl Terminal {
             checklist: None,
             defaulted: false,
             edited: false,
+            ext: Extensions::default(),
         }
     }
 
@@ -102,6 +115,9 @@ impl Terminal {
             resolved_at: time::format(self.resolved_at),
             comment: self.comment.clone(),
             checklist: self.checklist.clone(),
+            approvals: self.ext.approvals.clone(),
+            on_behalf_of: self.ext.on_behalf_of.clone(),
+            grant_id: self.ext.grant_id.clone(),
         };
         wire::Response {
             ma2h_version: subject.version.to_owned(),

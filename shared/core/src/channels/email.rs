@@ -345,7 +345,13 @@ pub async fn apply_link(hub: &Hub, token: &str) -> Result<Applied, LinkError> {
     };
     let body = serde_json::to_vec(&json!({"resolution": "answered", "value": t.o})).unwrap_or_default();
     let view = LinkView { used: true, ..view };
-    Ok(match crate::messages::resolve::resolve(hub, &principal, None, record.id.as_str(), &body).await {
+    Ok(match crate::messages::resolve::resolve_outcome(hub, &principal, None, record.id.as_str(), &body).await {
+        Ok(crate::messages::resolve::Outcome::Pending(p)) => {
+            tracing::info!(message_id = %record.id, human = %human, "approval from an email link");
+            let status =
+                format!("approved ({} of {}; sent when the quorum is complete)", p.approvals.len(), p.required);
+            Applied::Answered(LinkView { status, ..view })
+        }
         Ok(_) => {
             tracing::info!(message_id = %record.id, human = %human, "answered from an email link");
             Applied::Answered(LinkView { status: "answered".into(), ..view })

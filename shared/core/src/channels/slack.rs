@@ -259,6 +259,8 @@ pub enum Interaction {
     Resolved { id: String, by: String },
     /// Refused by §8.8 (already terminal, not an allowed resolver, an invalid value…).
     Refused { id: String, reason: String },
+    /// Issue 40: recorded as one approval of a quorum; `have` of `need` so far.
+    Approved { id: String, have: usize, need: u8 },
 }
 
 impl Interaction {
@@ -273,6 +275,9 @@ impl Interaction {
             ),
             Self::Resolved { by, .. } => Some(format!("Answered as `{by}`.")),
             Self::Refused { reason, .. } => Some(format!("Not answered: {reason}")),
+            Self::Approved { have, need, .. } => Some(format!(
+                "Your approval is recorded ({have} of {need}); the answer is sent when the quorum is complete."
+            )),
         }
     }
 }
@@ -398,7 +403,10 @@ async fn apply(
     };
     let body = serde_json::to_vec(&json!({"resolution": "answered", "value": value})).unwrap_or_default();
     let Some(message) = MessageId::parse(id) else { return Ok(Interaction::Ignored) };
-    Ok(match crate::messages::resolve::resolve(hub, &principal, None, message.as_str(), &body).await {
+    Ok(match crate::messages::resolve::resolve_outcome(hub, &principal, None, message.as_str(), &body).await {
+        Ok(crate::messages::resolve::Outcome::Pending(p)) => {
+            Interaction::Approved { id: id.to_owned(), have: p.approvals.len(), need: p.required }
+        }
         Ok(_) => Interaction::Resolved { id: id.to_owned(), by: format!("human:{human}") },
         Err(HubError::AlreadyTerminal { status, .. }) => {
             Interaction::Refused { id: id.to_owned(), reason: format!("it is already {}", status.as_str()) }

@@ -34,6 +34,9 @@ pub struct AccountPolicy {
     /// Issue 20: where humans are told about new asks/tasks (Slack, webhook), and the Slack links.
     #[serde(default, skip_serializing_if = "crate::channels::config::ChannelsConfig::is_empty")]
     pub channels: crate::channels::config::ChannelsConfig,
+    /// Issue 40: approval policies (quorum, separation of duties), the first match applies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<crate::decisions::policy::ApprovalPolicy>,
 }
 
 impl AccountPolicy {

@@ -52,6 +52,8 @@ pub struct InboxMessage {
     pub notifications: Option<crate::channels::outbox::Notification>,
     /// Who is on it, who snoozed it, who viewed it (issue 39).
     pub triage: Option<crate::messages::triage::TriageRecord>,
+    /// The approval policy gating this ask, if any (issue 40).
+    pub approval_policy: Option<crate::decisions::policy::ApprovalPolicy>,
 }
 
 /// Load message `id` of the operator's account and work out what they may do.
@@ -81,7 +83,19 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
             None
         }
     };
-    Ok(InboxMessage { record, envelope, allowed, outbound, status, notifications, triage })
+    let approval_policy = match record.status.is_open() {
+        true => crate::decisions::quorum::policy_of(hub, &record, &envelope).await?,
+        false => None,
+    };
+    // Issue 40: a human the policy excludes sees why instead of buttons.
+    let allowed = match (&allowed, &approval_policy, &principal.id) {
+        (Allowed::Resolve(_), Some(p), PrincipalId::Operator(h)) => match p.excludes(&envelope, h) {
+            Some(why) => Allowed::Denied(why),
+            None => allowed,
+        },
+        _ => allowed,
+    };
+    Ok(InboxMessage { record, envelope, allowed, outbound, status, notifications, triage, approval_policy })
 }
 
 /// The §9.1 decision `resolve` enforces ([`Decision`]), combined with the §5.2 permissions.

@@ -2,6 +2,7 @@
 
 use ma2h_protocol::envelope::Envelope;
 use ma2h_protocol::ids::{Actor, MessageId};
+use ma2h_protocol::lifecycle::Resolution;
 use ma2h_protocol::resolve::ResolveRequest;
 use ma2h_protocol::response::Terminal;
 
@@ -15,8 +16,15 @@ use crate::{Hub, HubError};
 /// 200 `{id, status, resolution_id}`.
 pub use ma2h_protocol::wire::ResolveResult as Resolved;
 
-/// `session`: the `?session=` an agent resolver presented (§8.8) — renewed, and the attested
-/// actor becomes `agent:<id>#<sess>`.
+/// What an answer came to: a terminal, or (issue 40) one approval short of its quorum.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Resolved(Resolved),
+    Pending(crate::decisions::quorum::Pending),
+}
+
+/// [`resolve_outcome`] for callers that only act on terminals: an approval short of its quorum
+/// reads as the message still open (no resolution id).
 pub async fn resolve(
     hub: &Hub,
     principal: &Principal,
@@ -24,6 +32,23 @@ pub async fn resolve(
     id: &str,
     body: &[u8],
 ) -> Result<Resolved, HubError> {
+    Ok(match resolve_outcome(hub, principal, session, id, body).await? {
+        Outcome::Resolved(r) => r,
+        Outcome::Pending(_) => {
+            Resolved { id: id.to_owned(), status: ma2h_protocol::lifecycle::Status::Open, resolution_id: String::new() }
+        }
+    })
+}
+
+/// `session`: the `?session=` an agent resolver presented (§8.8) — renewed, and the attested
+/// actor becomes `agent:<id>#<sess>`.
+pub async fn resolve_outcome(
+    hub: &Hub,
+    principal: &Principal,
+    session: Option<&str>,
+    id: &str,
+    body: &[u8],
+) -> Result<Outcome, HubError> {
     let actor = match session {
         Some(raw) => Actor::parse(&crate::sessions::lease::present(hub, principal, raw).await?.address())
             .ok_or_else(|| HubError::Internal("a session address is not an actor".into()))?,
@@ -38,6 +63,12 @@ pub async fn resolve(
         return Err(already_terminal(&record));
     }
     request.check_against(&envelope)?;
+    // Issue 40: an approval policy may gate this ask (separation of duties for any answer; a
+    // quorum for an `answered` value).
+    let policy = crate::decisions::quorum::policy_of(hub, &record, &envelope).await?;
+    if let Some(p) = &policy {
+        crate::decisions::quorum::check_excluded(p, &envelope, &actor)?;
+    }
     // §6 `edited`: an answer that differs from the agent's proposal (the input schema's defaults).
     let proposal = envelope.request().and_then(|r| r.schema.as_ref()).and_then(ma2h_protocol::rules::proposal);
     let edited = matches!((&proposal, &request.value), (Some(p), Some(v)) if ma2h_protocol::rules::departs_from(p, v));
@@ -52,13 +83,23 @@ pub async fn resolve(
         checklist: request.checklist,
         defaulted: false,
         edited,
+        ext: ma2h_protocol::response::Extensions::default(),
     };
-    match apply_terminal(hub, &record, &envelope, terminal).await? {
-        Completion::Applied(rec) => Ok(Resolved {
+    let completion = match &policy {
+        Some(p) if terminal.resolution == Resolution::Answered && p.approvals > 1 => {
+            match crate::decisions::quorum::approve(hub, &record, &envelope, p, terminal).await? {
+                Ok(c) => c,
+                Err(pending) => return Ok(Outcome::Pending(pending)),
+            }
+        }
+        _ => apply_terminal(hub, &record, &envelope, terminal).await?,
+    };
+    match completion {
+        Completion::Applied(rec) => Ok(Outcome::Resolved(Resolved {
             id: rec.id.to_string(),
             status: rec.status,
             resolution_id: rec.resolution_id.map(|r| r.to_string()).unwrap_or_default(),
-        }),
+        })),
         Completion::AlreadyTerminal(rec) => Err(already_terminal(&rec)),
         Completion::Missing => Err(HubError::NotFound),
     }

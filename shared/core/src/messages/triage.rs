@@ -24,7 +24,7 @@ pub const MAX_EVENTS: usize = 64;
 /// Compare-and-set attempts before a write reports a conflict.
 const ATTEMPTS: usize = 5;
 /// A record outlives its open message's expiry (or its last write) by at least this.
-const KEEP_AT_LEAST: Duration = Duration::days(30);
+pub const KEEP_AT_LEAST: Duration = Duration::days(30);
 
 /// How a claim went.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -47,6 +47,22 @@ pub struct TriageData {
     pub snoozes: BTreeMap<String, Timestamp>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<TriageEvent>,
+    /// Issue 40: approvals short of their quorum (`crate::decisions::quorum`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<PendingApproval>,
+}
+
+/// One approval waiting for its quorum (kept in the triage record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The attested actor (`human:alice`).
+    pub actor: String,
+    pub value: serde_json::Value,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -256,7 +256,9 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
         }
     };
     let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
-    match resolve::resolve(&hub, &session.principal, None, &id, &bytes).await {
+    match resolve::resolve_outcome(&hub, &session.principal, None, &id, &bytes).await {
+        // Issue 40: one approval of a quorum — recorded; the page says how many are still needed.
+        Ok(resolve::Outcome::Pending(_)) => Redirect::to(&format!("/inbox/{id}?approved=1")).into_response(),
         // Issue 39: answer-and-next goes on to the next message this operator may answer.
         Ok(_) if form_get(&pairs, "then") == Some("next") => {
             Redirect::to(&format!("/inbox/next?after={id}")).into_response()

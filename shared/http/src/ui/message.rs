@@ -60,6 +60,9 @@ async fn show_state(hub: &Hub, session: &Session, id: &str, reveal: bool, state:
 
 pub async fn page(State(hub): State<Hub>, session: Session, Path(id): Path<String>, params: Params) -> Response {
     let info = match (params.get("done"), params.get("answered")) {
+        _ if params.get("approved").is_some() => {
+            Some("Your approval was recorded. The answer is sent when the quorum is complete.".to_owned())
+        }
         (Some(_), _) => Some("Your answer was recorded.".to_owned()),
         (None, Some(_)) => Some("Your answer was recorded. Next waiting for you:".to_owned()),
         _ => None,
@@ -140,6 +143,7 @@ pub fn render(
         @if let Some(resp) = &rec.response { (outcome(view, resp, reveal, now)) }
         @if let Some(n) = &view.notifications { (notifications(n, now)) }
         @if rec.status.is_open() && rec.kind != MessageType::Notify { (super::claims::section(view, session, now)) }
+        @if rec.status.is_open() { (super::approvals::section(view, now)) }
         @match &view.allowed {
             // Issue 39: a sensitive ask is answered only after its content was revealed, so
             // nobody approves what they have not seen (the resolve POST checks it too).
@@ -337,6 +341,13 @@ fn outcome(view: &InboxMessage, resp: &Value, reveal: bool, now: ma2h_protocol::
                     v => { dt { "Answer" } dd { @if masked && view.envelope.sensitive { span.masked { "•••••• (sensitive)" } } @else { (option_label(view, v)) } } }
                 }
                 @if let Some(c) = detail["comment"].as_str() { dt { "Comment" } dd { (c) } }
+                // issue 40: who made up the quorum, who stood in for whom
+                @if let Some(a) = detail["approvals"].as_array().filter(|a| !a.is_empty()) {
+                    dt { "Approved by" }
+                    dd { (a.iter().filter_map(|x| x["actor"].as_str()).collect::<Vec<_>>().join(", ")) }
+                }
+                @if let Some(o) = detail["on_behalf_of"].as_str() { dt { "On behalf of" } dd { (o) } }
+                @if let Some(g) = detail["grant_id"].as_str() { dt { "Answered by grant" } dd { code { (g) } } }
                 @if view.record.kind != ma2h_protocol::envelope::MessageType::Notify {
                     dt { "Delivery" }
                     dd { (delivery(&push_json(view))) }

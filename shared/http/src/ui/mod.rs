@@ -14,6 +14,7 @@
 //! | `GET /inbox/next`, `POST /inbox/bulk` | [`triage`]: answer-and-next, bulk decline/dismiss |
 //! | `POST /inbox/{id}/claim`, `POST /inbox/{id}/snooze` | [`claims`]: "I'm on it", snooze |
 //! | `GET /inbox/search` | [`search`]: titles and bodies (SQLite), titles (DynamoDB) |
+//! | `GET/POST /inbox/policies` | [`policies`]: approval policies (quorum, who may never approve) |
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
@@ -27,6 +28,7 @@
 mod agent_sessions;
 mod agents;
 mod answer;
+mod approvals;
 mod bidi;
 mod channels;
 mod claims;
@@ -36,6 +38,7 @@ mod live;
 mod login;
 mod mail_answer;
 mod message;
+mod policies;
 mod rows;
 mod search;
 mod session;
@@ -85,6 +88,7 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/agent-stop", post(agent_sessions::stop))
         .route("/inbox/inter-agent", post(inter_agent::update))
         .route("/inbox/channels", get(channels::page_get).post(channels::update))
+        .route("/inbox/policies", get(policies::page_get).post(policies::update))
         .route("/inbox/next", get(triage::next))
         .route("/inbox/search", get(search::results))
         .route("/inbox/bulk", post(triage::bulk))
@@ -147,6 +151,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                             a href="/inbox/history" { "History" }
                             a href="/inbox/agents" { "Agents" }
                             a href="/inbox/channels" { "Channels" }
+                            a href="/inbox/policies" { "Policies" }
                             button.link #alerts type="button" hidden aria-pressed="false" { "Desktop alerts: off" }
                             span.who { (s.who()) }
                             form.inline method="post" action="/logout" {

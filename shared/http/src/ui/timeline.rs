@@ -47,8 +47,19 @@ fn lines(view: &InboxMessage) -> Vec<(Timestamp, String)> {
             out.push((e.at, text));
         }
     }
+    if let Some(t) = view.triage.as_ref().filter(|_| rec.status.is_open()) {
+        for a in &t.data.approvals {
+            out.push((a.at, format!("approved by {} (waiting for the quorum)", a.actor)));
+        }
+    }
     if let Some(resp) = &rec.response {
         let detail = &resp["response"];
+        for a in detail["approvals"].as_array().into_iter().flatten() {
+            let at = a["approved_at"].as_str().and_then(time::parse);
+            if let (Some(at), Some(by)) = (at, a["actor"].as_str()) {
+                out.push((at, format!("approved by {by}")));
+            }
+        }
         let at = detail["resolved_at"].as_str().and_then(time::parse).unwrap_or(rec.updated_at);
         let by = detail["actor"].as_str().unwrap_or("the Hub");
         let how = resp["resolution"].as_str().unwrap_or(rec.status.as_str());

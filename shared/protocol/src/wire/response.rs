@@ -51,6 +51,31 @@ pub struct ResponseDetail {
     pub comment: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checklist: Option<Vec<ChecklistItem>>,
+    /// Hub extension (issue 40; a v0.5 client ignores it, §10, and the signature covers it):
+    /// every human whose approval made up a quorum, in order — the last is `actor`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
+    /// Hub extension (issue 40): `actor` answered as the delegate of this human (`human:<id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
+    /// Hub extension (issue 40): a standing grant answered this ask at once; `actor` is the human
+    /// who granted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_id: Option<String>,
+}
+
+/// One approval of a quorum (a Hub extension, issue 40).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// `human:<id>` (or the attested actor that approved).
+    pub actor: String,
+    /// RFC 3339, as every time in a Response.
+    pub approved_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// Whom the approver stood in for (delegation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
 }
 
 impl Response {

@@ -251,6 +251,9 @@ fn generated_bodies_validate_against_the_schemas() {
             resolved_at: time::format(g.time()),
             comment: g.opt(|g| g.word("")),
             checklist: None,
+            approvals: Vec::new(),
+            on_behalf_of: None,
+            grant_id: None,
         };
         let response = Response {
             ma2h_version: "0.5".into(),
@@ -326,6 +329,9 @@ fn a_task_response_with_a_checklist_validates() {
         resolved_at: "2026-06-04T15:48:30.000Z".into(),
         comment: None,
         checklist: Some(vec![ChecklistItem { text: "Deploy".into(), done: true }]),
+        approvals: Vec::new(),
+        on_behalf_of: None,
+        grant_id: None,
     };
     let r = Response {
         ma2h_version: "0.5".into(),

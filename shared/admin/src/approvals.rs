@@ -1,0 +1,73 @@
+//! `ma2h-hub admin approvals …` (issue 40): an account's approval policies — how many distinct
+//! approvers an ask matching a policy needs, and who may never approve it (docs/decisions.md).
+//! Always prints the account's policies as JSON.
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use ma2h_core::Hub;
+use ma2h_core::decisions::manage::{self, PolicySpec};
+use serde_json::Value;
+
+#[derive(Args)]
+pub struct ApprovalsArgs {
+    #[command(subcommand)]
+    pub command: ApprovalsCommand,
+    /// Accepted for symmetry with the other admin commands: the output is always JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum ApprovalsCommand {
+    /// Show the account's approval policies (in the order they are tried).
+    Show {
+        #[arg(long)]
+        account: String,
+    },
+    /// Add a policy, or replace the one with this id in place.
+    Add {
+        #[arg(long)]
+        account: String,
+        /// 1–64 of a-z, 0-9 and -.
+        #[arg(long)]
+        id: String,
+        /// Distinct approvers the same answer needs (1–10; 1 only excludes).
+        #[arg(long)]
+        approvals: u8,
+        /// Only this agent's asks.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only asks whose `agent.project` is this.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only asks carrying this tag.
+        #[arg(long)]
+        tag: Option<String>,
+        /// Only this priority or a more urgent one (low, normal, high, urgent).
+        #[arg(long)]
+        min_priority: Option<String>,
+        /// An operator who may never answer a matching ask; repeat for several.
+        #[arg(long = "exclude")]
+        exclude: Vec<String>,
+        /// The `agent.labels` key naming the human a run works for, who may not answer it.
+        #[arg(long)]
+        exclude_label: Option<String>,
+    },
+    Remove {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        id: String,
+    },
+}
+
+pub async fn execute(hub: &Hub, cmd: ApprovalsCommand) -> Result<Value> {
+    Ok(match cmd {
+        ApprovalsCommand::Show { account } => manage::show(hub, &account).await?,
+        ApprovalsCommand::Add { account, id, approvals, agent, project, tag, min_priority, exclude, exclude_label } => {
+            let spec = PolicySpec { id, agent, project, tag, min_priority, approvals, exclude, exclude_label };
+            manage::put(hub, &account, spec).await?
+        }
+        ApprovalsCommand::Remove { account, id } => manage::remove(hub, &account, &id).await?,
+    })
+}

@@ -1,0 +1,8 @@
+//! Team decisions (issue 40): approval policies — a quorum of distinct approvers and the
+//! humans who may never approve ([`policy`], [`quorum`]) — and their administration
+//! ([`manage`]). Everything here is a Hub extension: with nothing configured every wire byte is
+//! as v0.5 specifies.
+
+pub mod manage;
+pub mod policy;
+pub mod quorum;

@@ -1,0 +1,152 @@
+//! `GET/POST /inbox/policies` (issue 40): the account's approval policies — which asks need
+//! the same answer from several people, and who may never answer them — listed in the order
+//! they are tried, with a form to add or replace one and a **Remove** button each. The same
+//! use cases as `PUT /v1/operator/approval-policies/{id}` and `ma2h-hub admin approvals`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use ma2h_core::decisions::manage::{self, PolicySpec};
+use ma2h_core::{Hub, HubError};
+use maud::html;
+
+use super::session::Session;
+use super::{csrf_refused, form_get, form_pairs, notice, page, respond, went_wrong};
+use crate::extract::{Body, Params};
+
+/// `GET /inbox/policies`.
+pub async fn page_get(State(hub): State<Hub>, session: Session, params: Params) -> Response {
+    render(&hub, &session, params.get("done").map(str::to_owned), None, StatusCode::OK).await
+}
+
+async fn render(
+    hub: &Hub,
+    session: &Session,
+    info: Option<String>,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    let policy = match hub.credentials.get_account_policy(&session.principal.account).await {
+        Ok(p) => p.unwrap_or_default(),
+        Err(e) => return went_wrong(Some(session), "policies page", &e),
+    };
+    let csrf = &session.csrf;
+    let body = html! {
+        @if let Some(i) = &info { p.notice role="status" { (i) } }
+        @if let Some(e) = &error { p.notice.error role="alert" { (super::prose(e)) } }
+        h1 { "Approval policies" }
+        p.hint { "An ask matching a policy needs the same answer from that many different people; "
+            "each answer is one approval until the last completes it (a decline ends the ask at once). "
+            "A policy can also name people who may never answer, or read the run's owner from one of its "
+            code { "agent.labels" } ". The first matching policy applies." }
+        @if policy.approvals.is_empty() { p { "No policy: one allowed answer resolves an ask." } }
+        @else {
+            table.cards {
+                thead { tr { th { "Policy" } th { "Matches" } th { "Approvals" } th { "Never" } th {} } }
+                tbody {
+                    @for p in &policy.approvals {
+                        tr {
+                            td data-label="Policy" { code { (p.id) } }
+                            td data-label="Matches" {
+                                @let parts: Vec<String> = [
+                                    p.agent.as_ref().map(|a| format!("agent {a}")),
+                                    p.project.as_ref().map(|x| format!("project {x}")),
+                                    p.tag.as_ref().map(|t| format!("#{t}")),
+                                    p.min_priority.map(|m| format!("{} or above", m.as_str())),
+                                ].into_iter().flatten().collect();
+                                @if parts.is_empty() { "every ask" } @else { (parts.join(", ")) }
+                            }
+                            td data-label="Approvals" { (p.approvals) }
+                            td data-label="Never" {
+                                (p.exclude.iter().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", "))
+                                @if let Some(l) = &p.exclude_label { @if !p.exclude.is_empty() { ", " } "the run's " code { (l) } }
+                            }
+                            td.act {
+                                form.inline method="post" action="/inbox/policies" {
+                                    input type="hidden" name="csrf" value=(csrf);
+                                    input type="hidden" name="action" value="remove";
+                                    input type="hidden" name="id" value=(p.id);
+                                    button.link type="submit" { "Remove" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Add or replace a policy" }
+        form method="post" action="/inbox/policies" {
+            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="action" value="put";
+            label for="pid" { "Id" } input #pid type="text" name="id" required pattern="[a-z0-9-]{1,64}" placeholder="prod-deploys";
+            label for="approvals" { "Approvals needed " span.hint { "(different people, 1–10)" } }
+            input #approvals type="number" name="approvals" min="1" max="10" value="2" required;
+            label for="agent" { "Only this agent " span.hint { "(empty: any)" } } input #agent type="text" name="agent";
+            label for="project" { "Only this project" } input #project type="text" name="project";
+            label for="tag" { "Only this tag" } input #tag type="text" name="tag";
+            label for="minp" { "Priority at least" }
+            select #minp name="min_priority" {
+                option value="" { "any" } option value="normal" { "normal" } option value="high" { "high" } option value="urgent" { "urgent" }
+            }
+            label for="exclude" { "Never these operators " span.hint { "(comma-separated ids)" } } input #exclude type="text" name="exclude" placeholder="alice, bob";
+            label for="label" { "Never the run's owner named by label " span.hint { "(an agent.labels key)" } }
+            input #label type="text" name="exclude_label" placeholder="requested_by";
+            div.actions { button type="submit" { "Save policy" } }
+        }
+    };
+    respond(status, page("Policies", Some(session), body))
+}
+
+/// `POST /inbox/policies` (`action=put|remove`).
+pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) -> Response {
+    let pairs = form_pairs(&body);
+    if !session.csrf_ok(form_get(&pairs, "csrf")) {
+        return csrf_refused(Some(&session));
+    }
+    let account = session.principal.account.to_string();
+    let get = |k: &str| form_get(&pairs, k).map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+    let result = match form_get(&pairs, "action") {
+        Some("put") => {
+            let approvals = match get("approvals").map(|v| v.parse::<u8>()) {
+                Some(Ok(n)) => n,
+                _ => {
+                    return render(
+                        &hub,
+                        &session,
+                        None,
+                        Some("`approvals`: a number from 1 to 10".into()),
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                    )
+                    .await;
+                }
+            };
+            let spec = PolicySpec {
+                id: get("id").unwrap_or_default(),
+                agent: get("agent"),
+                project: get("project"),
+                tag: get("tag"),
+                min_priority: get("min_priority"),
+                approvals,
+                exclude: get("exclude")
+                    .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
+                    .unwrap_or_default(),
+                exclude_label: get("exclude_label"),
+            };
+            manage::put(&hub, &account, spec).await.map(|_| "Policy saved.")
+        }
+        Some("remove") => {
+            manage::remove(&hub, &account, &get("id").unwrap_or_default()).await.map(|_| "Policy removed.")
+        }
+        _ => Err(HubError::validation("action must be put or remove")),
+    };
+    match result {
+        Ok(done) => Redirect::to(&format!("/inbox/policies?done={}", done.replace(' ', "+"))).into_response(),
+        Err(e @ HubError::Protocol(_)) => {
+            render(&hub, &session, None, Some(e.to_string()), StatusCode::UNPROCESSABLE_ENTITY).await
+        }
+        Err(e @ HubError::NotAuthorized(_)) => {
+            notice(StatusCode::FORBIDDEN, Some(&session), "Not allowed", &e.to_string())
+        }
+        Err(e) => went_wrong(Some(&session), "policies update", &e),
+    }
+}
