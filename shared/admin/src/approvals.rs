@@ -5,7 +5,9 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use ma2h_core::Hub;
+use ma2h_core::decisions::delegation;
 use ma2h_core::decisions::manage::{self, PolicySpec};
+use ma2h_protocol::ids::{AccountId, HumanId};
 use serde_json::Value;
 
 #[derive(Args)]
@@ -59,6 +61,70 @@ pub enum ApprovalsCommand {
         #[arg(long)]
         id: String,
     },
+}
+
+/// `ma2h-hub admin away …` (issue 40): an operator away until a time, with a delegate who
+/// answers the asks that list them meanwhile.
+#[derive(Args)]
+pub struct AwayArgs {
+    #[command(subcommand)]
+    pub command: AwayCommand,
+    /// Accepted for symmetry with the other admin commands: the output is always JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum AwayCommand {
+    /// The account's operators away now.
+    Show {
+        #[arg(long)]
+        account: String,
+    },
+    /// Mark `--human` away until `--until` (RFC 3339), answered for by `--delegate`.
+    Set {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        human: String,
+        #[arg(long)]
+        delegate: String,
+        #[arg(long)]
+        until: String,
+    },
+    /// `--human` is back.
+    Lift {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        human: String,
+    },
+}
+
+fn ids(account: &str, human: &str) -> Result<(AccountId, HumanId)> {
+    let account = AccountId::parse(account).ok_or_else(|| anyhow::anyhow!("--account: not an account id"))?;
+    let human = HumanId::parse(human.strip_prefix("human:").unwrap_or(human))
+        .ok_or_else(|| anyhow::anyhow!("--human: not an operator id"))?;
+    Ok((account, human))
+}
+
+pub async fn execute_away(hub: &Hub, cmd: AwayCommand) -> Result<Value> {
+    Ok(match cmd {
+        AwayCommand::Show { account } => {
+            let account = AccountId::parse(&account).ok_or_else(|| anyhow::anyhow!("--account: not an account id"))?;
+            delegation::show(hub, &account).await?
+        }
+        AwayCommand::Set { account, human, delegate, until } => {
+            let (account, human) = ids(&account, &human)?;
+            let until =
+                ma2h_protocol::time::parse(&until).ok_or_else(|| anyhow::anyhow!("--until: an RFC 3339 time"))?;
+            delegation::set_away(hub, &account, &human, &delegate, until).await?
+        }
+        AwayCommand::Lift { account, human } => {
+            let (account, human) = ids(&account, &human)?;
+            delegation::lift(hub, &account, &human).await?
+        }
+    })
 }
 
 pub async fn execute(hub: &Hub, cmd: ApprovalsCommand) -> Result<Value> {

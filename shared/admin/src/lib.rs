@@ -150,6 +150,8 @@ pub enum AdminCommand {
     /// Approval policies: a quorum of distinct approvers, who may never approve (issue 40,
     /// docs/decisions.md). Always prints JSON.
     Approvals(crate::approvals::ApprovalsArgs),
+    /// An operator away until a time, with a delegate (issue 40). Always prints JSON.
+    Away(crate::approvals::AwayArgs),
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -277,6 +279,7 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
             (stop_json(&t, stop.as_ref()), t.json)
         }
         AdminCommand::Approvals(args) => (crate::approvals::execute(hub, args.command).await?, true),
+        AdminCommand::Away(args) => (crate::approvals::execute_away(hub, args.command).await?, true),
         AdminCommand::Channels(args) => {
             (crate::channels::execute(hub, args.command, args.allow_empty_account).await?, true)
         }

@@ -1,9 +1,11 @@
 //! `GET /v1/operator/approval-policies`, `PUT|DELETE /v1/operator/approval-policies/{id}`
 //! (issue 40, a Hub extension): the account's approval policies — a quorum of distinct
-//! approvers and the humans who may never approve — managed by its operators.
+//! approvers and the humans who may never approve — managed by its operators; and
+//! `GET|PUT|DELETE /v1/operator/away`: an operator away with a delegate.
 
 use axum::Json;
 use axum::extract::State;
+use ma2h_core::decisions::delegation;
 use ma2h_core::decisions::manage::{self, PolicySpec};
 use ma2h_core::kernel::auth::Principal;
 use ma2h_core::kernel::credentials::PrincipalId;
@@ -53,4 +55,29 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(manage::remove(&hub, operator(&who)?, &id).await?))
+}
+
+/// `GET /v1/operator/away`: the account's operators away now, with their delegates (issue 40).
+pub async fn away_list(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
+    operator(&who)?;
+    Ok(Json(delegation::show(&hub, &who.account).await?))
+}
+
+/// `PUT /v1/operator/away` `{"delegate": "bob", "until": "2026-12-10T09:00:00Z"}`: the caller is
+/// away until then; `bob` answers the asks that list them meanwhile.
+pub async fn away_put(State(hub): State<Hub>, Caller(who): Caller, Body(body): Body) -> Result<Json<Value>, ApiError> {
+    operator(&who)?;
+    let v: Value = serde_json::from_slice(&body)
+        .map_err(|e| HubError::validation(format!("`/`: the body is not valid JSON ({e})")))?;
+    let delegate = v["delegate"].as_str().ok_or_else(|| HubError::invalid_field("`/delegate`: an operator id"))?;
+    let until = v["until"]
+        .as_str()
+        .and_then(ma2h_protocol::time::parse)
+        .ok_or_else(|| HubError::invalid_field("`/until`: an RFC 3339 time"))?;
+    Ok(Json(delegation::set_mine(&hub, &who, delegate, until).await?))
+}
+
+/// `DELETE /v1/operator/away`: the caller is back.
+pub async fn away_delete(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
+    Ok(Json(delegation::lift_mine(&hub, &who).await?))
 }

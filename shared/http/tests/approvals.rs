@@ -211,3 +211,87 @@ async fn approvals_cancels_and_expiry_race_to_exactly_one_terminal() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_delegate_answers_for_an_away_operator_until_the_absence_ends() {
+    let t = hub().await;
+    let bob = operator(&t, "bob").await;
+    let only_alice = |key: &str| with(ask(key), "/request/allowed_resolvers", json!(["human:alice"]));
+    let first = t.submit_ok(only_alice("d1")).await;
+    assert_eq!(
+        t.resolve(&bob, &first, answer("ship")).await.status,
+        StatusCode::FORBIDDEN,
+        "not listed, alice is here"
+    );
+
+    let until = ts(t.clock_now() + Duration::hours(2));
+    for bad in [
+        json!({"delegate": "alice", "until": until}),
+        json!({"delegate": "nobody", "until": until}),
+        json!({"delegate": "bob", "until": ts(t.clock_now() - Duration::hours(1))}),
+        json!({"delegate": "bob"}),
+    ] {
+        let r = t.call(Method::PUT, "/v1/operator/away", Some(&t.operator), Some(bad.clone())).await;
+        assert!(r.status.is_client_error(), "{bad}: {}", r.body);
+    }
+    let agent = t
+        .call(Method::PUT, "/v1/operator/away", Some(&t.agent), Some(json!({"delegate": "bob", "until": until})))
+        .await;
+    assert_eq!(agent.status, StatusCode::FORBIDDEN);
+    let r = t
+        .call(
+            Method::PUT,
+            "/v1/operator/away",
+            Some(&t.operator),
+            Some(json!({"delegate": "human:bob", "until": until})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        (r.body["away"][0]["human"].as_str(), r.body["away"][0]["delegate"].as_str()),
+        (Some("human:alice"), Some("human:bob"))
+    );
+
+    let cookie = t.ui_login(&bob).await;
+    let page = t.page(Method::GET, &format!("/inbox/{first}"), Some(&cookie), None).await;
+    assert!(page.html.contains("You answer on behalf of") && page.html.contains(r#"name="act""#), "{}", page.html);
+    let policies = t.page(Method::GET, "/inbox/policies", Some(&cookie), None).await;
+    assert!(
+        policies.html.contains("human:alice is away until") && policies.html.contains("human:bob answers for them"),
+        "{}",
+        policies.html
+    );
+    assert_eq!(t.resolve(&bob, &first, answer("ship")).await.status, StatusCode::OK);
+    let read = t.get(&t.agent, &first).await.body;
+    validate(SchemaKind::GetMessage, &read).unwrap_or_else(|e| panic!("{e}: {read}"));
+    let r = &read["response"]["response"];
+    assert_eq!((r["actor"].as_str(), r["on_behalf_of"].as_str()), (Some("human:bob"), Some("human:alice")), "{read}");
+
+    // it ends on time…
+    let second = t.submit_ok(only_alice("d2")).await;
+    t.advance(Duration::hours(3));
+    assert_eq!(t.resolve(&bob, &second, answer("ship")).await.status, StatusCode::FORBIDDEN, "the absence ended");
+    // …or when lifted
+    let until = ts(t.clock_now() + Duration::hours(2));
+    t.call(Method::PUT, "/v1/operator/away", Some(&t.operator), Some(json!({"delegate": "bob", "until": until}))).await;
+    let back = t.call(Method::DELETE, "/v1/operator/away", Some(&t.operator), None).await;
+    assert_eq!((back.status, back.body["away"].as_array().map(Vec::len)), (StatusCode::OK, Some(0)));
+    assert_eq!(t.resolve(&bob, &second, answer("ship")).await.status, StatusCode::FORBIDDEN, "lifted");
+}
+
+#[tokio::test]
+async fn a_delegate_cannot_carry_a_separation_of_duties_exclusion_away() {
+    let t = hub().await;
+    set_policy(&t, "own", json!({"approvals": 1, "exclude_label": "requested_by"})).await;
+    let bob = operator(&t, "bob").await;
+    let env = with(
+        with(ask("sod"), "/agent/labels", json!({"requested_by": "alice"})),
+        "/request/allowed_resolvers",
+        json!(["human:alice"]),
+    );
+    let id = t.submit_ok(env).await;
+    let until = ts(t.clock_now() + Duration::hours(2));
+    t.call(Method::PUT, "/v1/operator/away", Some(&t.operator), Some(json!({"delegate": "bob", "until": until}))).await;
+    let r = t.resolve(&bob, &id, answer("ship")).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "bob stands in for alice, who may not approve her own run: {}", r.body);
+}

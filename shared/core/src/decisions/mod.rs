@@ -3,6 +3,7 @@
 //! ([`manage`]). Everything here is a Hub extension: with nothing configured every wire byte is
 //! as v0.5 specifies.
 
+pub mod delegation;
 pub mod manage;
 pub mod policy;
 pub mod quorum;

@@ -37,6 +37,9 @@ pub struct AccountPolicy {
     /// Issue 40: approval policies (quorum, separation of duties), the first match applies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<crate::decisions::policy::ApprovalPolicy>,
+    /// Issue 40: operators away, by operator id, with their delegate.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub away: BTreeMap<String, crate::decisions::delegation::Away>,
 }
 
 impl AccountPolicy {

@@ -54,6 +54,8 @@ pub struct InboxMessage {
     pub triage: Option<crate::messages::triage::TriageRecord>,
     /// The approval policy gating this ask, if any (issue 40).
     pub approval_policy: Option<crate::decisions::policy::ApprovalPolicy>,
+    /// The away operator this operator answers for here, as their delegate (issue 40).
+    pub on_behalf_of: Option<String>,
 }
 
 /// Load message `id` of the operator's account and work out what they may do.
@@ -68,7 +70,7 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
         Lookup::Missing => return Err(HubError::NotFound),
     };
     let envelope = record.envelope()?;
-    let allowed = allowed(&record, &envelope, principal);
+    let (allowed, on_behalf_of) = allowed_with_delegation(hub, &record, &envelope, principal).await?;
     let outbound = crate::mailbox::undeliverable::outbound(hub, &record).await?;
     let status = crate::mailbox::addressed::status(&record, outbound.as_ref(), hub.clock.now());
     // A notification failure never hides the message: an unreadable item is just not shown.
@@ -95,7 +97,40 @@ pub async fn view(hub: &Hub, principal: &Principal, id: &str) -> Result<InboxMes
         },
         _ => allowed,
     };
-    Ok(InboxMessage { record, envelope, allowed, outbound, status, notifications, triage, approval_policy })
+    Ok(InboxMessage {
+        record,
+        envelope,
+        allowed,
+        outbound,
+        status,
+        notifications,
+        triage,
+        approval_policy,
+        on_behalf_of,
+    })
+}
+
+/// [`allowed`], and where it is denied, what a delegate may do for an away operator the ask
+/// lists (issue 40): that operator's affordances, and whom they are answered for.
+async fn allowed_with_delegation(
+    hub: &Hub,
+    record: &MessageRecord,
+    envelope: &Envelope,
+    principal: &Principal,
+) -> Result<(Allowed, Option<String>), HubError> {
+    let mine = allowed(record, envelope, principal);
+    if !matches!(mine, Allowed::Denied(_)) || !matches!(principal.id, PrincipalId::Operator(_)) {
+        return Ok((mine, None));
+    }
+    let Some(absent) = crate::decisions::delegation::standing_in(hub, record, envelope, &principal.actor()).await?
+    else {
+        return Ok((mine, None));
+    };
+    let Some(human) = absent.strip_prefix("human:").and_then(ma2h_protocol::ids::HumanId::parse) else {
+        return Ok((mine, None));
+    };
+    let as_them = Principal { id: PrincipalId::Operator(human), ..principal.clone() };
+    Ok((allowed(record, envelope, &as_them), Some(absent)))
 }
 
 /// The §9.1 decision `resolve` enforces ([`Decision`]), combined with the §5.2 permissions.
@@ -176,7 +211,10 @@ pub async fn glance(hub: &Hub, principal: &Principal, ids: &[MessageId]) -> Resu
                 let envelope = rec.envelope()?;
                 // §7: past its expiry (an answer AT it still wins) it is no longer answerable, swept or not.
                 let due = rec.expires_at.is_some_and(|e| e < hub.clock.now());
-                let allowed = if due { Allowed::Closed } else { allowed(&rec, &envelope, principal) };
+                let allowed = match due {
+                    true => Allowed::Closed,
+                    false => allowed_with_delegation(hub, &rec, &envelope, principal).await?.0,
+                };
                 Some(Glance { envelope, allowed, response: rec.response })
             }
             Lookup::Gone { .. } | Lookup::Missing => None,

@@ -56,7 +56,15 @@ pub async fn resolve_outcome(
     };
     let record = load_for_resolver(hub, principal, id).await?;
     let envelope = record.envelope()?;
-    authorize(&record, &envelope, principal, &actor)?;
+    // Issue 40: a delegate answers for an away operator the ask lists (attested as themself,
+    // `on_behalf_of` recorded).
+    let on_behalf_of = match authorize(&record, &envelope, principal, &actor) {
+        Ok(()) => None,
+        Err(refused) => match crate::decisions::delegation::standing_in(hub, &record, &envelope, &actor).await? {
+            Some(absent) => Some(absent),
+            None => return Err(refused),
+        },
+    };
 
     let request = ResolveRequest::parse(body)?;
     if !record.status.is_open() {
@@ -68,6 +76,10 @@ pub async fn resolve_outcome(
     let policy = crate::decisions::quorum::policy_of(hub, &record, &envelope).await?;
     if let Some(p) = &policy {
         crate::decisions::quorum::check_excluded(p, &envelope, &actor)?;
+        // whom a delegate stands in for is held to the same rule
+        if let Some(absent) = on_behalf_of.as_deref().and_then(Actor::parse) {
+            crate::decisions::quorum::check_excluded(p, &envelope, &absent)?;
+        }
     }
     // §6 `edited`: an answer that differs from the agent's proposal (the input schema's defaults).
     let proposal = envelope.request().and_then(|r| r.schema.as_ref()).and_then(ma2h_protocol::rules::proposal);
@@ -83,7 +95,7 @@ pub async fn resolve_outcome(
         checklist: request.checklist,
         defaulted: false,
         edited,
-        ext: ma2h_protocol::response::Extensions::default(),
+        ext: ma2h_protocol::response::Extensions { on_behalf_of, ..Default::default() },
     };
     let completion = match &policy {
         Some(p) if terminal.resolution == Resolution::Answered && p.approvals > 1 => {

@@ -154,7 +154,12 @@ pub fn render(
                     a href=(format!("/inbox/{id}?reveal=1#answer")) { "Reveal and answer" }
                 }
             }
-            Allowed::Resolve(aff) => (answer::form(view, *aff, &session.csrf, form)),
+            Allowed::Resolve(aff) => {
+                @if let Some(absent) = &view.on_behalf_of {
+                    p.notice role="note" { "You answer on behalf of " strong { (absent) } ", who is away and named you their delegate." }
+                }
+                (answer::form(view, *aff, &session.csrf, form))
+            }
             Allowed::Denied(reason) => {
                 h2 { "Answer" }
                 p.notice role="note" { strong { "You can't resolve this message. " } (reason) }

@@ -6,6 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use ma2h_core::decisions::delegation;
 use ma2h_core::decisions::manage::{self, PolicySpec};
 use ma2h_core::{Hub, HubError};
 use maud::html;
@@ -31,6 +32,10 @@ async fn render(
         Err(e) => return went_wrong(Some(session), "policies page", &e),
     };
     let csrf = &session.csrf;
+    let now = hub.clock.now();
+    let away = ma2h_core::decisions::delegation::running(&policy, now);
+    let me = super::claims::me(session).map(ToString::to_string).unwrap_or_default();
+    let mine = away.iter().find(|(h, _)| *h == me).map(|(_, a)| a.clone());
     let body = html! {
         @if let Some(i) = &info { p.notice role="status" { (i) } }
         @if let Some(e) = &error { p.notice.error role="alert" { (super::prose(e)) } }
@@ -72,6 +77,28 @@ async fn render(
                         }
                     }
                 }
+            }
+        }
+        h2 #away { "Away" }
+        p.hint { "While you are away, your delegate may answer the asks that name you (as themself, “on behalf of” you in the answer)." }
+        @if away.is_empty() { p { "Nobody is away." } }
+        ul { @for (h, a) in &away { li { "human:" (h) " is away until " (super::rows::stamp(a.until, now)) " — human:" (a.delegate) " answers for them." } } }
+        @if let Some(a) = &mine {
+            form.inline method="post" action="/inbox/policies" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="action" value="back";
+                "You are away until " (super::rows::absolute(a.until)) ". "
+                button.secondary type="submit" { "I'm back" }
+            }
+        } @else {
+            form method="post" action="/inbox/policies" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="action" value="away";
+                label for="until" { "I'm away until " span.hint { "(UTC)" } }
+                input #until type="datetime-local" name="until" required;
+                label for="delegate" { "Delegate " span.hint { "(the operator who answers for me)" } }
+                input #delegate type="text" name="delegate" required placeholder="bob";
+                div.actions { button type="submit" { "Set away" } }
             }
         }
         h2 { "Add or replace a policy" }
@@ -137,7 +164,23 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
         Some("remove") => {
             manage::remove(&hub, &account, &get("id").unwrap_or_default()).await.map(|_| "Policy removed.")
         }
-        _ => Err(HubError::validation("action must be put or remove")),
+        Some("away") => {
+            let until = get("until").and_then(|u| {
+                chrono::NaiveDateTime::parse_from_str(&u, "%Y-%m-%dT%H:%M")
+                    .ok()
+                    .map(|t| chrono::TimeZone::from_utc_datetime(&chrono::Utc, &t))
+            });
+            match until {
+                Some(until) => {
+                    delegation::set_mine(&hub, &session.principal, &get("delegate").unwrap_or_default(), until)
+                        .await
+                        .map(|_| "You are away.")
+                }
+                None => Err(HubError::validation("`until`: a date and time (UTC)")),
+            }
+        }
+        Some("back") => delegation::lift_mine(&hub, &session.principal).await.map(|_| "Welcome back."),
+        _ => Err(HubError::validation("action must be put, remove, away or back")),
     };
     match result {
         Ok(done) => Redirect::to(&format!("/inbox/policies?done={}", done.replace(' ', "+"))).into_response(),
