@@ -22,11 +22,13 @@
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
 use ma2h_core::channels::outbox::NotificationStore;
+use ma2h_core::decisions::grant_store::GrantStore;
 use ma2h_core::messages::triage::TriageStore;
 use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore, SessionStore};
 
 pub mod credentials;
 pub mod fixtures;
+pub mod grants;
 pub mod inter_agent;
 pub mod listing;
 pub mod mailbox;
@@ -37,6 +39,7 @@ pub mod push;
 pub mod sessions;
 
 pub use credentials::*;
+pub use grants::*;
 pub use inter_agent::*;
 pub use listing::*;
 pub use mailbox::*;
@@ -48,11 +51,14 @@ pub use sessions::*;
 
 /// Every store port, as one bound.
 pub trait Store:
-    MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore
+    MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore + GrantStore
 {
 }
 
-impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore> Store for T {}
+impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore + GrantStore>
+    Store for T
+{
+}
 
 /// Calls `$crate::$callback! { $($args)*; check, check, … }` with every check's name: the one list of
 /// checks, so a new check is declared once and runs on every store.
@@ -82,6 +88,7 @@ macro_rules! for_each_check {
             read_counter_sees_live_counts_only,
             credentials_put_lookup_list_update,
             triage_records_are_compare_and_set_per_message,
+            grants_are_found_by_agent_and_key_counted_and_revoked_once,
             the_account_lists_each_of_its_agents_once,
             secrets_put_get_replace_scoped,
             a_push_terminal_writes_the_obligation_atomically,

@@ -17,6 +17,7 @@ mod admission;
 mod codec;
 mod counts;
 mod credentials;
+mod grants;
 mod insert;
 mod listing;
 mod mailbox;

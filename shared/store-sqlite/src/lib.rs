@@ -39,6 +39,7 @@ mod checkpoint;
 mod claims;
 mod codec;
 pub mod credentials;
+pub mod grants;
 pub mod listing;
 pub mod mailbox;
 pub mod messages;

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -336,6 +336,30 @@ INSERT INTO message_text (rowid, title, body)
         coalesce(json_extract(envelope, '$.body'), '') || ' ' ||
         coalesce(json_extract(envelope, '$.action.instructions'), '') END
     FROM messages;
+"#;
+
+/// Version 13 (issue 40): standing grants — found by (account, agent, key) at submit, listed
+/// by account, purged a while after they were revoked or expired. `data` is the grant's JSON;
+/// the use count and the revocation are columns so that counting a use never rewrites a
+/// revocation.
+const V13: &str = r#"
+CREATE TABLE grants (
+    account      TEXT    NOT NULL,
+    id           TEXT    NOT NULL,
+    agent_id     TEXT    NOT NULL,
+    grant_key    TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL,
+    retain_until INTEGER,
+    uses         INTEGER NOT NULL DEFAULT 0,
+    last_used_at INTEGER,
+    revoked_at   INTEGER,
+    revoked_by   TEXT,
+    data         TEXT    NOT NULL,
+    PRIMARY KEY (account, id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX grants_lookup ON grants (account, agent_id, grant_key);
+CREATE INDEX grants_recent ON grants (account, created_at);
+CREATE INDEX grants_retain ON grants (retain_until) WHERE retain_until IS NOT NULL;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

@@ -4,6 +4,8 @@
 //! as v0.5 specifies.
 
 pub mod delegation;
+pub mod grant_store;
+pub mod grants;
 pub mod manage;
 pub mod policy;
 pub mod quorum;

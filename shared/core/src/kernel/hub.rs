@@ -50,6 +50,8 @@ pub struct HubParts {
     pub notifications: Arc<dyn crate::channels::outbox::NotificationStore>,
     /// Claims, snoozes and triage events (issue 39).
     pub triage: Arc<dyn crate::messages::triage_store::TriageStore>,
+    /// Standing grants (issue 40).
+    pub grants: Arc<dyn crate::decisions::grant_store::GrantStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub changes: Arc<dyn ChangeFeed>,
@@ -88,6 +90,7 @@ impl Hub {
             + SessionStore
             + crate::channels::outbox::NotificationStore
             + crate::messages::triage_store::TriageStore
+            + crate::decisions::grant_store::GrantStore
             + 'static,
     {
         let credential_cache =
@@ -98,6 +101,7 @@ impl Hub {
             mailbox: store.clone(),
             notifications: store.clone(),
             triage: store.clone(),
+            grants: store.clone(),
             sessions: store,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),

@@ -151,6 +151,11 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
             hub.changes.publish_account(&principal.account);
             let mut out = ack(hub, &record, entry.as_ref());
             out.destination = route.map(|r| r.destination);
+            // Issue 40: a standing grant answers a keyed ask at once (the ack still says `open`,
+            // §8.1: the first accept is open; the GET reads the answer).
+            if record.kind == MessageType::Ask && entry.is_none() {
+                Box::pin(crate::decisions::grants::auto_answer(hub, &record)).await;
+            }
             Ok(out)
         }
         // The key is claimed: an earlier submit (or a concurrent one that won the race).

@@ -68,6 +68,7 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     report.sessions_purged = hub.sessions.purge_sessions(now, SWEEP_BATCH).await?;
     hub.notifications.purge_notifications(now, SWEEP_BATCH).await?;
     hub.triage.purge_triage(now, SWEEP_BATCH).await?;
+    hub.grants.purge_grants(now, SWEEP_BATCH).await?;
     Ok(report)
 }
 

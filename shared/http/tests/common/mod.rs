@@ -69,6 +69,7 @@ fn assemble<
         + ma2h_core::ports::SessionStore
         + ma2h_core::channels::outbox::NotificationStore
         + ma2h_core::messages::triage::TriageStore
+        + ma2h_core::decisions::grant_store::GrantStore
         + 'static,
 >(
     store: S,
