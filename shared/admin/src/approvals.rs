@@ -5,8 +5,8 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use ma2h_core::Hub;
-use ma2h_core::decisions::delegation;
 use ma2h_core::decisions::manage::{self, PolicySpec};
+use ma2h_core::decisions::{delegation, grants};
 use ma2h_protocol::ids::{AccountId, HumanId};
 use serde_json::Value;
 
@@ -123,6 +123,46 @@ pub async fn execute_away(hub: &Hub, cmd: AwayCommand) -> Result<Value> {
         AwayCommand::Lift { account, human } => {
             let (account, human) = ids(&account, &human)?;
             delegation::lift(hub, &account, &human).await?
+        }
+    })
+}
+
+/// `ma2h-hub admin grants …` (issue 40): the account's standing grants.
+#[derive(Args)]
+pub struct GrantsArgs {
+    #[command(subcommand)]
+    pub command: GrantsCommand,
+    /// Accepted for symmetry with the other admin commands: the output is always JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum GrantsCommand {
+    /// The account's grants, newest first (active and recently ended).
+    Show {
+        #[arg(long)]
+        account: String,
+    },
+    /// Revoke a grant at once (recorded as revoked by `admin`).
+    Revoke {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        id: String,
+    },
+}
+
+pub async fn execute_grants(hub: &Hub, cmd: GrantsCommand) -> Result<Value> {
+    let now = hub.clock.now();
+    let account_of = |a: &str| AccountId::parse(a).ok_or_else(|| anyhow::anyhow!("--account: not an account id"));
+    Ok(match cmd {
+        GrantsCommand::Show { account } => {
+            let list = grants::list_account(hub, &account_of(&account)?).await?;
+            serde_json::json!({ "grants": list.iter().map(|g| grants::grant_json(g, now)).collect::<Vec<_>>() })
+        }
+        GrantsCommand::Revoke { account, id } => {
+            grants::grant_json(&grants::revoke_as(hub, &account_of(&account)?, &id, "admin").await?, now)
         }
     })
 }

@@ -152,6 +152,8 @@ pub enum AdminCommand {
     Approvals(crate::approvals::ApprovalsArgs),
     /// An operator away until a time, with a delegate (issue 40). Always prints JSON.
     Away(crate::approvals::AwayArgs),
+    /// Standing grants: show, revoke (issue 40). Always prints JSON.
+    Grants(crate::approvals::GrantsArgs),
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -280,6 +282,7 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         }
         AdminCommand::Approvals(args) => (crate::approvals::execute(hub, args.command).await?, true),
         AdminCommand::Away(args) => (crate::approvals::execute_away(hub, args.command).await?, true),
+        AdminCommand::Grants(args) => (crate::approvals::execute_grants(hub, args.command).await?, true),
         AdminCommand::Channels(args) => {
             (crate::channels::execute(hub, args.command, args.allow_empty_account).await?, true)
         }

@@ -1,12 +1,15 @@
 //! `GET /v1/operator/approval-policies`, `PUT|DELETE /v1/operator/approval-policies/{id}`
 //! (issue 40, a Hub extension): the account's approval policies — a quorum of distinct
 //! approvers and the humans who may never approve — managed by its operators; and
-//! `GET|PUT|DELETE /v1/operator/away`: an operator away with a delegate.
+//! `GET|PUT|DELETE /v1/operator/away`: an operator away with a delegate; and
+//! `GET|POST /v1/operator/grants`, `DELETE /v1/operator/grants/{id}`: standing grants.
 
 use axum::Json;
 use axum::extract::State;
-use ma2h_core::decisions::delegation;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use ma2h_core::decisions::manage::{self, PolicySpec};
+use ma2h_core::decisions::{delegation, grants};
 use ma2h_core::kernel::auth::Principal;
 use ma2h_core::kernel::credentials::PrincipalId;
 use ma2h_core::{Hub, HubError};
@@ -80,4 +83,37 @@ pub async fn away_put(State(hub): State<Hub>, Caller(who): Caller, Body(body): B
 /// `DELETE /v1/operator/away`: the caller is back.
 pub async fn away_delete(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
     Ok(Json(delegation::lift_mine(&hub, &who).await?))
+}
+
+/// `GET /v1/operator/grants`: the account's standing grants, newest first (issue 40).
+pub async fn grants_list(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
+    let now = hub.clock.now();
+    let list = grants::list(&hub, &who).await?;
+    Ok(Json(serde_json::json!({ "grants": list.iter().map(|g| grants::grant_json(g, now)).collect::<Vec<_>>() })))
+}
+
+/// `POST /v1/operator/grants` `{"message": "msg_…", "scope": "60m" | "session" | "project" |
+/// "agent"}`: make the caller's own answer of a keyed ask stand.
+pub async fn grants_create(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let v: Value = serde_json::from_slice(&body)
+        .map_err(|e| HubError::validation(format!("`/`: the body is not valid JSON ({e})")))?;
+    let message = v["message"].as_str().ok_or_else(|| HubError::invalid_field("`/message`: a message id"))?;
+    let choice = grants::Choice::parse(v["scope"].as_str().unwrap_or(""))?
+        .ok_or_else(|| HubError::invalid_field("`/scope`: <minutes>m, session, project or agent"))?;
+    let g = grants::grant(&hub, &who, message, choice).await?;
+    Ok((StatusCode::CREATED, Json(grants::grant_json(&g, hub.clock.now()))).into_response())
+}
+
+/// `DELETE /v1/operator/grants/{id}`: revoke at once (idempotent).
+pub async fn grants_revoke(
+    State(hub): State<Hub>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let g = grants::revoke(&hub, &who, &id).await?;
+    Ok(Json(grants::grant_json(&g, hub.clock.now())))
 }

@@ -295,3 +295,112 @@ async fn a_delegate_cannot_carry_a_separation_of_duties_exclusion_away() {
     let r = t.resolve(&bob, &id, answer("ship")).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "bob stands in for alice, who may not approve her own run: {}", r.body);
 }
+
+/// An ask the permission hook would file: a confirm ask with a grant key (issue 40).
+fn keyed(key: &str, grant_key: &str) -> Value {
+    let request = json!({"mode": "confirm", "allowed_resolvers": ["human:alice"], "grant_key": grant_key,
+                         "options": [{"value": "allow", "label": "Allow"}, {"value": "deny", "label": "Deny"}]});
+    with(with(ask(key), "/request", request), "/agent/project", json!("web"))
+}
+
+#[tokio::test]
+async fn a_standing_grant_answers_later_keyed_asks_until_revoked_and_never_widens() {
+    let t = hub().await;
+    let first = t.submit_ok(keyed("g1", "Bash:git push")).await;
+    let refused = t
+        .call(Method::POST, "/v1/operator/grants", Some(&t.operator), Some(json!({"message": first, "scope": "60m"})))
+        .await;
+    assert!(refused.status.is_client_error(), "a grant stands on an answer: {}", refused.body);
+    // the human answers in the inbox and makes the answer stand for an hour
+    let cookie = t.ui_login(&t.operator).await;
+    let page = t.page(Method::GET, &format!("/inbox/{first}"), Some(&cookie), None).await;
+    assert!(page.html.contains("Remember this answer") && page.html.contains("for this project"), "{}", page.html);
+    let form = [("csrf", page.csrf()), ("act", "answer:allow".into()), ("grant", "60m".into())];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = t.page(Method::POST, &format!("/inbox/{first}/resolve"), Some(&cookie), Some(&form)).await;
+    assert!(r.location().contains("granted=grt_"), "{} {}", r.status, r.location());
+    let grant_id = r.location().split("granted=").nth(1).unwrap().to_owned();
+
+    // the same agent, the same key: answered at once, attested to alice, with the grant's id
+    let second = t.submit_ok(keyed("g2", "Bash:git push")).await;
+    let read = t.get(&t.agent, &second).await.body;
+    validate(SchemaKind::GetMessage, &read).unwrap_or_else(|e| panic!("{e}: {read}"));
+    let resp = &read["response"]["response"];
+    assert_eq!(
+        (read["status"].as_str(), resp["value"].as_str(), resp["actor"].as_str(), resp["grant_id"].as_str()),
+        (Some("answered"), Some("allow"), Some("human:alice"), Some(grant_id.as_str())),
+        "{read}"
+    );
+    // another key, a sensitive ask, another agent: a human decides
+    assert_eq!(t.get(&t.agent, &t.submit_ok(keyed("g3", "Bash:rm")).await).await.body["status"], "open");
+    let sensitive = with(keyed("g4", "Bash:git push"), "/sensitive", json!(true));
+    assert_eq!(t.get(&t.agent, &t.submit_ok(sensitive).await).await.body["status"], "open", "never a sensitive ask");
+    let mut other = keyed("g5", "Bash:git push");
+    other["agent"]["id"] = json!("other");
+    let r = t.submit(&t.other_agent, other).await;
+    assert_eq!(
+        t.get(&t.other_agent, r.body["id"].as_str().unwrap()).await.body["status"],
+        "open",
+        "only the granted agent"
+    );
+    // an approval policy over it: never auto-answered
+    set_policy(&t, "web", json!({"approvals": 2, "project": "web"})).await;
+    assert_eq!(
+        t.get(&t.agent, &t.submit_ok(keyed("g6", "Bash:git push")).await).await.body["status"],
+        "open",
+        "under a quorum"
+    );
+    t.call(Method::DELETE, "/v1/operator/approval-policies/web", Some(&t.operator), None).await;
+
+    let list = t.call(Method::GET, "/v1/operator/grants", Some(&t.operator), None).await.body;
+    assert_eq!(
+        (list["grants"][0]["id"].as_str(), list["grants"][0]["uses"].as_u64(), list["grants"][0]["active"].as_bool()),
+        (Some(grant_id.as_str()), Some(1), Some(true)),
+        "{list}"
+    );
+    let revoked = t.call(Method::DELETE, &format!("/v1/operator/grants/{grant_id}"), Some(&t.operator), None).await;
+    assert_eq!((revoked.status, revoked.body["active"].as_bool()), (StatusCode::OK, Some(false)), "{}", revoked.body);
+    assert_eq!(
+        t.get(&t.agent, &t.submit_ok(keyed("g7", "Bash:git push")).await).await.body["status"],
+        "open",
+        "revoked at once"
+    );
+    assert_eq!(
+        t.call(Method::DELETE, "/v1/operator/grants/grt_nope", Some(&t.operator), None).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn a_timed_grant_ends_on_time_and_a_project_grant_stays_in_its_project() {
+    let t = hub().await;
+    let first = t.submit_ok(keyed("t1", "Edit:*.rs")).await;
+    t.resolve(&t.operator, &first, answer("allow")).await;
+    let r = t
+        .call(Method::POST, "/v1/operator/grants", Some(&t.operator), Some(json!({"message": first, "scope": "15m"})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    t.advance(Duration::minutes(16));
+    assert_eq!(t.get(&t.agent, &t.submit_ok(keyed("t2", "Edit:*.rs")).await).await.body["status"], "open", "expired");
+
+    let third = t.submit_ok(keyed("t3", "Edit:*.rs")).await;
+    t.resolve(&t.operator, &third, answer("deny")).await;
+    let r = t
+        .call(
+            Method::POST,
+            "/v1/operator/grants",
+            Some(&t.operator),
+            Some(json!({"message": third, "scope": "project"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let same = t.get(&t.agent, &t.submit_ok(keyed("t4", "Edit:*.rs")).await).await.body;
+    assert_eq!(same["response"]["response"]["value"], "deny", "a standing deny answers too: {same}");
+    let elsewhere = with(keyed("t5", "Edit:*.rs"), "/agent/project", json!("api"));
+    assert_eq!(t.get(&t.agent, &t.submit_ok(elsewhere).await).await.body["status"], "open", "another project");
+    let bob = operator(&t, "bob").await;
+    let theirs = t
+        .call(Method::POST, "/v1/operator/grants", Some(&bob), Some(json!({"message": third, "scope": "agent"})))
+        .await;
+    assert!(theirs.status.is_client_error(), "only on one's own answer: {}", theirs.body);
+}

@@ -240,13 +240,28 @@ pub async fn list(hub: &Hub, principal: &Principal) -> Result<Vec<Grant>, HubErr
 /// Revoke a grant at once (any operator of the account; idempotent).
 pub async fn revoke(hub: &Hub, principal: &Principal, id: &str) -> Result<Grant, HubError> {
     let me = operator(principal)?;
-    let mut g = hub.grants.get_grant(&principal.account, id).await?.ok_or(HubError::NotFound)?;
+    revoke_as(hub, &principal.account, id, &format!("human:{me}")).await
+}
+
+/// Revoke as `by` (`human:<id>`, or `admin` from the admin CLI).
+pub async fn revoke_as(
+    hub: &Hub,
+    account: &ma2h_protocol::ids::AccountId,
+    id: &str,
+    by: &str,
+) -> Result<Grant, HubError> {
+    let mut g = hub.grants.get_grant(account, id).await?.ok_or(HubError::NotFound)?;
     let now = hub.clock.now();
-    if g.revoked_at.is_none() && hub.grants.revoke_grant(&g, now, &format!("human:{me}")).await? {
-        tracing::info!(grant_id = %g.id, by = %me, "grant revoked");
+    if g.revoked_at.is_none() && hub.grants.revoke_grant(&g, now, by).await? {
+        tracing::info!(grant_id = %g.id, by = %by, "grant revoked");
         g.revoked_at = Some(now);
-        g.revoked_by = Some(format!("human:{me}"));
-        hub.changes.publish_account(&principal.account);
+        g.revoked_by = Some(by.to_owned());
+        hub.changes.publish_account(account);
     }
     Ok(g)
+}
+
+/// The account's grants (the admin CLI).
+pub async fn list_account(hub: &Hub, account: &ma2h_protocol::ids::AccountId) -> Result<Vec<Grant>, HubError> {
+    Ok(hub.grants.list_grants(account, LIST_LIMIT).await?)
 }

@@ -77,6 +77,19 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
             }
             label for="comment" { "Comment " span.hint { "(optional, sent to the agent)" } }
             textarea #comment name="comment" { (state.values.get("comment").map(String::as_str).unwrap_or("")) }
+            // Issue 40: a keyed ask's answer may stand for later asks of the same kind.
+            @if let Some(key) = grant_key_offered(view) {
+                label for="grant" { "Remember this answer " span.hint { "(later asks from " (view.record.agent_id) " for “" (key) "”)" } }
+                select #grant name="grant" {
+                    option value="once" selected[state.values.get("grant").is_none_or(|v| v == "once")] { "just this once" }
+                    @for (v, l) in [("15m", "for 15 minutes"), ("60m", "for 1 hour"), ("480m", "for 8 hours")] {
+                        option value=(v) selected[state.values.get("grant").is_some_and(|x| x == v)] { (l) }
+                    }
+                    @if env.agent.session.is_some() { option value="session" { "for this session" } }
+                    @if env.agent.project.is_some() { option value="project" { "for this project" } }
+                    option value="agent" { "for this agent, until revoked" }
+                }
+            }
             label.choice.then for="then-next" {
                 input #then-next type="checkbox" name="then" value="next"
                     checked[state.next || state.values.get("then").is_some_and(|v| v == "next")];
@@ -116,6 +129,15 @@ pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState
             }
         }
     }
+}
+
+/// The grant key an answer may make stand (issue 40): a keyed ask that is neither sensitive nor
+/// under an approval policy.
+fn grant_key_offered(view: &InboxMessage) -> Option<String> {
+    if view.envelope.sensitive || view.approval_policy.is_some() {
+        return None;
+    }
+    ma2h_core::decisions::grants::key_of(&view.envelope)
 }
 
 /// Fields generated from a flat input schema: enums and booleans as selects, numbers and strings
@@ -259,6 +281,24 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
     match resolve::resolve_outcome(&hub, &session.principal, None, &id, &bytes).await {
         // Issue 40: one approval of a quorum — recorded; the page says how many are still needed.
         Ok(resolve::Outcome::Pending(_)) => Redirect::to(&format!("/inbox/{id}?approved=1")).into_response(),
+        // Issue 40: the answer stands for later asks of the same key when the human chose so.
+        Ok(_) if form_get(&pairs, "grant").is_some_and(|g| g != "once") => {
+            let choice = ma2h_core::decisions::grants::Choice::parse(form_get(&pairs, "grant").unwrap_or(""));
+            let granted = match choice {
+                Ok(Some(c)) => {
+                    ma2h_core::decisions::grants::grant(&hub, &session.principal, &id, c).await.map(|g| g.id)
+                }
+                Ok(None) => Err(HubError::validation("no grant chosen")),
+                Err(e) => Err(e),
+            };
+            match granted {
+                Ok(gid) => Redirect::to(&format!("/inbox/{id}?granted={gid}")).into_response(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the grant was not made");
+                    Redirect::to(&format!("/inbox/{id}?grant_failed=1")).into_response()
+                }
+            }
+        }
         // Issue 39: answer-and-next goes on to the next message this operator may answer.
         Ok(_) if form_get(&pairs, "then") == Some("next") => {
             Redirect::to(&format!("/inbox/next?after={id}")).into_response()

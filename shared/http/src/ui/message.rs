@@ -60,6 +60,13 @@ async fn show_state(hub: &Hub, session: &Session, id: &str, reveal: bool, state:
 
 pub async fn page(State(hub): State<Hub>, session: Session, Path(id): Path<String>, params: Params) -> Response {
     let info = match (params.get("done"), params.get("answered")) {
+        _ if params.get("granted").is_some() => Some(format!(
+            "Your answer was recorded, and it stands: later asks of the same kind from this agent are answered with it until it ends or you revoke it (grant {}, on the Policies page).",
+            params.get("granted").unwrap_or("")
+        )),
+        _ if params.get("grant_failed").is_some() => {
+            Some("Your answer was recorded, but it could not be remembered for later asks.".to_owned())
+        }
         _ if params.get("approved").is_some() => {
             Some("Your approval was recorded. The answer is sent when the quorum is complete.".to_owned())
         }

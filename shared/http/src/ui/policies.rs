@@ -33,6 +33,10 @@ async fn render(
     };
     let csrf = &session.csrf;
     let now = hub.clock.now();
+    let grants = match ma2h_core::decisions::grants::list(hub, &session.principal).await {
+        Ok(g) => g,
+        Err(e) => return went_wrong(Some(session), "policies page", &e),
+    };
     let away = ma2h_core::decisions::delegation::running(&policy, now);
     let me = super::claims::me(session).map(ToString::to_string).unwrap_or_default();
     let mine = away.iter().find(|(h, _)| *h == me).map(|(_, a)| a.clone());
@@ -72,6 +76,45 @@ async fn render(
                                     input type="hidden" name="action" value="remove";
                                     input type="hidden" name="id" value=(p.id);
                                     button.link type="submit" { "Remove" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 #grants { "Standing answers (grants)" }
+        p.hint { "Answers a human chose to make stand for later asks of the same kind (the ask's grant key) from one agent. "
+            "A sensitive ask, or one under an approval policy, is never answered by a grant." }
+        @if grants.is_empty() { p { "None." } }
+        @else {
+            table.cards {
+                thead { tr { th { "Grant" } th { "Agent and key" } th { "Answer" } th { "Scope" } th { "Granted" } th { "Used" } th {} } }
+                tbody {
+                    @for g in &grants {
+                        tr {
+                            td data-label="Grant" { code { (g.id) } @if !g.is_active(now) { br; span.hint { @if g.revoked_at.is_some() { "revoked" } @else { "expired" } } } }
+                            td data-label="Agent and key" { (g.agent) br; code { (g.key) } }
+                            td data-label="Answer" { code { (g.value) } }
+                            td data-label="Scope" {
+                                @match &g.scope {
+                                    ma2h_core::decisions::grants::GrantScope::Minutes => { "timed" }
+                                    ma2h_core::decisions::grants::GrantScope::Session { session } => { "session " code { (session) } }
+                                    ma2h_core::decisions::grants::GrantScope::Project { project } => { "project " (project) }
+                                    ma2h_core::decisions::grants::GrantScope::Agent => { "this agent, until revoked" }
+                                }
+                                @if let Some(e) = g.expires_at { br; span.hint { "until " (super::rows::absolute(e)) } }
+                            }
+                            td data-label="Granted" { "human:" (g.granted_by) br; (super::rows::stamp(g.created_at, now)) }
+                            td data-label="Used" { (g.uses) }
+                            td.act {
+                                @if g.is_active(now) {
+                                    form.inline method="post" action="/inbox/policies" {
+                                        input type="hidden" name="csrf" value=(csrf);
+                                        input type="hidden" name="action" value="revoke";
+                                        input type="hidden" name="id" value=(g.id);
+                                        button.danger type="submit" { "Revoke" }
+                                    }
                                 }
                             }
                         }
@@ -180,12 +223,20 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
             }
         }
         Some("back") => delegation::lift_mine(&hub, &session.principal).await.map(|_| "Welcome back."),
+        Some("revoke") => {
+            ma2h_core::decisions::grants::revoke(&hub, &session.principal, &get("id").unwrap_or_default())
+                .await
+                .map(|_| "Grant revoked.")
+        }
         _ => Err(HubError::validation("action must be put, remove, away or back")),
     };
     match result {
         Ok(done) => Redirect::to(&format!("/inbox/policies?done={}", done.replace(' ', "+"))).into_response(),
         Err(e @ HubError::Protocol(_)) => {
             render(&hub, &session, None, Some(e.to_string()), StatusCode::UNPROCESSABLE_ENTITY).await
+        }
+        Err(HubError::NotFound) => {
+            notice(StatusCode::NOT_FOUND, Some(&session), "Not found", "There is no such grant in your account.")
         }
         Err(e @ HubError::NotAuthorized(_)) => {
             notice(StatusCode::FORBIDDEN, Some(&session), "Not allowed", &e.to_string())

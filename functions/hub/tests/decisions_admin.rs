@@ -1,0 +1,68 @@
+//! `ma2h-hub admin approvals|away|grants` (issue 40) through the binary: what an operator of a
+//! local Hub types, on the SQLite store.
+
+mod support;
+
+use serde_json::json;
+use support::*;
+
+#[test]
+fn approval_policies_absences_and_grants_are_administered_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    admin_json(path, &["create-operator", "--account", "acme", "--human", "alice"]);
+    admin_json(path, &["create-operator", "--account", "acme", "--human", "bob"]);
+
+    let add = [
+        "approvals",
+        "add",
+        "--account",
+        "acme",
+        "--id",
+        "prod",
+        "--approvals",
+        "2",
+        "--tag",
+        "prod",
+        "--exclude-label",
+        "requested_by",
+    ];
+    let shown = admin_json(path, &add);
+    assert_eq!(shown["approval_policies"][0]["approvals"], 2, "{shown}");
+    assert_eq!(shown["approval_policies"][0]["exclude_label"], "requested_by");
+    let bad = base_command(path)
+        .arg("admin")
+        .args(["approvals", "add", "--account", "acme", "--id", "x", "--approvals", "0"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("approvals"));
+    assert_eq!(
+        admin_json(path, &["approvals", "remove", "--account", "acme", "--id", "prod"])["approval_policies"],
+        json!([])
+    );
+
+    let until = (chrono::Utc::now() + chrono::Duration::hours(4)).to_rfc3339();
+    let away = admin_json(
+        path,
+        &["away", "set", "--account", "acme", "--human", "alice", "--delegate", "bob", "--until", &until],
+    );
+    assert_eq!(
+        (away["away"][0]["human"].as_str(), away["away"][0]["delegate"].as_str()),
+        (Some("human:alice"), Some("human:bob"))
+    );
+    let nobody = base_command(path)
+        .arg("admin")
+        .args(["away", "set", "--account", "acme", "--human", "alice", "--delegate", "zed", "--until", &until])
+        .output()
+        .unwrap();
+    assert!(!nobody.status.success(), "a delegate must hold an operator credential");
+    assert_eq!(admin_json(path, &["away", "lift", "--account", "acme", "--human", "alice"])["away"], json!([]));
+
+    assert_eq!(admin_json(path, &["grants", "show", "--account", "acme"])["grants"], json!([]));
+    let missing = base_command(path)
+        .arg("admin")
+        .args(["grants", "revoke", "--account", "acme", "--id", "grt_x"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success(), "an unknown grant is an error");
+}
