@@ -4,6 +4,7 @@
 mod authz;
 mod cancel;
 mod channels;
+mod decisions;
 mod hard_stop;
 mod inter_agent;
 mod lifecycle;
@@ -161,6 +162,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<Report> {
     // directives, and the first agent's presence must be left to those checks until then.
     sessions::run(&cx, &mut r, &probe.body).await;
     channels::run(&cx, &mut r).await;
+    decisions::run(&cx, &mut r, &probe.body).await;
     lifecycle::finish(&cx, &mut r, pending).await;
 
     // §8.5: every error response of the whole run used the canonical envelope.

@@ -144,8 +144,15 @@ pub fn verdict_of(body: &Value) -> Option<(Verdict, String)> {
         // declined, cancelled, expired without a default, anything unexpected: fail closed
         _ => Verdict::Deny,
     };
+    let grant = r.and_then(|r| r.grant_id.as_deref());
     let how = match (resolution, verdict) {
         ("expired", _) => format!("nobody answered in time; {id}'s default applied"),
+        ("answered", Verdict::Allow) if grant.is_some() => {
+            format!("allowed by the standing grant {} of {actor} via MA2H ({id})", grant.unwrap_or_default())
+        }
+        ("answered", _) if grant.is_some() => {
+            format!("denied by the standing grant {} of {actor} via MA2H ({id})", grant.unwrap_or_default())
+        }
         ("answered", Verdict::Allow) => format!("allowed by {actor} via MA2H ({id}){comment}"),
         ("answered", _) => format!("denied by {actor} via MA2H ({id}){comment}"),
         (other, _) => format!("{id} was {other} ({actor}){comment}; denied"),
@@ -222,6 +229,9 @@ async fn file(args: &HookArgs, config: &Config, event: &HookEvent) -> Result<(Cl
     }
     if rendered.sensitive {
         b = b.sensitive(true);
+    } else if let Some(key) = render::grant_key(event) {
+        // issue 40: a human may let their answer stand for later calls of the same kind
+        b = b.grant_key(&key);
     }
     let agent = crate::compose::agent(config).map_err(|e| ClientError::Config(e.to_string()))?;
     let envelope = match render::idempotency_key(event) {
@@ -314,5 +324,12 @@ mod tests {
         assert_eq!(verdict_of(&body("declined", None)).unwrap().0, Verdict::Deny);
         assert_eq!(verdict_of(&body("cancelled", None)).unwrap().0, Verdict::Deny);
         assert_eq!(verdict_of(&json!({"id": "msg_1", "status": "open"})), None);
+        // issue 40: an answer from a standing grant says so
+        let granted = json!({"id": "msg_2", "status": "answered", "response": {"ma2h_version": "0.5", "in_reply_to": "msg_2",
+            "resolution_id": "res_2", "agent": {"id": "a", "run_id": "r"}, "resolution": "answered",
+            "response": {"value": "allow", "actor": "human:alice", "resolved_at": "2026-01-01T00:00:00Z", "grant_id": "grt_7"}}});
+        let (v, how) = verdict_of(&granted).unwrap();
+        assert_eq!(v, Verdict::Allow);
+        assert!(how.contains("standing grant grt_7 of human:alice"), "{how}");
     }
 }

@@ -181,6 +181,11 @@ impl MessageBuilder {
     pub fn permissions(self, p: Permissions) -> Self {
         self.set_block("permissions", serde_json::to_value(p).expect("permissions serialize"))
     }
+    /// A Hub extension (issue 40): the ask's grant key — what a standing answer is kept for
+    /// (`request.grant_key`; a Hub without grants ignores it, §10).
+    pub fn grant_key(self, key: &str) -> Self {
+        self.set_block("grant_key", Value::String(key.to_owned()))
+    }
     /// §7: an option value (select/confirm), an input object, or `null`.
     pub fn default_on_expire(self, v: Value) -> Self {
         self.set_block("default_on_expire", v)

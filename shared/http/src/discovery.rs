@@ -85,5 +85,14 @@ pub fn capability_document(hub: &Hub) -> Capability {
         ack: AckCapability { enabled: true },
         presence: PresenceCapability { enabled: true, freshness_seconds: mb.presence_freshness.as_secs() },
         rate_limit: (rate != RateLimit::default()).then_some(rate),
+        extensions: Some(ma2h_protocol::wire::HubExtensions {
+            decisions: ma2h_protocol::wire::DecisionsExtension {
+                version: 1,
+                approval_policies: true,
+                delegation: true,
+                grants: true,
+                grant_scopes: ["minutes", "session", "project", "agent"].map(String::from).to_vec(),
+            },
+        }),
     }
 }

@@ -118,6 +118,49 @@ pub fn render(event: &HookEvent) -> Rendered {
 }
 
 /// A retried hook for the same tool call files the same ask (§8.1 replay), not a second one.
+/// The ask's grant key (issue 40): what a human's standing answer would cover. A shell call is
+/// its program and subcommand (`Bash:git push`; environment assignments and `sudo` skipped); a
+/// compound command (`;`, `&&`, `|`, `$(`, backticks, redirections) gets none — a grant for
+/// `git push` must never cover `git push; rm -rf ~`. A file tool is the tool and the file's
+/// extension (`Edit:*.rs`); a web fetch its host; anything else the tool's name.
+pub fn grant_key(event: &HookEvent) -> Option<String> {
+    let tool = event.tool_name.trim();
+    if tool.is_empty() || tool.chars().any(char::is_control) {
+        return None;
+    }
+    let input = &event.tool_input;
+    if let Some(cmd) = command_of(input) {
+        if cmd.contains([';', '|', '&', '`', '>', '<', '\n']) || cmd.contains("$(") {
+            return None;
+        }
+        let mut words = cmd.split_whitespace().filter(|w| !w.contains('=')).skip_while(|w| *w == "sudo" || *w == "env");
+        let program = words.next()?.rsplit('/').next()?.to_owned();
+        let sub = words
+            .next()
+            .filter(|w| !w.starts_with('-') && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        return Some(match sub {
+            Some(s) => format!("{tool}:{program} {s}"),
+            None => format!("{tool}:{program}"),
+        });
+    }
+    if let Some(path) = input.get("file_path").and_then(Value::as_str) {
+        let ext = path.rsplit('/').next().and_then(|f| f.rsplit_once('.')).map(|(_, e)| e).filter(|e| !e.is_empty());
+        return Some(match ext {
+            Some(e) => format!("{tool}:*.{e}"),
+            None => format!("{tool}:{path}"),
+        });
+    }
+    if let Some(host) = input
+        .get("url")
+        .and_then(Value::as_str)
+        .and_then(|u| url::Url::parse(u).ok())
+        .and_then(|u| u.host_str().map(str::to_owned))
+    {
+        return Some(format!("{tool}:{host}"));
+    }
+    Some(tool.to_owned())
+}
+
 pub fn idempotency_key(event: &HookEvent) -> Option<String> {
     let id = event.tool_use_id.as_deref()?;
     let raw = format!("hook:{}:{id}", event.session_id.as_deref().unwrap_or("-"));
@@ -490,5 +533,23 @@ mod tests {
         let e = event("Bash", json!({"command": "ls"}));
         assert_eq!(idempotency_key(&e), idempotency_key(&e));
         assert_eq!(idempotency_key(&e).unwrap(), "hook:s1:toolu_1");
+    }
+
+    #[test]
+    fn a_grant_key_is_the_program_and_subcommand_and_never_a_compound_command() {
+        let key = |tool: &str, input: Value| grant_key(&event(tool, input));
+        assert_eq!(key("Bash", json!({"command": "git push origin main"})).as_deref(), Some("Bash:git push"));
+        assert_eq!(
+            key("Bash", json!({"command": "FOO=1 sudo /usr/bin/npm install --save x"})).as_deref(),
+            Some("Bash:npm install")
+        );
+        assert_eq!(key("Bash", json!({"command": "ls -la"})).as_deref(), Some("Bash:ls"));
+        for compound in ["git push; rm -rf ~", "git push && curl x", "cat a | sh", "echo $(id)", "echo `id`", "ls > f"]
+        {
+            assert_eq!(key("Bash", json!({"command": compound})), None, "{compound}");
+        }
+        assert_eq!(key("Edit", json!({"file_path": "src/a.rs"})).as_deref(), Some("Edit:*.rs"));
+        assert_eq!(key("WebFetch", json!({"url": "https://docs.rs/x"})).as_deref(), Some("WebFetch:docs.rs"));
+        assert_eq!(key("Task", json!({})).as_deref(), Some("Task"));
     }
 }

@@ -38,6 +38,12 @@ pub fn of_read(read: &MessageRead) -> Value {
             put("resolved_at", Some(d.resolved_at.as_str().into()));
             put("edited", d.edited.map(Value::from));
             put("checklist", d.checklist.as_ref().and_then(|c| serde_json::to_value(c).ok()));
+            // issue 40: the answer came from a standing grant / a delegate / a quorum
+            put("grant_id", d.grant_id.clone().map(Value::from));
+            put("on_behalf_of", d.on_behalf_of.clone().map(Value::from));
+            if !d.approvals.is_empty() {
+                put("approved_by", Some(d.approvals.iter().map(|a| Value::from(a.actor.as_str())).collect()));
+            }
         }
         defaulted = r.defaulted;
         out.insert("defaulted".into(), r.defaulted.into());

@@ -102,6 +102,9 @@ pub struct AskHuman {
     /// A key of yours that makes a retried call safe: the same key returns the same ask instead of filing a second one.
     #[serde(default)]
     pub idempotency_key: Option<String>,
+    /// What this ask is about, as a short stable key (e.g. "deploy:staging"): the human may let their answer stand for your later asks with the same key, which are then answered at once (the outcome then carries grant_id). Omit it for one-off questions.
+    #[serde(default)]
+    pub grant_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

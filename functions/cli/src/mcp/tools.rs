@@ -281,6 +281,9 @@ impl HubTools {
         if let Some(d) = p.default_on_expire {
             b = b.default_on_expire(d);
         }
+        if let Some(k) = p.grant_key.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
+            b = b.grant_key(k);
+        }
         b = b.allowed_resolvers(resolvers);
         self.file(b, true).await
     }

@@ -33,6 +33,35 @@ pub struct Capability {
     /// Absent when no limit is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// Hub extensions beyond v0.5 (issue 40), by name: a client feature-detects them here and a
+    /// v0.5 client ignores the member (§10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<HubExtensions>,
+}
+
+/// The extensions this Hub offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HubExtensions {
+    /// Team decisions (docs/decisions.md): approval policies with a quorum, delegation while
+    /// away, standing grants.
+    #[serde(rename = "ma2h-hub.decisions")]
+    pub decisions: DecisionsExtension,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionsExtension {
+    pub version: u32,
+    /// Under an account's approval policy an `answered` value is one approval (answered
+    /// `202 {status: open, approval}`) until the quorum; the completing Response lists
+    /// `response.approvals`.
+    pub approval_policies: bool,
+    /// `response.on_behalf_of`: a delegate answered for an away operator.
+    pub delegation: bool,
+    /// Standing grants: an ask's `request.grant_key`; an answer from a grant carries
+    /// `response.grant_id`.
+    pub grants: bool,
+    /// The scopes a grant may have.
+    pub grant_scopes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,124 @@
+//! The `ma2h-hub.decisions` extension (issue 40; docs/decisions.md), black-box, on a Hub whose
+//! capability document advertises it (skipped otherwise): a standing grant answers a later ask
+//! with the same `request.grant_key` at once — `answered`, attested to the granting human,
+//! `response.grant_id` set, the Response still valid against the v0.5 schema — never a
+//! `sensitive` one, and stops the moment it is revoked; under an approval policy an answer is
+//! one approval (`202`, the ask still `open` for its agent) until the quorum. Everything the
+//! checks create is scoped to this run (its own grant key, its own tag) and removed afterwards.
+
+use ma2h_protocol::schema::{SchemaKind, validate};
+use serde_json::{Value, json};
+
+use super::Ctx;
+use crate::report::{Report, ensure};
+
+const SECTION: &str = "ext";
+
+fn keyed(cx: &Ctx, label: &str, key: &str) -> Value {
+    let mut a = cx.ask(label);
+    a["request"] = json!({"mode": "confirm", "allowed_resolvers": [cx.cfg.operator_actor], "grant_key": key,
+                          "options": [{"value": "allow", "label": "Allow"}, {"value": "deny", "label": "Deny"}]});
+    a
+}
+
+async fn submit(cx: &Ctx, envelope: &Value) -> Result<String, String> {
+    super::ack_id(&cx.hub.submit(&cx.cfg.agent_key, envelope).await)
+}
+
+pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
+    let ext = &capability["extensions"]["ma2h-hub.decisions"];
+    let names = [
+        "a standing grant answers a later ask of the same agent and grant key at once, attested to its human, with response.grant_id",
+        "a sensitive ask is never answered by a grant",
+        "a revoked grant answers nothing more",
+        "under an approval policy an answer is one approval (202, still open for the agent) until its quorum",
+    ];
+    if !ext.is_object() {
+        for n in names {
+            r.skip(SECTION, n, "the Hub does not advertise ma2h-hub.decisions");
+        }
+        return;
+    }
+    let key = format!("conformance:{}", cx.nonce);
+    let (op, agent) = (&cx.cfg.operator_key, &cx.cfg.agent_key);
+    let mut cleanup: Vec<String> = Vec::new();
+
+    // 1. grant, then a keyed ask answered at once
+    let mut grant_id = None;
+    let res = async {
+        let first = submit(cx, &keyed(cx, "grant-first", &key)).await?;
+        let a = cx.hub.resolve(op, &first, &json!({"resolution": "answered", "value": "allow"})).await;
+        ensure(a.status == 200, || format!("answering the first: {}", a.show()))?;
+        let g = cx
+            .hub
+            .call("POST", "/v1/operator/grants", Some(op), Some(&json!({"message": first, "scope": "15m"})))
+            .await;
+        ensure(g.status == 201, || format!("POST /v1/operator/grants: {}", g.show()))?;
+        let id = g.body["id"].as_str().ok_or("the grant has no id")?.to_owned();
+        grant_id = Some(id.clone());
+        let second = submit(cx, &keyed(cx, "grant-second", &key)).await?;
+        let read = cx.hub.get(&format!("/v1/messages/{second}"), agent).await;
+        cleanup.push(second);
+        validate(SchemaKind::GetMessage, &read.body).map_err(|e| format!("{e}: {}", read.show()))?;
+        let resp = &read.body["response"]["response"];
+        ensure(
+            read.body["status"] == "answered"
+                && resp["value"] == "allow"
+                && resp["grant_id"].as_str() == Some(id.as_str())
+                && resp["actor"].as_str() == Some(cx.cfg.operator_actor.as_str()),
+            || format!("the second ask: {}", read.show()),
+        )
+    }
+    .await;
+    r.result(SECTION, names[0], res);
+
+    // 2. never a sensitive ask
+    let res = async {
+        let mut s = keyed(cx, "grant-sensitive", &key);
+        s["sensitive"] = json!(true);
+        let id = submit(cx, &s).await?;
+        let read = cx.hub.get(&format!("/v1/messages/{id}"), agent).await;
+        cleanup.push(id);
+        ensure(read.body["status"] == "open", || format!("a sensitive keyed ask: {}", read.show()))
+    }
+    .await;
+    r.result(SECTION, names[1], res);
+
+    // 3. revoked at once
+    let res = async {
+        let id = grant_id.clone().ok_or("no grant to revoke (the first check failed)")?;
+        let d = cx.hub.call("DELETE", &format!("/v1/operator/grants/{id}"), Some(op), None).await;
+        ensure(d.status == 200 && d.body["active"] == false, || format!("DELETE the grant: {}", d.show()))?;
+        let third = submit(cx, &keyed(cx, "grant-third", &key)).await?;
+        let read = cx.hub.get(&format!("/v1/messages/{third}"), agent).await;
+        cleanup.push(third);
+        ensure(read.body["status"] == "open", || format!("after the revocation: {}", read.show()))
+    }
+    .await;
+    r.result(SECTION, names[2], res);
+
+    // 4. a quorum of 2, this run's tag only: one answer is one approval
+    let policy = format!("/v1/operator/approval-policies/conf-{}", cx.nonce);
+    let res = async {
+        let put = cx.hub.call("PUT", &policy, Some(op), Some(&json!({"approvals": 2, "tag": cx.nonce}))).await;
+        ensure(put.status == 200, || format!("PUT the policy: {}", put.show()))?;
+        let mut a = cx.ask("quorum");
+        a["tags"] = json!([cx.nonce]);
+        let id = submit(cx, &a).await?;
+        cleanup.push(id.clone());
+        let one = cx.hub.resolve(op, &id, &json!({"resolution": "answered", "value": "ship"})).await;
+        ensure(one.status == 202 && one.body["status"] == "open" && one.body["approval"]["required"] == 2, || {
+            format!("one approval: {}", one.show())
+        })?;
+        let read = cx.hub.get(&format!("/v1/messages/{id}"), agent).await;
+        ensure(read.body["status"] == "open" && read.body.get("response").is_none(), || {
+            format!("the agent's read: {}", read.show())
+        })
+    }
+    .await;
+    r.result(SECTION, names[3], res);
+    cx.hub.call("DELETE", &policy, Some(op), None).await;
+    for id in cleanup {
+        cx.close(&id).await;
+    }
+}
