@@ -303,3 +303,36 @@ test('keyboard: x ticks the current row for a bulk action', async () => {
   assert.equal(await box.isChecked(), false);
   await page.close();
 });
+
+test('policies: save and remove an approval policy; a remembered answer answers the next keyed ask', async () => {
+  const page = await desktop.newPage();
+  await page.goto(`${HUB}/inbox/policies`);
+  await page.getByLabel('Id', { exact: true }).fill('ui-prod');
+  await page.getByLabel(/Approvals needed/).fill('2');
+  await page.getByLabel('Only this tag').fill('ui-prod-tag');
+  await page.getByRole('button', { name: 'Save policy' }).click();
+  await page.getByText('Policy saved.').waitFor();
+  const row = page.locator('table.cards tbody tr', { hasText: 'ui-prod' });
+  assert.match(await row.innerText(), /#ui-prod-tag/);
+  await page.screenshot({ path: `${SHOTS}/policies-desktop.png`, fullPage: true });
+  await row.getByRole('button', { name: 'Remove' }).click();
+  await page.getByText('Policy removed.').waitFor();
+
+  const key = `Bash:ui-test ${Date.now()}`;
+  const keyed = (title) => mine(title, { request: { mode: 'confirm', allowed_resolvers: ['human:tester'], grant_key: key } });
+  const first = await keyed('Run the ui test?');
+  await page.goto(`${HUB}/inbox/${first}`);
+  await page.getByLabel(/Remember this answer/).selectOption('60m');
+  await page.getByRole('button', { name: 'Approve' }).click();
+  await page.getByText(/it stands: later asks of the same kind/).waitFor();
+  const second = await keyed('Run the ui test again?');
+  const r = await fetch(`${HUB}/v1/messages/${second}`, { headers: { authorization: `Bearer ${env('AGENT_KEY')}` } });
+  const body = await r.json();
+  assert.equal(body.status, 'answered');
+  assert.match(body.response.response.grant_id, /^grt_/);
+  await page.goto(`${HUB}/inbox/policies`);
+  const grant = page.locator('table.cards tbody tr', { hasText: key });
+  await grant.getByRole('button', { name: 'Revoke' }).click();
+  await page.getByText('Grant revoked.').waitFor();
+  await page.close();
+});

@@ -7,7 +7,6 @@
 use chrono::Duration;
 use ma2h_protocol::ids::{Actor, HumanId};
 use ma2h_protocol::time::Timestamp;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::decisions::manage::edit_policy;
@@ -19,13 +18,7 @@ use crate::{Hub, HubError};
 /// The longest absence one record covers.
 pub const MAX_AWAY: Duration = Duration::days(90);
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Away {
-    /// The operator id who answers meanwhile.
-    pub delegate: String,
-    pub since: Timestamp,
-    pub until: Timestamp,
-}
+pub use crate::decisions::policy::Away;
 
 /// The human `actor` may stand in for on an ask listing `listed`: a listed `human:<x>` who is
 /// away now with `actor` as delegate. Returns `human:<x>`.

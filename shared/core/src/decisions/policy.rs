@@ -66,6 +66,16 @@ impl ApprovalPolicy {
     }
 }
 
+/// An operator away until a time, and who answers for them meanwhile
+/// ([`crate::decisions::delegation`]); kept in the account's policy document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Away {
+    /// The operator id who answers meanwhile.
+    pub delegate: String,
+    pub since: ma2h_protocol::time::Timestamp,
+    pub until: ma2h_protocol::time::Timestamp,
+}
+
 /// The first policy of `policies` that applies to `envelope`.
 pub fn policy_for<'a>(policies: &'a [ApprovalPolicy], envelope: &Envelope) -> Option<&'a ApprovalPolicy> {
     policies.iter().find(|p| p.matches(envelope))

@@ -39,7 +39,7 @@ pub struct AccountPolicy {
     pub approvals: Vec<crate::decisions::policy::ApprovalPolicy>,
     /// Issue 40: operators away, by operator id, with their delegate.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub away: BTreeMap<String, crate::decisions::delegation::Away>,
+    pub away: BTreeMap<String, crate::decisions::policy::Away>,
 }
 
 impl AccountPolicy {
