@@ -203,11 +203,29 @@ fn default_escalate_percent() -> u8 {
 
 impl Route {
     pub fn matches(&self, envelope: &Envelope) -> bool {
-        self.agent.as_deref().is_none_or(|a| a == envelope.agent.id.as_str())
-            && self.project.as_deref().is_none_or(|p| envelope.agent.project.as_deref() == Some(p))
-            && self.tag.as_deref().is_none_or(|t| envelope.tags.iter().any(|x| x == t))
-            && self.min_priority.is_none_or(|p| envelope.priority >= p)
+        matches_filters(
+            self.agent.as_deref(),
+            self.project.as_deref(),
+            self.tag.as_deref(),
+            self.min_priority,
+            envelope,
+        )
     }
+}
+
+/// The one rule routes and approval policies match messages by: this agent, this
+/// `agent.project`, this tag, this priority or a more urgent one — each unset matches any.
+pub fn matches_filters(
+    agent: Option<&str>,
+    project: Option<&str>,
+    tag: Option<&str>,
+    min_priority: Option<Priority>,
+    envelope: &Envelope,
+) -> bool {
+    agent.is_none_or(|a| a == envelope.agent.id.as_str())
+        && project.is_none_or(|p| envelope.agent.project.as_deref() == Some(p))
+        && tag.is_none_or(|t| envelope.tags.iter().any(|x| x == t))
+        && min_priority.is_none_or(|p| envelope.priority >= p)
 }
 
 /// A channel or route id: 1–64 of `[a-z0-9-]`.

@@ -11,7 +11,6 @@ use crate::channels::config::{
     Channel, ChannelsConfig, EmailChannel, MAX_CHANNELS, MAX_ROUTES, MAX_TARGETS, Route, Sealed, SlackChannel,
     SmtpSecurity, WebhookChannel, seal_context, valid_id,
 };
-use crate::inter_agent::policy::MAX_POLICY_BYTES;
 use crate::kernel::settings::Mode;
 use crate::{Hub, HubError};
 
@@ -27,27 +26,15 @@ fn check_id(what: &str, id: &str) -> Result<(), HubError> {
     }
 }
 
-/// Apply `edit` to the account's channels configuration under the policy's compare-and-set.
+/// Apply `edit` to the account's channels configuration under the policy's compare-and-set
+/// (the one account-policy edit: `decisions::manage::edit_policy`).
 async fn edit(
     hub: &Hub,
     account: &AccountId,
     mut edit: impl FnMut(&mut ChannelsConfig) -> Result<(), HubError>,
 ) -> Result<ChannelsConfig, HubError> {
-    for _ in 0..8 {
-        let mut policy = hub.credentials.get_account_policy(account).await?.unwrap_or_default();
-        edit(&mut policy.channels)?;
-        if policy.to_json().len() > MAX_POLICY_BYTES {
-            return Err(HubError::validation(format!(
-                "the account's configuration would exceed {MAX_POLICY_BYTES} bytes"
-            )));
-        }
-        policy.version += 1;
-        if hub.credentials.put_account_policy(account, &policy).await? {
-            hub.policy_cache.forget(account);
-            return Ok(policy.channels);
-        }
-    }
-    Err(HubError::Internal("the account policy kept changing; try again".into()))
+    let policy = crate::decisions::manage::edit_policy(hub, account, |p| edit(&mut p.channels)).await?;
+    Ok(policy.channels)
 }
 
 fn seal(hub: &Hub, account: &AccountId, channel: &str, field: &str, value: &str) -> Result<Sealed, HubError> {

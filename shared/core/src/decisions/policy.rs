@@ -42,10 +42,13 @@ impl ApprovalPolicy {
     /// Does the policy apply to this ask? (Tasks and notifies are never gated.)
     pub fn matches(&self, envelope: &Envelope) -> bool {
         envelope.request().is_some()
-            && self.agent.as_deref().is_none_or(|a| a == envelope.agent.id.as_str())
-            && self.project.as_deref().is_none_or(|p| envelope.agent.project.as_deref() == Some(p))
-            && self.tag.as_deref().is_none_or(|t| envelope.tags.iter().any(|x| x == t))
-            && self.min_priority.is_none_or(|p| envelope.priority >= p)
+            && crate::channels::config::matches_filters(
+                self.agent.as_deref(),
+                self.project.as_deref(),
+                self.tag.as_deref(),
+                self.min_priority,
+                envelope,
+            )
     }
 
     /// Why `human` may not answer this ask, if they may not: named by the policy, or named by the
