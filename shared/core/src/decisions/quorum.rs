@@ -90,8 +90,7 @@ pub async fn approve(
             account: record.account.clone(),
             message_id: record.id.clone(),
             version: expected.unwrap_or(0) + 1,
-            retain_until: record.expires_at.unwrap_or(now).max(now)
-                + hub.retention().max(crate::messages::triage::KEEP_AT_LEAST),
+            retain_until: crate::messages::triage::keep_until(hub, record, now),
             data,
         };
         let pending = Pending {
@@ -116,9 +115,4 @@ pub fn check_excluded(policy: &ApprovalPolicy, envelope: &Envelope, actor: &Acto
         return Err(HubError::NotAuthorized(why));
     }
     Ok(())
-}
-
-/// The approvals of an open message as the inbox and the operator API show them.
-pub fn pending_of(record: Option<&TriageRecord>) -> Vec<PendingApproval> {
-    record.map(|t| t.data.approvals.clone()).unwrap_or_default()
 }

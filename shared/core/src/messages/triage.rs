@@ -24,7 +24,7 @@ pub const MAX_EVENTS: usize = 64;
 /// Compare-and-set attempts before a write reports a conflict.
 const ATTEMPTS: usize = 5;
 /// A record outlives its open message's expiry (or its last write) by at least this.
-pub const KEEP_AT_LEAST: Duration = Duration::days(30);
+const KEEP_AT_LEAST: Duration = Duration::days(30);
 
 /// How a claim went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +84,7 @@ async fn update<T>(
             let extra = data.events.len() - MAX_EVENTS;
             data.events.drain(..extra);
         }
-        let keep = record.expires_at.unwrap_or(now).max(now) + hub.retention().max(KEEP_AT_LEAST);
+        let keep = keep_until(hub, &record, now);
         let next = TriageRecord {
             account: principal.account.clone(),
             message_id: id.clone(),
@@ -102,6 +102,12 @@ async fn update<T>(
         message: "the message's triage changed meanwhile; try again".into(),
         retry_after_secs: 1,
     })
+}
+
+/// When a message's triage record (written at `now`) may go: past the message's expiry, or
+/// the write, by the retention and at least [`KEEP_AT_LEAST`].
+pub fn keep_until(hub: &Hub, record: &crate::messages::records::MessageRecord, now: Timestamp) -> Timestamp {
+    record.expires_at.unwrap_or(now).max(now) + hub.retention().max(KEEP_AT_LEAST)
 }
 
 /// Claim an open message ("I'm on it"); another operator's claim is kept unless `take_over`.

@@ -46,16 +46,17 @@ pub async fn show(hub: &Hub, session: &Session, id: &str, reveal: bool, info: Op
 }
 
 async fn show_state(hub: &Hub, session: &Session, id: &str, reveal: bool, state: FormState) -> Response {
-    // The operator's first view goes into the timeline (issue 39); never a reason to fail the page.
-    if let Err(e) = ma2h_core::messages::triage::viewed(hub, &session.principal, id).await
-        && !matches!(e, HubError::NotFound | HubError::Gone)
-    {
+    let view = match inbox::view(hub, &session.principal, id).await {
+        Ok(view) => view,
+        Err(e) => return error_page(session, &e),
+    };
+    // The operator's first view goes into the timeline (issue 39): written once, read from the
+    // view's own triage record; never a reason to fail the page.
+    let seen = super::claims::me(session).is_none_or(|me| view.triage.as_ref().is_some_and(|t| t.viewed_by(me)));
+    if !seen && let Err(e) = ma2h_core::messages::triage::viewed(hub, &session.principal, id).await {
         tracing::warn!(error = %e, "first view not recorded");
     }
-    match inbox::view(hub, &session.principal, id).await {
-        Ok(view) => render(hub, session, &view, reveal, &state, StatusCode::OK),
-        Err(e) => error_page(session, &e),
-    }
+    render(hub, session, &view, reveal, &state, StatusCode::OK)
 }
 
 pub async fn page(State(hub): State<Hub>, session: Session, Path(id): Path<String>, params: Params) -> Response {
