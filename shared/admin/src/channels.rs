@@ -171,6 +171,17 @@ pub enum ChannelsCommand {
         /// Escalate when this percentage of the lifetime is left (default 20).
         #[arg(long)]
         escalate_at_percent: Option<u8>,
+        /// An on-call ladder: operators reached one after another while the message is open,
+        /// skipping one who is away (their delegate is reached) or offline; repeat in order.
+        #[arg(long = "ladder")]
+        ladder: Vec<String>,
+        /// Minutes each ladder rung is given before the next (default 15).
+        #[arg(long)]
+        ladder_minutes: Option<u32>,
+        /// Minutes without inbox or channel activity after which an operator counts as offline
+        /// (default 60).
+        #[arg(long)]
+        offline_minutes: Option<u32>,
     },
     RemoveRoute {
         #[arg(long, default_value = "default")]
@@ -243,6 +254,9 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
             remind_after,
             escalate,
             escalate_at_percent,
+            ladder,
+            ladder_minutes,
+            offline_minutes,
         } => {
             let spec = RouteSpec {
                 id,
@@ -254,6 +268,9 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
                 remind_after_minutes: remind_after,
                 escalate,
                 escalate_percent_left: escalate_at_percent,
+                ladder,
+                ladder_minutes,
+                offline_minutes,
             };
             manage::put_route(hub, &account, spec).await?
         }

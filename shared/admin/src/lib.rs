@@ -154,6 +154,12 @@ pub enum AdminCommand {
     Away(crate::approvals::AwayArgs),
     /// Standing grants: show, revoke (issue 40). Always prints JSON.
     Grants(crate::approvals::GrantsArgs),
+    /// When each operator was last active in the inbox or a channel, and who is away (issue 40:
+    /// what on-call ladders read). Always prints JSON.
+    Presence {
+        #[arg(long, default_value = "default")]
+        account: String,
+    },
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -283,6 +289,12 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         AdminCommand::Approvals(args) => (crate::approvals::execute(hub, args.command).await?, true),
         AdminCommand::Away(args) => (crate::approvals::execute_away(hub, args.command).await?, true),
         AdminCommand::Grants(args) => (crate::approvals::execute_grants(hub, args.command).await?, true),
+        AdminCommand::Presence { account } => {
+            let account = ma2h_protocol::ids::AccountId::parse(&account)
+                .ok_or_else(|| anyhow::anyhow!("--account: not an account id"))?;
+            let team = ma2h_core::decisions::presence::team(hub, &account).await?;
+            (ma2h_core::decisions::presence::team_json(&team, hub.clock.now()), true)
+        }
         AdminCommand::Channels(args) => {
             (crate::channels::execute(hub, args.command, args.allow_empty_account).await?, true)
         }

@@ -2,7 +2,8 @@
 //! (issue 40, a Hub extension): the account's approval policies — a quorum of distinct
 //! approvers and the humans who may never approve — managed by its operators; and
 //! `GET|PUT|DELETE /v1/operator/away`: an operator away with a delegate; and
-//! `GET|POST /v1/operator/grants`, `DELETE /v1/operator/grants/{id}`: standing grants.
+//! `GET|POST /v1/operator/grants`, `DELETE /v1/operator/grants/{id}`: standing grants; and
+//! `GET /v1/operator/presence`: when each operator was last active (on-call ladders).
 
 use axum::Json;
 use axum::extract::State;
@@ -64,6 +65,14 @@ pub async fn delete(
 pub async fn away_list(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
     operator(&who)?;
     Ok(Json(delegation::show(&hub, &who.account).await?))
+}
+
+/// `GET /v1/operator/presence`: the account's operators — seen, away, or on a route's ladder —
+/// with their state (`online` within 15 minutes, `offline`, `away`, `unknown`) and last activity.
+pub async fn presence(State(hub): State<Hub>, Caller(who): Caller) -> Result<Json<Value>, ApiError> {
+    operator(&who)?;
+    let team = ma2h_core::decisions::presence::team(&hub, &who.account).await?;
+    Ok(Json(ma2h_core::decisions::presence::team_json(&team, hub.clock.now())))
 }
 
 /// `PUT /v1/operator/away` `{"delegate": "bob", "until": "2026-12-10T09:00:00Z"}`: the caller is

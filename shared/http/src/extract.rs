@@ -33,6 +33,10 @@ impl FromRequestParts<Hub> for Caller {
         let api_key = parts.headers.get(API_KEY_HEADER).and_then(|v| v.to_str().ok());
         let client = parts.extensions.get::<ClientIp>().map(|c| c.0);
         let principal = auth::authenticate_from(hub, bearer.or(api_key), client).await?;
+        // issue 40: an operator's own API request is activity (presence for on-call ladders)
+        if let ma2h_core::kernel::credentials::PrincipalId::Operator(human) = &principal.id {
+            ma2h_core::decisions::presence::seen(hub, &principal.account, human).await;
+        }
         Ok(Self(principal))
     }
 }

@@ -54,6 +54,7 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/operator/away", get(approvals::away_list).put(approvals::away_put).delete(approvals::away_delete))
         .route("/v1/operator/grants", get(approvals::grants_list).post(approvals::grants_create))
         .route("/v1/operator/grants/{id}", axum::routing::delete(approvals::grants_revoke))
+        .route("/v1/operator/presence", get(approvals::presence))
         .route("/v1/agents/{*rest}", get(sessions::agent_get).post(sessions::agent_post).delete(sessions::agent_delete))
         .route("/v1/sessions", post(sessions::register).get(sessions::list))
         .route("/v1/sessions/{id}", get(sessions::read).delete(sessions::close))

@@ -6,58 +6,18 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::Duration;
+use common::recording::{Mailbag, Recording};
 use common::*;
 use ma2h_core::channels::manage;
 use ma2h_core::channels::manage::RouteSpec;
 use ma2h_core::channels::notify;
 use ma2h_core::channels::outbox::{Notification, Step, StepKind, StepStatus};
 use ma2h_core::channels::sender::Notifier;
-use ma2h_core::ports::{PushOutcome, PushRequest, PushSender};
 use ma2h_protocol::ids::{AccountId, MessageId};
 use serde_json::{Value, json};
-
-/// Records every request; Slack calls answer like Slack, webhooks answer `webhook_status`.
-#[derive(Default)]
-struct Recording {
-    sent: Mutex<Vec<(String, Value)>>,
-    webhook_status: Mutex<u16>,
-}
-
-impl Recording {
-    fn to(&self, suffix: &str) -> Vec<Value> {
-        self.sent.lock().unwrap().iter().filter(|(u, _)| u.ends_with(suffix)).map(|(_, b)| b.clone()).collect()
-    }
-}
-
-#[async_trait]
-impl PushSender for Recording {
-    async fn send(&self, request: &PushRequest) -> PushOutcome {
-        self.send_reading(request).await.0
-    }
-    async fn send_reading(&self, request: &PushRequest) -> (PushOutcome, Vec<u8>) {
-        let body: Value = serde_json::from_slice(&request.body).unwrap();
-        let n = {
-            let mut sent = self.sent.lock().unwrap();
-            sent.push((request.url.clone(), body.clone()));
-            sent.len()
-        };
-        if request.url.starts_with("https://slack.test/") {
-            let reply = json!({"ok": true, "channel": body["channel"], "ts": format!("1700000000.{n:06}")});
-            return (PushOutcome::Delivered { status: 200 }, serde_json::to_vec(&reply).unwrap());
-        }
-        let status = (*self.webhook_status.lock().unwrap()).max(200);
-        let outcome = match status {
-            200..=299 => PushOutcome::Delivered { status },
-            500..=599 => PushOutcome::Retry { reason: format!("receiver answered {status}") },
-            _ => PushOutcome::Rejected { status },
-        };
-        (outcome, Vec::new())
-    }
-}
 
 async fn setup(remind: Option<u32>, escalate: bool) -> (TestHub, Arc<Recording>, Notifier) {
     let mut settings = settings();
@@ -229,18 +189,6 @@ async fn a_lost_wake_up_is_caught_when_the_message_expires() {
     t.advance(Duration::minutes(30));
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     assert_eq!(sent.to("chat.update").len(), 1, "the outcome is shown, late but not lost");
-}
-
-/// Records every mail instead of sending it.
-#[derive(Default)]
-struct Mailbag(Mutex<Vec<ma2h_core::ports::Mail>>);
-
-#[async_trait]
-impl ma2h_core::ports::MailSender for Mailbag {
-    async fn send(&self, mail: &ma2h_core::ports::Mail) -> Result<(), ma2h_core::ports::MailError> {
-        self.0.lock().unwrap().push(mail.clone());
-        Ok(())
-    }
 }
 
 /// An email channel `mail` to `recipients`, the only route; and a notifier recording mail.

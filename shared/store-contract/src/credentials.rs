@@ -80,6 +80,24 @@ pub async fn the_account_lists_each_of_its_agents_once<S: Store>(store: S) {
     assert_eq!(names, ["ci/web", "deploybot"]);
 }
 
+/// Issue 40 presence: an operator's last activity is one value per (account, operator) that only
+/// moves forward; the account lists its operators by id, and nothing else (agents in the same
+/// account partition, other accounts).
+pub async fn operator_activity_is_kept_per_account_and_never_moves_backwards<S: Store>(store: S) {
+    let acct = account("seen");
+    assert!(store.operators_seen(&acct).await.unwrap().is_empty(), "a new account has none");
+    store.put_credential(&credential(&acct, PrincipalId::Agent(agent("deploybot")), at(-3))).await.unwrap();
+    store.touch_operator(&acct, &human("bob"), at(-5)).await.unwrap();
+    store.touch_operator(&acct, &human("alice"), at(-4)).await.unwrap();
+    store.touch_operator(&acct, &human("alice"), at(-1)).await.unwrap();
+    store.touch_operator(&acct, &human("alice"), at(-2)).await.unwrap(); // a late write from another process
+    store.touch_operator(&account("seen-other"), &human("carol"), at(0)).await.unwrap();
+    let seen: Vec<(String, _)> =
+        store.operators_seen(&acct).await.unwrap().into_iter().map(|(h, t)| (h.to_string(), t)).collect();
+    assert_eq!(seen, vec![("alice".into(), at(-1)), ("bob".into(), at(-5))]);
+    assert_eq!(store.list_agents(&acct).await.unwrap().len(), 1, "the roster is unaffected");
+}
+
 /// A sealed secret is stored per `(account, agent, name)`; a second put replaces it; other
 /// agents, accounts and names see nothing. Bytes are preserved exactly.
 pub async fn secrets_put_get_replace_scoped<S: Store>(store: S) {

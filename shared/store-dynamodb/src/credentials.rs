@@ -8,7 +8,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use ma2h_core::inter_agent::policy::AccountPolicy;
 use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
-use ma2h_protocol::ids::{AccountId, AgentId, key_part};
+use ma2h_protocol::ids::{AccountId, AgentId, HumanId, key_part};
+use ma2h_protocol::time::Timestamp;
 
 use crate::codec::*;
 use crate::{DynamoStore, unavailable};
@@ -51,6 +52,8 @@ fn roster_item(c: &CredentialRecord) -> Option<Item> {
 
 /// Sort-key prefix of roster entries in the account partition (`$` sorts right after `#`).
 const ROSTER_PREFIX: &str = "AGENT#";
+/// Sort-key prefix of operator activity in the account partition (issue 40).
+const SEEN_PREFIX: &str = "SEEN#";
 
 impl DynamoStore {
     /// Give credentials stored before the per-principal pointers existed their pointer (a scan
@@ -239,6 +242,37 @@ impl CredentialStore for DynamoStore {
             Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(()),
             Err(e) => Err(unavailable("PutItem", e)),
         }
+    }
+
+    async fn touch_operator(&self, account: &AccountId, human: &HumanId, at: Timestamp) -> R<()> {
+        let res = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(policy_pk(account), &format!("{SEEN_PREFIX}{}", key_part(human.as_str())))))
+            .update_expression("SET last_seen = :t, human = :h")
+            .condition_expression("attribute_not_exists(last_seen) OR last_seen < :t")
+            .expression_attribute_values(":t", n(ms(at)))
+            .expression_attribute_values(":h", s(human.as_str()))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            // A later activity is already recorded: never move backwards.
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(unavailable("UpdateItem", e)),
+        }
+    }
+
+    async fn operators_seen(&self, account: &AccountId) -> R<Vec<(HumanId, Timestamp)>> {
+        let upper = format!("{}$", SEEN_PREFIX.trim_end_matches('#'));
+        let mut out = Vec::new();
+        for item in self.partition_items(policy_pk(account), Some((SEEN_PREFIX, &upper))).await? {
+            let human = HumanId::parse(get_s(&item, "human")?).ok_or_else(|| corrupt("operator activity: human id"))?;
+            out.push((human, ma2h_protocol::time::from_millis(get_n(&item, "last_seen")?)));
+        }
+        out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        Ok(out)
     }
 
     async fn put_secret(&self, account: &AccountId, agent: &AgentId, name: &str, sealed: &[u8]) -> R<()> {

@@ -13,6 +13,7 @@ use ma2h_core::inter_agent::policy::AccountPolicy;
 use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId, HumanId};
+use ma2h_protocol::time::Timestamp;
 use rusqlite::{OptionalExtension, Row, params};
 
 use crate::codec::{DbError, ms, opt_ms, opt_ts, parsed, ts};
@@ -94,6 +95,29 @@ impl CredentialStore for SqliteStore {
                 tracing::warn!(credential_id = %c.id, "sqlite store: update of an unknown credential ignored");
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn touch_operator(&self, account: &AccountId, human: &HumanId, at: Timestamp) -> Result<(), StoreError> {
+        let (account, human) = (account.to_string(), human.to_string());
+        self.write(move |conn| {
+            conn.prepare_cached(sql::TOUCH_OPERATOR)?.execute(params![account, human, at.timestamp_millis()])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn operators_seen(&self, account: &AccountId) -> Result<Vec<(HumanId, Timestamp)>, StoreError> {
+        let account = account.to_string();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql::OPERATORS_SEEN)?;
+            let rows = stmt.query_map([&account], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?;
+            rows.map(|row| {
+                let (human, at) = row?;
+                Ok((parsed(&human, "operator_seen.human", HumanId::parse)?, ma2h_protocol::time::from_millis(at)))
+            })
+            .collect()
         })
         .await
     }

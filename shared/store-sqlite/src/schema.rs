@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -360,6 +360,17 @@ CREATE TABLE grants (
 CREATE INDEX grants_lookup ON grants (account, agent_id, grant_key);
 CREATE INDEX grants_recent ON grants (account, created_at);
 CREATE INDEX grants_retain ON grants (retain_until) WHERE retain_until IS NOT NULL;
+"#;
+
+/// Version 14 (issue 40): when each operator was last active in the inbox or a channel — read
+/// by on-call ladders and the team listing. One row per operator, moved forward only.
+const V14: &str = r#"
+CREATE TABLE operator_seen (
+    account   TEXT    NOT NULL,
+    human     TEXT    NOT NULL,
+    last_seen INTEGER NOT NULL,
+    PRIMARY KEY (account, human)
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

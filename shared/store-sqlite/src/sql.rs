@@ -132,6 +132,12 @@ pub const LIST_CREDENTIALS: &str =
 pub const LIST_AGENTS: &str = "SELECT DISTINCT principal_name FROM credentials \
      WHERE account = ?1 AND principal_kind = 'agent' ORDER BY principal_name";
 
+/// An operator's activity (issue 40): the stored time only moves forward.
+pub const TOUCH_OPERATOR: &str = "INSERT INTO operator_seen (account, human, last_seen) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (account, human) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)";
+
+pub const OPERATORS_SEEN: &str = "SELECT human, last_seen FROM operator_seen WHERE account = ?1 ORDER BY human";
+
 /// Only the revocation / expiry change after creation.
 pub const UPDATE_CREDENTIAL: &str = "UPDATE credentials SET expires_at = ?1, revoked_at = ?2 WHERE id = ?3";
 

@@ -21,6 +21,8 @@ pub const MAX_CHANNELS: usize = 50;
 pub const MAX_ROUTES: usize = 100;
 /// Most targets on one route (each is one outbox step per message).
 pub const MAX_TARGETS: usize = 5;
+/// Most rungs on one route's ladder.
+pub const MAX_RUNGS: usize = 5;
 
 /// The account's channels, routes and Slack user links.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -195,6 +197,17 @@ pub struct Route {
     /// Escalate when this percentage of the message's lifetime is left (default 20).
     #[serde(default = "default_escalate_percent")]
     pub escalate_percent_left: u8,
+    /// An on-call ladder (issue 40): operators (ids without `human:`) reached one after another
+    /// while the message stays open — see [`crate::channels::ladder`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<String>,
+    /// Minutes each rung is given before the next is reached (default 15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder_minutes: Option<u32>,
+    /// An operator not active in the inbox or a channel for this many minutes is offline, and
+    /// skipped (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offline_minutes: Option<u32>,
 }
 
 fn default_escalate_percent() -> u8 {
@@ -202,6 +215,16 @@ fn default_escalate_percent() -> u8 {
 }
 
 impl Route {
+    /// Minutes a rung is given before the next.
+    pub fn rung_minutes(&self) -> u32 {
+        self.ladder_minutes.unwrap_or(15)
+    }
+
+    /// Minutes without activity after which an operator is offline.
+    pub fn offline_after(&self) -> u32 {
+        self.offline_minutes.unwrap_or(60)
+    }
+
     pub fn matches(&self, envelope: &Envelope) -> bool {
         matches_filters(
             self.agent.as_deref(),

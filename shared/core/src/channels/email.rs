@@ -150,6 +150,7 @@ pub fn compose(
     let lead = match kind {
         StepKind::Reminder => "Reminder: ",
         StepKind::Escalated => "Escalated: ",
+        StepKind::Ladder => "On call: ",
         _ => "",
     };
     let subject = format!("[{}] {lead}{}", record.priority.as_str(), record.title);
@@ -338,6 +339,7 @@ pub async fn apply_link(hub: &Hub, token: &str) -> Result<Applied, LinkError> {
             return Err(LinkError::Unavailable);
         }
     }
+    crate::decisions::presence::seen(hub, &record.account, &human).await; // issue 40: activity
     let principal = Principal {
         account: record.account.clone(),
         id: PrincipalId::Operator(human.clone()),

@@ -195,6 +195,37 @@ pub struct RouteSpec {
     pub remind_after_minutes: Option<u32>,
     pub escalate: Vec<String>,
     pub escalate_percent_left: Option<u8>,
+    /// Operators (`alice` or `human:alice`) reached one after another (issue 40).
+    pub ladder: Vec<String>,
+    pub ladder_minutes: Option<u32>,
+    pub offline_minutes: Option<u32>,
+}
+
+/// A ladder's operators as stored (ids without `human:`), checked.
+fn ladder_of(spec: &RouteSpec) -> Result<Vec<String>, HubError> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in &spec.ladder {
+        let entry = entry.trim();
+        let id = ma2h_protocol::ids::HumanId::parse(entry.strip_prefix("human:").unwrap_or(entry))
+            .ok_or_else(|| HubError::validation(format!("`ladder`: `{entry}` is not an operator id")))?;
+        if out.iter().any(|h| h == id.as_str()) {
+            return Err(HubError::validation(format!("`ladder`: human:{id} is listed twice")));
+        }
+        out.push(id.to_string());
+    }
+    if out.len() > crate::channels::config::MAX_RUNGS {
+        return Err(HubError::validation(format!(
+            "`ladder`: at most {} operators",
+            crate::channels::config::MAX_RUNGS
+        )));
+    }
+    if spec.ladder_minutes.is_some_and(|m| !(1..=1440).contains(&m)) {
+        return Err(HubError::validation("`ladder_minutes`: 1–1440"));
+    }
+    if spec.offline_minutes.is_some_and(|m| !(1..=10_080).contains(&m)) {
+        return Err(HubError::validation("`offline_minutes`: 1–10080 (a week)"));
+    }
+    Ok(out)
 }
 
 /// Add (or replace, keeping its place) a route; new routes go last (routes are tried in order).
@@ -216,7 +247,12 @@ pub async fn put_route(hub: &Hub, account: &str, spec: RouteSpec) -> Result<Valu
     if !(1..=99).contains(&percent) {
         return Err(HubError::validation("`escalate_percent_left`: 1–99"));
     }
+    let ladder = ladder_of(&spec)?;
+    let on_ladder = !ladder.is_empty();
     let route = Route {
+        ladder,
+        ladder_minutes: spec.ladder_minutes.filter(|_| on_ladder),
+        offline_minutes: spec.offline_minutes.filter(|_| on_ladder),
         id: spec.id.clone(),
         agent: spec.agent,
         project: spec.project,

@@ -5,6 +5,7 @@
 pub mod audience;
 pub mod config;
 pub mod email;
+pub mod ladder;
 pub mod mailer;
 pub mod manage;
 pub mod notify;

@@ -122,10 +122,27 @@ impl Notifier {
         let channels = &policy.channels;
         if !record.status.is_open() {
             close_out(item, channels, now);
+        } else if crate::channels::ladder::has_due(item, now) {
+            // Presence is read only when a rung falls due.
+            let seen = hub.credentials.operators_seen(&item.account).await?;
+            crate::channels::ladder::open_rungs(item, &policy, &seen, now);
         }
         let envelope = record.envelope()?;
+        // A Slack ladder mention waits for its channel's announcement, so that it lands in its
+        // thread (the next round, at once).
+        let announcing = |s: &Step| {
+            s.kind == StepKind::Ladder
+                && matches!(channels.channels.get(&s.channel), Some(Channel::Slack(_)))
+                && item
+                    .steps
+                    .iter()
+                    .any(|a| a.kind == StepKind::Created && a.channel == s.channel && a.status == StepStatus::Pending)
+        };
         let due: Vec<usize> = (0..item.steps.len())
-            .filter(|&i| item.steps[i].status == StepStatus::Pending && item.steps[i].due_at <= now)
+            .filter(|&i| {
+                let s = &item.steps[i];
+                s.status == StepStatus::Pending && s.due_at <= now && !announcing(s)
+            })
             .collect();
         // The due steps go out concurrently (a few at a time), and none starts after the budget,
         // so one item never holds its lease — or a `deliver` invocation — for long; what is left
@@ -147,7 +164,8 @@ impl Notifier {
                 if started.elapsed() > SEND_BUDGET {
                     return (i, Some(channel.kind()), None);
                 }
-                let sent = self.send(hub, channel, &step.channel, step, parent.as_deref(), record, envelope).await;
+                let sent =
+                    self.send(hub, channels, channel, &step.channel, step, parent.as_deref(), record, envelope).await;
                 (i, Some(channel.kind()), Some(sent))
             }
         });
@@ -205,6 +223,7 @@ impl Notifier {
     async fn send(
         &self,
         hub: &Hub,
+        channels: &ChannelsConfig,
         channel: &Channel,
         channel_id: &str,
         step: &Step,
@@ -214,7 +233,14 @@ impl Notifier {
     ) -> Result<Option<String>, Failure> {
         match channel {
             Channel::Slack(slack) => {
-                crate::channels::slack::send(self, hub, slack, channel_id, step, parent, record, envelope).await
+                // A ladder step mentions the Slack user linked to its operator.
+                let mention = step
+                    .recipient
+                    .as_deref()
+                    .filter(|_| step.kind == StepKind::Ladder)
+                    .and_then(|human| crate::channels::ladder::slack_user(channels, &slack.team_id, human));
+                let post = crate::channels::slack::Post { parent, mention };
+                crate::channels::slack::send(self, hub, slack, channel_id, step, post, record, envelope).await
             }
             Channel::Webhook(hook) => {
                 crate::channels::webhook_event::send(self, hub, hook, channel_id, step, record, envelope)
@@ -245,8 +271,10 @@ fn close_out(item: &mut Notification, channels: &ChannelsConfig, now: Timestamp)
                 || owed.iter().any(|o: &Step| o.channel == step.channel && &o.external_ref == r)
         };
         let outcome_ref = match channels.channels.get(&step.channel) {
-            // one update per post (a reminder is a thread reply without buttons)
-            Some(Channel::Slack(_)) if step.external_ref.is_some() && step.kind != StepKind::Reminder => {
+            // one update per post (a reminder or a ladder mention is a reply without buttons)
+            Some(Channel::Slack(_))
+                if step.external_ref.is_some() && !matches!(step.kind, StepKind::Reminder | StepKind::Ladder) =>
+            {
                 step.external_ref.clone()
             }
             // one event per webhook

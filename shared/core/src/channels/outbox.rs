@@ -62,9 +62,15 @@ impl Notification {
 pub struct Step {
     /// The channel id (in the account's [`crate::channels::config::ChannelsConfig`]).
     pub channel: String,
-    /// An email channel's recipient (the operator a mail — and its answer links — is for).
+    /// An email channel's recipient (the operator a mail — and its answer links — is for); on a
+    /// ladder step, the operator that rung reaches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipient: Option<String>,
+    /// A ladder step's rung (0 = the first). A rung is first one step without a channel (`""`),
+    /// turned into one step per channel that reaches its operator when it falls due
+    /// ([`crate::channels::ladder`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rung: Option<u8>,
     pub kind: StepKind,
     #[serde(with = "ms")]
     pub due_at: Timestamp,
@@ -86,6 +92,7 @@ impl Step {
         Self {
             channel: channel.to_owned(),
             recipient: None,
+            rung: None,
             kind,
             due_at,
             status: StepStatus::Pending,
@@ -108,6 +115,9 @@ pub enum StepKind {
     Escalated,
     /// The message reached a terminal: update the post in place (Slack) / send the event (webhook).
     Outcome,
+    /// A rung of the route's on-call ladder: one operator, reached by mail, a Slack mention or
+    /// a webhook event naming them.
+    Ladder,
 }
 
 impl StepKind {
@@ -117,6 +127,7 @@ impl StepKind {
             Self::Reminder => "reminder",
             Self::Escalated => "escalated",
             Self::Outcome => "outcome",
+            Self::Ladder => "ladder",
         }
     }
 }
@@ -128,7 +139,8 @@ pub enum StepStatus {
     Sent,
     /// Retries exhausted or refused (4xx, egress guard, a channel no longer configured).
     Failed,
-    /// No longer owed: the message was answered before a reminder/escalation fell due.
+    /// No longer owed: the message was answered before a reminder/escalation fell due, or a
+    /// ladder rung was skipped (its operator away or offline; `last_error` says which).
     Cancelled,
 }
 

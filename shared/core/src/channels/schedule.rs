@@ -70,6 +70,7 @@ pub fn plan(config: &ChannelsConfig, envelope: &Envelope, now: Timestamp) -> Opt
             steps.extend(steps_for(&route.escalate, StepKind::Escalated, at));
         }
     }
+    steps.extend(crate::channels::ladder::plan(route, now, envelope.expires_at));
     (!steps.is_empty()).then(|| (route.id.clone(), steps))
 }
 

@@ -30,6 +30,15 @@ const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500
 /// Slack's replay window for signed requests.
 pub const MAX_SKEW_SECS: i64 = 300;
 
+/// Where a step's post goes beside its channel.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Post<'a> {
+    /// The announcement's `{channel} {ts}`: reminders and ladder mentions reply in its thread.
+    pub parent: Option<&'a str>,
+    /// The Slack user a ladder step mentions.
+    pub mention: Option<&'a str>,
+}
+
 #[allow(clippy::too_many_arguments)]
 /// Send one step to a Slack channel; `Ok(Some("{channel} {ts}"))` for a post to update later.
 pub(crate) async fn send(
@@ -38,10 +47,11 @@ pub(crate) async fn send(
     slack: &SlackChannel,
     channel_id: &str,
     step: &Step,
-    parent: Option<&str>,
+    post: Post<'_>,
     record: &MessageRecord,
     envelope: &Envelope,
 ) -> Result<Option<String>, Failure> {
+    let parent = post.parent;
     let token = slack
         .bot_token
         .open(&hub.master_key, &seal_context(record.account.as_str(), channel_id, "bot_token"))
@@ -54,12 +64,17 @@ pub(crate) async fn send(
                 json!({"channel": slack.channel, "text": fallback(record, step.kind), "blocks": blocks}),
             )
         }
-        StepKind::Reminder => {
-            let text = format!(
-                ":hourglass: Still waiting for an answer: *{}*{}",
-                escape(&record.title),
-                record.expires_at.map(|e| format!(" — expires {}", slack_date(e))).unwrap_or_default()
-            );
+        StepKind::Reminder | StepKind::Ladder => {
+            let expires = record.expires_at.map(|e| format!(" — expires {}", slack_date(e))).unwrap_or_default();
+            let text = match (step.kind, post.mention) {
+                // the user id is ours (an administrator's link), never message text
+                (StepKind::Ladder, Some(user)) => format!(
+                    ":rotating_light: <@{}>, you are on call for this one: *{}*{expires}",
+                    user.chars().filter(char::is_ascii_alphanumeric).collect::<String>(),
+                    escape(&record.title)
+                ),
+                _ => format!(":hourglass: Still waiting for an answer: *{}*{expires}", escape(&record.title)),
+            };
             let mut body = json!({"channel": slack.channel, "text": text});
             match parent.and_then(split_ref) {
                 Some((_, ts)) => body["thread_ts"] = json!(ts),
@@ -396,6 +411,8 @@ async fn apply(
             reason: format!("human:{human} has no active Hub credential"),
         });
     }
+    // issue 40: a press is activity (presence for on-call ladders)
+    crate::decisions::presence::seen(hub, account, &human).await;
     let principal = Principal {
         account: account.clone(),
         id: PrincipalId::Operator(human.clone()),

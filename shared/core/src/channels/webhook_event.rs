@@ -55,10 +55,16 @@ pub fn event(hub: &Hub, step: &Step, record: &MessageRecord, envelope: &Envelope
         StepKind::Reminder => "message.reminder",
         StepKind::Escalated => "message.escalated",
         StepKind::Outcome => "message.resolved",
+        StepKind::Ladder => "message.ladder",
+    };
+    // A ladder sends one event per rung to a webhook.
+    let step_name = match step.rung.filter(|_| step.kind == StepKind::Ladder) {
+        Some(rung) => format!("ladder{rung}"),
+        None => step.kind.as_str().to_owned(),
     };
     let mut out = json!({
         "type": kind,
-        "event_id": format!("{}:{}:{}", record.id, step.kind.as_str(), step.channel),
+        "event_id": format!("{}:{step_name}:{}", record.id, step.channel),
         "occurred_at": time::format(hub.clock.now()),
         "account": record.account.as_str(),
         "message": {
@@ -75,6 +81,13 @@ pub fn event(hub: &Hub, step: &Step, record: &MessageRecord, envelope: &Envelope
             "review_url": hub.review_url(&record.id),
         },
     });
+    if step.kind == StepKind::Ladder {
+        // the operator this rung reaches: the receiver pages them (PagerDuty, Opsgenie, …)
+        out["ladder"] = json!({
+            "rung": step.rung,
+            "human": step.recipient.as_deref().map(|h| format!("human:{h}")),
+        });
+    }
     if step.kind == StepKind::Outcome {
         let response = record.response.as_ref().and_then(|r| r.get("response"));
         let mut outcome = json!({

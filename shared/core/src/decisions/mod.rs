@@ -8,4 +8,5 @@ pub mod grant_store;
 pub mod grants;
 pub mod manage;
 pub mod policy;
+pub mod presence;
 pub mod quorum;

@@ -99,6 +99,12 @@ pub trait CredentialStore: Send + Sync + 'static {
     /// compare-and-set, so two concurrent admin edits never lose one. `false` if refused.
     async fn put_account_policy(&self, account: &AccountId, policy: &AccountPolicy) -> Result<bool, StoreError>;
 
+    /// Record an operator's activity in the inbox or a channel (issue 40 presence); the stored
+    /// time never moves backwards.
+    async fn touch_operator(&self, account: &AccountId, human: &HumanId, at: Timestamp) -> Result<(), StoreError>;
+    /// When each operator of the account was last active, by operator id.
+    async fn operators_seen(&self, account: &AccountId) -> Result<Vec<(HumanId, Timestamp)>, StoreError>;
+
     /// §9.4 callback bindings: hosts (lowercase, no port) an agent may receive pushes on.
     async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError>;
     async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<bool, StoreError>;

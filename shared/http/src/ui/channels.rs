@@ -76,7 +76,7 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
             p { "No routes: nothing is announced." }
         } @else {
             table.cards {
-                thead { tr { th { "Route" } th { "Matches" } th { "Announce to" } th { "Remind" } th { "Escalate" } th {} } }
+                thead { tr { th { "Route" } th { "Matches" } th { "Announce to" } th { "Remind" } th { "Escalate" } th { "On call" } th {} } }
                 tbody {
                     @for r in &config.routes {
                         tr {
@@ -95,6 +95,12 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                             td data-label="Remind" { (r.remind_after_minutes.map(|m| format!("after {m} min")).unwrap_or_else(|| "—".into())) }
                             td data-label="Escalate" {
                                 @if r.escalate.is_empty() { "—" } @else { (r.escalate.join(", ")) " at " (r.escalate_percent_left) " % left" }
+                            }
+                            td data-label="On call" {
+                                @if r.ladder.is_empty() { "—" } @else {
+                                    (r.ladder.iter().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(" → "))
+                                    " " span.hint { "every " (r.rung_minutes()) " min; offline after " (r.offline_after()) " min" }
+                                }
                             }
                             td.act {
                                 form.inline method="post" action="/inbox/channels" {
@@ -132,6 +138,12 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                     " " label for="esc" { "escalate to " } input #esc type="text" name="escalate" placeholder="oncall";
                     " " label for="pct" { "when % of the time is left " } input #pct type="number" name="escalate_percent" min="1" max="99" placeholder="20";
                 }
+                p {
+                    label for="ladder" { "On-call ladder " } input #ladder type="text" name="ladder" placeholder="alice, bob";
+                    " " label for="lmin" { "each given (minutes) " } input #lmin type="number" name="ladder_minutes" min="1" max="1440" placeholder="15";
+                    " " label for="omin" { "offline after (minutes) " } input #omin type="number" name="offline_minutes" min="1" max="10080" placeholder="60";
+                }
+                p.hint { "The ladder reaches each operator in turn while the message is open — by mail, a Slack mention or a webhook event — skipping one who is away (their delegate is reached instead) or has not used the inbox or a channel lately." }
                 button type="submit" { "Save route" }
             }
         }
@@ -194,6 +206,11 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
                 Ok(v) => v.map(|p| u8::try_from(p.min(255)).unwrap_or(255)),
                 Err(e) => return refused(&session, &e),
             };
+            let (ladder_minutes, offline_minutes) =
+                match (number("ladder_minutes").transpose(), number("offline_minutes").transpose()) {
+                    (Ok(l), Ok(o)) => (l, o),
+                    (Err(e), _) | (_, Err(e)) => return refused(&session, &e),
+                };
             let spec = RouteSpec {
                 id: field("id").unwrap_or_default().trim().to_owned(),
                 agent: opt(field("agent")),
@@ -204,6 +221,9 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
                 remind_after_minutes: remind,
                 escalate: list(field("escalate")),
                 escalate_percent_left: percent,
+                ladder: list(field("ladder")),
+                ladder_minutes,
+                offline_minutes,
             };
             manage::put_route(&hub, account, spec).await
         }

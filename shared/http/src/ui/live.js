@@ -111,7 +111,7 @@
     if (!el) return;
     var kind = el.getAttribute('data-live');
     if (kind === 'list' && busy(el)) { offer(el, 'The inbox changed.'); return; }
-    fetch(window.location.href, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } })
+    fetch(window.location.href, { credentials: 'same-origin', headers: { 'Accept': 'text/html', 'X-Ma2h-Live': '1' } })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (!html) return;

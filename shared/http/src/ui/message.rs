@@ -386,6 +386,7 @@ fn notifications(n: &ma2h_core::channels::outbox::Notification, now: ma2h_protoc
         StepKind::Reminder => "reminded",
         StepKind::Escalated => "escalated",
         StepKind::Outcome => "outcome shown",
+        StepKind::Ladder => "on call",
     };
     html! {
         section.notifications aria-label="Notifications" {
@@ -396,8 +397,14 @@ fn notifications(n: &ma2h_core::channels::outbox::Notification, now: ma2h_protoc
                 tbody {
                     @for s in &n.steps {
                         tr {
-                            td data-label="Channel" { code { (s.channel) } }
-                            td data-label="Step" { (what(s.kind)) }
+                            td data-label="Channel" { @if s.channel.is_empty() { "ladder" } @else { code { (s.channel) } } }
+                            td data-label="Step" {
+                                (what(s.kind))
+                                // issue 40: who a ladder rung is for
+                                @if let (Some(r), Some(who)) = (s.rung, &s.recipient) {
+                                    ": human:" (who) " " span.hint { "(rung " (u16::from(r) + 1) ")" }
+                                }
+                            }
                             td data-label="State" {
                                 @match s.status {
                                     StepStatus::Sent => { "sent" }

@@ -38,6 +38,10 @@ async fn render(
         Err(e) => return went_wrong(Some(session), "policies page", &e),
     };
     let away = ma2h_core::decisions::delegation::running(&policy, now);
+    let team = match hub.credentials.operators_seen(&session.principal.account).await {
+        Ok(seen) => ma2h_core::decisions::presence::members(&policy, &seen, now),
+        Err(e) => return went_wrong(Some(session), "policies page", &e),
+    };
     let me = super::claims::me(session).map(ToString::to_string).unwrap_or_default();
     let mine = away.iter().find(|(h, _)| *h == me).map(|(_, a)| a.clone());
     let body = html! {
@@ -142,6 +146,30 @@ async fn render(
                 label for="delegate" { "Delegate " span.hint { "(the operator who answers for me)" } }
                 input #delegate type="text" name="delegate" required placeholder="bob";
                 div.actions { button type="submit" { "Set away" } }
+            }
+        }
+        h2 #team { "Team" }
+        p.hint { "When each operator last used the inbox, the API or a channel (at most a minute behind). "
+            "An on-call ladder (a route's “On call”, on the " a href="/inbox/channels" { "Channels" } " page) skips "
+            "whoever is away — reaching their delegate — or offline." }
+        @if team.is_empty() { p { "Nobody yet." } }
+        @else {
+            table.cards {
+                thead { tr { th { "Operator" } th { "State" } th { "Last active" } } }
+                tbody {
+                    @for m in &team {
+                        tr {
+                            td data-label="Operator" { "human:" (m.human) }
+                            td data-label="State" {
+                                (m.state(now))
+                                @if let Some((d, _)) = &m.away { " " span.hint { "(human:" (d) " answers)" } }
+                            }
+                            td data-label="Last active" {
+                                @if let Some(t) = m.last_seen { (super::rows::stamp(t, now)) } @else { "never seen" }
+                            }
+                        }
+                    }
+                }
             }
         }
         h2 { "Add or replace a policy" }

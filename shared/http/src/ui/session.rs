@@ -191,6 +191,9 @@ pub async fn current(hub: &Hub, headers: &HeaderMap) -> Result<Option<Session>, 
     Ok(Some(Session { principal, csrf: sealed.csrf, sid: sealed.sid, expires: sealed.exp }))
 }
 
+/// The header live.js sends on its background page refreshes (not operator activity).
+pub const LIVE_HEADER: &str = "x-ma2h-live";
+
 /// Where to send someone without a session: `/login`, remembering an inbox page to return to.
 pub fn to_login(path_and_query: &str) -> Response {
     if path_and_query.starts_with("/inbox") && path_and_query != "/inbox" {
@@ -221,7 +224,17 @@ impl FromRequestParts<Hub> for Session {
 
     async fn from_request_parts(parts: &mut Parts, hub: &Hub) -> Result<Self, Self::Rejection> {
         match current(hub, &parts.headers).await {
-            Ok(Some(session)) => Ok(session),
+            Ok(Some(session)) => {
+                // issue 40: a page the operator opens, or an action, is activity; a live tab's
+                // background reads (`/inbox/live`, `/inbox/events`, live.js's page refresh) are not
+                let background = parts.uri.path().starts_with("/inbox/live")
+                    || parts.uri.path() == "/inbox/events"
+                    || parts.headers.contains_key(LIVE_HEADER);
+                if let (false, PrincipalId::Operator(human)) = (background, &session.principal.id) {
+                    ma2h_core::decisions::presence::seen(hub, &session.principal.account, human).await;
+                }
+                Ok(session)
+            }
             Ok(None) => {
                 let target = parts.uri.path_and_query().map_or("/inbox", |p| p.as_str());
                 let target = if parts.method == axum::http::Method::GET { target } else { "/inbox" };

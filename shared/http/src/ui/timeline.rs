@@ -18,17 +18,24 @@ fn lines(view: &InboxMessage) -> Vec<(Timestamp, String)> {
     let rec = &view.record;
     let mut out = vec![(rec.created_at, format!("submitted by agent {}", rec.agent_id))];
     if let Some(n) = &view.notifications {
-        for s in n.steps.iter().filter(|s| s.status == StepStatus::Sent) {
+        // issue 40: a ladder rung that was skipped, or reached a delegate, says why
+        for s in n.steps.iter().filter(|s| s.kind == StepKind::Ladder && s.channel.is_empty()) {
+            if let (Some(note), Some(at)) = (&s.last_error, s.done_at) {
+                out.push((at, format!("on-call ladder: {note}")));
+            }
+        }
+        for s in n.steps.iter().filter(|s| s.status == StepStatus::Sent && !s.channel.is_empty()) {
             let what = match s.kind {
                 StepKind::Created => "announced",
                 StepKind::Reminder => "reminder sent",
                 StepKind::Escalated => "escalated",
                 StepKind::Outcome => "outcome shown",
+                StepKind::Ladder => "on call: reached",
             };
             let to = s.recipient.as_deref().map(|r| format!(" to {r}")).unwrap_or_default();
             out.push((s.done_at.unwrap_or(s.due_at), format!("{what} on channel {}{to}", s.channel)));
         }
-        for s in n.steps.iter().filter(|s| s.status == StepStatus::Failed) {
+        for s in n.steps.iter().filter(|s| s.status == StepStatus::Failed && !s.channel.is_empty()) {
             out.push((s.done_at.unwrap_or(s.due_at), format!("channel {} failed", s.channel)));
         }
     }

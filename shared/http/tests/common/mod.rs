@@ -5,6 +5,8 @@
 //! A behaviour that differs between them is a bug.
 #![allow(dead_code)]
 
+pub mod recording;
+
 use std::sync::Arc;
 
 use axum::Router;
