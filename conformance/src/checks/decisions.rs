@@ -3,7 +3,8 @@
 //! with the same `request.grant_key` at once — `answered`, attested to the granting human,
 //! `response.grant_id` set, the Response still valid against the v0.5 schema — never a
 //! `sensitive` one, and stops the moment it is revoked; under an approval policy an answer is
-//! one approval (`202`, the ask still `open` for its agent) until the quorum. Everything the
+//! one approval (`202`, the ask still `open` for its agent) until the quorum; an operator's own
+//! request counts as their activity in `GET /v1/operator/presence`. Everything the
 //! checks create is scoped to this run (its own grant key, its own tag) and removed afterwards.
 
 use ma2h_protocol::schema::{SchemaKind, validate};
@@ -32,6 +33,7 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
         "a sensitive ask is never answered by a grant",
         "a revoked grant answers nothing more",
         "under an approval policy an answer is one approval (202, still open for the agent) until its quorum",
+        "an operator's own request is activity: GET /v1/operator/presence lists them online with last_seen",
     ];
     if !ext.is_object() {
         for n in names {
@@ -118,6 +120,28 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
     .await;
     r.result(SECTION, names[3], res);
     cx.hub.call("DELETE", &policy, Some(op), None).await;
+
+    // 5. presence: the request that reads the listing is itself the caller's activity
+    if ext["operator_presence"] == true {
+        let res = async {
+            let p = cx.hub.call("GET", "/v1/operator/presence", Some(op), None).await;
+            ensure(p.status == 200, || format!("GET /v1/operator/presence: {}", p.show()))?;
+            let me = p.body["operators"]
+                .as_array()
+                .and_then(|ops| ops.iter().find(|o| o["human"].as_str() == Some(cx.cfg.operator_actor.as_str())))
+                .ok_or_else(|| format!("{} is not listed: {}", cx.cfg.operator_actor, p.show()))?;
+            ensure(
+                me["state"] == "online" && me["last_seen"].as_str().and_then(ma2h_protocol::time::parse).is_some(),
+                || format!("the caller's row: {me}"),
+            )?;
+            let agent_read = cx.hub.call("GET", "/v1/operator/presence", Some(agent), None).await;
+            ensure(agent_read.status == 403, || format!("an agent reading it: {}", agent_read.show()))
+        }
+        .await;
+        r.result(SECTION, names[4], res);
+    } else {
+        r.skip(SECTION, names[4], "the Hub does not advertise operator_presence");
+    }
     for id in cleanup {
         cx.close(&id).await;
     }

@@ -92,6 +92,7 @@ pub fn capability_document(hub: &Hub) -> Capability {
                 delegation: true,
                 grants: true,
                 grant_scopes: ["minutes", "session", "project", "agent"].map(String::from).to_vec(),
+                operator_presence: true,
             },
         }),
     }

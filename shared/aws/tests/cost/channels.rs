@@ -114,3 +114,81 @@ async fn an_answer_outside_the_api_reads_its_humans_credentials_never_the_table(
     })
     .await;
 }
+
+/// Issue 40: an operator's activity is one conditional `UpdateItem` on their first request in a
+/// minute (per container); an on-call ladder reads presence (one `Query` of the account's
+/// `SEEN#` items) only when a rung falls due, and a rung is a step of the message's one outbox
+/// item — its send costs what any step costs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_of_presence_and_an_on_call_ladder() {
+    with_env("ladder", false, |e| async move {
+        let (url, hits) = receiver().await;
+        let hub = &e.dep.hub;
+        ma2h_core::channels::manage::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
+        let route = ma2h_core::channels::manage::RouteSpec {
+            id: "all".into(),
+            targets: vec!["pager".into()],
+            ladder: vec!["alice".into(), "bob".into()],
+            ladder_minutes: Some(10),
+            ..Default::default()
+        };
+        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
+        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
+            .await
+            .unwrap();
+        e.phase().await;
+        let mut rows: Vec<(String, Tally)> = Vec::new();
+        let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
+            crate::cost_eq!(t.requests, expect(expected), "{name}");
+            rows.push((name.to_owned(), t));
+        };
+
+        e.clock.advance(chrono::Duration::minutes(2)); // past the warm-up's activity write
+        let (status, team) = call(&e, event("GET", "/v1/operator/presence", &e.operator, None)).await;
+        assert_eq!(status, StatusCode::OK, "{team}");
+        // the key's lookup, alice's activity, the account's `SEEN#` items
+        phase(
+            "an operator's first request in a minute: GET /v1/operator/presence",
+            e.phase().await,
+            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 1), ("dynamodb:Query", 1)],
+        );
+        let (status, _) = call(&e, event("GET", "/v1/operator/presence", &e.operator, None)).await;
+        assert_eq!(status, StatusCode::OK);
+        phase(
+            "the same operator within the minute (no activity write)",
+            e.phase().await,
+            &[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)],
+        );
+
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("lad1", None, None)))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        phase(
+            "submit (routed ask with a ladder): as any routed ask",
+            e.phase().await,
+            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:PutItem", 3), ("sqs:SendMessage", 1)],
+        );
+        assert_eq!(deliver_via_esm(&e).await, (1, 0));
+        assert_eq!(hits.load(Ordering::SeqCst), 2, "message.created and alice's message.ladder");
+        phase(
+            "deliver: announce, and the first rung (one presence read)",
+            e.phase().await,
+            &[("dynamodb:UpdateItem", 1), ("dynamodb:Query", 2), ("dynamodb:PutItem", 1)],
+        );
+
+        e.clock.advance(chrono::Duration::minutes(10));
+        assert_eq!(ma2h_core::channels::notify::requeue_due(hub, 10).await.unwrap(), 1);
+        assert_eq!(deliver_via_esm(&e).await, (1, 0));
+        assert_eq!(hits.load(Ordering::SeqCst), 3, "bob's rung (offline, but the last is always reached)");
+        // the sweep's walk of the due index (129 sharded partitions, once per sweep whatever is
+        // due), then the claim, the message, presence, the save
+        phase(
+            "a rung falls due: the sweep's requeue, then deliver",
+            e.phase().await,
+            &[("dynamodb:Query", 131), ("dynamodb:UpdateItem", 1), ("dynamodb:PutItem", 1), ("sqs:SendMessage", 1)],
+        );
+        print_table("Presence and an on-call ladder (counted on the wire, asserted)", &rows);
+    })
+    .await;
+}

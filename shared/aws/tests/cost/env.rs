@@ -80,9 +80,12 @@ pub(crate) async fn env(name: &str, capacity: bool, shards: u16) -> Option<Env> 
     let operator = admin::create_operator(&dep.hub, "acme", "alice", None).await.unwrap().api_key;
     admin::bind_callback(&dep.hub, "acme", "bot", "127.0.0.1").await.unwrap();
     admin::put_secret(&dep.hub, "acme", "bot", "cb", "s3cret").await.unwrap();
-    ma2h_core::channels::schedule::config(&dep.hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
-        .await
-        .unwrap();
+    let acme = ma2h_protocol::ids::AccountId::parse("acme").unwrap();
+    ma2h_core::channels::schedule::config(&dep.hub, &acme).await.unwrap();
+    // An operator's activity (issue 40) is written on their first request in a minute per
+    // container — counted on its own line (channels.rs, "presence"); warm here, as on a busy one.
+    let alice = ma2h_protocol::ids::HumanId::parse("alice").unwrap();
+    ma2h_core::decisions::presence::seen(&dep.hub, &acme, &alice).await;
     meter.take();
     let last = std::sync::Mutex::new(snapshot(&raw, dep.store.table()).await);
     Some(Env { dep, clock, meter, esm, esm_sqs, raw, agent, operator, last, indexes: units::indexes() })

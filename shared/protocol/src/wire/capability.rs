@@ -62,6 +62,10 @@ pub struct DecisionsExtension {
     pub grants: bool,
     /// The scopes a grant may have.
     pub grant_scopes: Vec<String>,
+    /// `GET /v1/operator/presence`: each operator's last activity (their own inbox, API and
+    /// channel requests); routes may climb an on-call ladder that skips the away and offline.
+    #[serde(default)]
+    pub operator_presence: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
