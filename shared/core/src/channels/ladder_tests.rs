@@ -14,8 +14,7 @@ fn h(s: &str) -> HumanId {
 /// An account with a Slack channel `ops` (alice and bob linked), a webhook `pager`, an email
 /// channel `mail` listing bob and dave, and the route `r` laddering `ladder`.
 fn policy(ladder: &[&str]) -> AccountPolicy {
-    let mut p = AccountPolicy::default();
-    p.channels = serde_json::from_value(json!({
+    let channels = serde_json::from_value(json!({
         "channels": {
             "ops": {"kind": "slack", "team_id": "T1", "channel": "C1", "bot_token": "x", "signing_secret": "y"},
             "pager": {"kind": "webhook", "url": "https://pager.test/", "secret": "z"},
@@ -27,7 +26,7 @@ fn policy(ladder: &[&str]) -> AccountPolicy {
         "slack_links": {"T1:UALICE": "alice", "T1:UBOB": "bob", "T9:UCAROL": "carol"}
     }))
     .unwrap();
-    p
+    AccountPolicy { channels, ..AccountPolicy::default() }
 }
 
 fn item(p: &AccountPolicy, expires: Option<Timestamp>) -> Notification {
