@@ -31,6 +31,9 @@ mkdir -p "$MA2H_DATA_DIR"
 OPERATOR_KEY=$("$BIN" admin create-operator --account ui --human tester --json | hub_field api_key)
 AGENT_KEY=$("$BIN" admin create-agent --account ui --agent uibot --json | hub_field api_key)
 "$BIN" admin bind-callback --account ui --agent uibot --host 127.0.0.1 >/dev/null
+# a channel, so the Channels page offers routes (the ladder test adds one and removes it)
+MA2H_WEBHOOK_SECRET=ui-test-secret "$BIN" admin channels add-webhook --account ui --id pager \
+  --url https://events.example.com/ma2h >/dev/null
 
 "$BIN" serve >"$TMP/hub.out" 2>"$TMP/hub.err" &
 HUB_PID=$!

@@ -336,3 +336,32 @@ test('policies: save and remove an approval policy; a remembered answer answers 
   await page.getByText('Grant revoked.').waitFor();
   await page.close();
 });
+
+test('channels: a route climbs an on-call ladder; the Policies page shows the team', async () => {
+  const page = await desktop.newPage();
+  await page.goto(`${HUB}/inbox/channels`);
+  await page.locator('#rid').fill('ui-oncall');
+  await page.getByLabel(/announce to/).fill('pager');
+  await page.getByLabel(/On-call ladder/).fill('tester, nobody');
+  await page.getByLabel(/minutes per rung/).fill('10');
+  await page.getByRole('button', { name: 'Save route' }).click();
+  const row = page.locator('table.cards tbody tr', { hasText: 'ui-oncall' });
+  const text = await row.innerText();
+  assert.match(text, /human:tester → human:nobody/);
+  assert.match(text, /every 10 min; offline after 60 min/);
+  await page.screenshot({ path: `${SHOTS}/channels-ladder-desktop.png`, fullPage: true });
+
+  // the Team: this operator is online (these very pages), the ladder's other rung never seen
+  await page.goto(`${HUB}/inbox/policies#team`);
+  const team = page.locator('h2#team ~ table.cards').first();
+  const tester = team.locator('tbody tr', { hasText: 'human:tester' });
+  assert.match(await tester.innerText(), /online/);
+  assert.match(await team.locator('tbody tr', { hasText: 'human:nobody' }).innerText(), /unknown[\s\S]*never seen/);
+  await team.screenshot({ path: `${SHOTS}/policies-team-desktop.png` });
+
+  await page.goto(`${HUB}/inbox/channels`);
+  await page.locator('table.cards tbody tr', { hasText: 'ui-oncall' }).getByRole('button', { name: 'Remove' }).click();
+  await page.waitForURL(/\/inbox\/channels$/);
+  assert.equal(await page.locator('table.cards tbody tr', { hasText: 'ui-oncall' }).count(), 0);
+  await page.close();
+});

@@ -140,7 +140,7 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                 }
                 p {
                     label for="ladder" { "On-call ladder " } input #ladder type="text" name="ladder" placeholder="alice, bob";
-                    " " label for="lmin" { "each given (minutes) " } input #lmin type="number" name="ladder_minutes" min="1" max="1440" placeholder="15";
+                    " " label for="lmin" { "minutes per rung " } input #lmin type="number" name="ladder_minutes" min="1" max="1440" placeholder="15";
                     " " label for="omin" { "offline after (minutes) " } input #omin type="number" name="offline_minutes" min="1" max="10080" placeholder="60";
                 }
                 p.hint { "The ladder reaches each operator in turn while the message is open — by mail, a Slack mention or a webhook event — skipping one who is away (their delegate is reached instead) or has not used the inbox or a channel lately." }
