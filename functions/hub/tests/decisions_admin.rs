@@ -66,3 +66,51 @@ fn approval_policies_absences_and_grants_are_administered_from_the_command_line(
         .unwrap();
     assert!(!missing.status.success(), "an unknown grant is an error");
 }
+
+#[test]
+fn an_on_call_ladder_is_set_on_a_route_and_presence_lists_the_team() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    admin_json(path, &["create-operator", "--account", "acme", "--human", "alice"]);
+    let hook = base_command(path)
+        .env("MA2H_WEBHOOK_SECRET", "whk")
+        .arg("admin")
+        .args(["channels", "add-webhook", "--account", "acme", "--id", "pager", "--url", "https://pager.example.com/"])
+        .output()
+        .unwrap();
+    assert!(hook.status.success(), "{}", String::from_utf8_lossy(&hook.stderr));
+    let route = [
+        "channels",
+        "add-route",
+        "--account",
+        "acme",
+        "--id",
+        "oncall",
+        "--to",
+        "pager",
+        "--ladder",
+        "human:alice",
+        "--ladder",
+        "bob",
+        "--ladder-minutes",
+        "5",
+    ];
+    let shown = admin_json(path, &route);
+    let r = &shown["routes"][0];
+    assert_eq!((&r["ladder"], &r["ladder_minutes"]), (&json!(["alice", "bob"]), &json!(5)), "{shown}");
+    assert!(r.get("offline_minutes").is_none(), "the default is not stored");
+    let twice = base_command(path)
+        .arg("admin")
+        .args(["channels", "add-route", "--account", "acme", "--id", "x", "--to", "pager"])
+        .args(["--ladder", "bob", "--ladder", "human:bob"])
+        .output()
+        .unwrap();
+    assert!(!twice.status.success() && String::from_utf8_lossy(&twice.stderr).contains("listed twice"));
+
+    let team = admin_json(path, &["presence", "--account", "acme"]);
+    assert_eq!(
+        team,
+        json!({"operators": [{"human": "human:alice", "state": "unknown"}, {"human": "human:bob", "state": "unknown"}]}),
+        "the ladder's operators, never seen yet"
+    );
+}

@@ -159,6 +159,9 @@ pub enum AdminCommand {
     Presence {
         #[arg(long, default_value = "default")]
         account: String,
+        /// Accepted for symmetry with the other admin commands: the output is always JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
@@ -289,7 +292,7 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         AdminCommand::Approvals(args) => (crate::approvals::execute(hub, args.command).await?, true),
         AdminCommand::Away(args) => (crate::approvals::execute_away(hub, args.command).await?, true),
         AdminCommand::Grants(args) => (crate::approvals::execute_grants(hub, args.command).await?, true),
-        AdminCommand::Presence { account } => {
+        AdminCommand::Presence { account, .. } => {
             let account = ma2h_protocol::ids::AccountId::parse(&account)
                 .ok_or_else(|| anyhow::anyhow!("--account: not an account id"))?;
             let team = ma2h_core::decisions::presence::team(hub, &account).await?;
