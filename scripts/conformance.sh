@@ -84,6 +84,8 @@ LIMITED_KEY=$("${ADMIN[@]}" create-agent --account $ACCOUNT --agent conf-limited
 # §16.4/§16.4.1: the agent the kill-switch and hard-stop checks stop and resume
 STOP_KEY=$("${ADMIN[@]}" create-agent --account $ACCOUNT --agent conf-stop --label conformance --json | hub_field api_key)
 OP_KEY=$("${ADMIN[@]}" create-operator --account $ACCOUNT --human conf-alice --json | hub_field api_key)
+# issue 40: a second person (a delegate, the second approval of a quorum)
+OP2_KEY=$("${ADMIN[@]}" create-operator --account $ACCOUNT --human conf-bob --json | hub_field api_key)
 # scripts/smoke.sh, the deployed-stack check, runs after the runner with an agent of its own
 SMOKE_KEY=$("${ADMIN[@]}" create-agent --account $ACCOUNT --agent conf-smoke --label smoke --json | hub_field api_key)
 # §8.7/§13.2/§15.3: an agent of another account, for the cross-account mailbox and presence checks
@@ -114,6 +116,7 @@ MA2H_CONFORMANCE_URL="http://$ADDR" \
     MA2H_CONFORMANCE_AGENT_KEY="$AGENT_KEY" MA2H_CONFORMANCE_AGENT_ID=conf-bot \
     MA2H_CONFORMANCE_OTHER_AGENT_KEY="$OTHER_KEY" MA2H_CONFORMANCE_OTHER_AGENT_ID=conf-other \
     MA2H_CONFORMANCE_OPERATOR_KEY="$OP_KEY" MA2H_CONFORMANCE_OPERATOR_ACTOR=human:conf-alice \
+    MA2H_CONFORMANCE_SECOND_OPERATOR_KEY="$OP2_KEY" MA2H_CONFORMANCE_SECOND_OPERATOR_ACTOR=human:conf-bob \
     MA2H_CONFORMANCE_CALLBACK_HOST=127.0.0.1 MA2H_CONFORMANCE_CALLBACK_LISTEN=127.0.0.1:0 \
     MA2H_CONFORMANCE_CALLBACK_SECRET="$CALLBACK_SECRET" \
     MA2H_CONFORMANCE_TOKEN="$TOKEN" \

@@ -87,6 +87,14 @@ pub struct Config {
     /// `agent.id` of that agent.
     #[arg(long, env = "MA2H_CONFORMANCE_STOP_AGENT_ID", default_value = "conf-stop")]
     pub stop_agent_id: String,
+    /// A second operator credential of the same account, for the `ma2h-hub.decisions` checks
+    /// that need two people (a delegate answering for the first operator, a quorum of two).
+    /// Without it those checks are skipped.
+    #[arg(long, env = "MA2H_CONFORMANCE_SECOND_OPERATOR_KEY", hide_env_values = true)]
+    pub second_operator_key: Option<String>,
+    /// The actor the Hub attests for it, e.g. `human:bob`.
+    #[arg(long, env = "MA2H_CONFORMANCE_SECOND_OPERATOR_ACTOR", default_value = "human:conf-bob")]
+    pub second_operator_actor: String,
     /// How long to wait for a push to arrive (and to observe that a 4xx is not retried).
     #[arg(long, env = "MA2H_CONFORMANCE_PUSH_WAIT_SECONDS", default_value_t = 10)]
     pub push_wait_seconds: u64,

@@ -34,6 +34,8 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
         "a revoked grant answers nothing more",
         "under an approval policy an answer is one approval (202, still open for the agent) until its quorum",
         "an operator's own request is activity: GET /v1/operator/presence lists them online with last_seen",
+        "a delegate answers for an away operator (actor the delegate, response.on_behalf_of), and not once the absence is lifted",
+        "the second distinct approval completes a quorum of two: answered, response.approvals lists both",
     ];
     if !ext.is_object() {
         for n in names {
@@ -142,7 +144,88 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
     } else {
         r.skip(SECTION, names[4], "the Hub does not advertise operator_presence");
     }
+    match cx.cfg.second_operator_key.as_deref() {
+        Some(second) => two_operators(cx, r, ext, second, &names[5..7], &mut cleanup).await,
+        None => {
+            for n in &names[5..7] {
+                r.skip(SECTION, n, "needs a second operator (MA2H_CONFORMANCE_SECOND_OPERATOR_KEY)");
+            }
+        }
+    }
     for id in cleanup {
         cx.close(&id).await;
     }
+}
+
+/// The checks that need two people: the first operator away with the second as delegate; a
+/// quorum of two, one approval each.
+async fn two_operators(cx: &Ctx, r: &mut Report, ext: &Value, second: &str, names: &[&str], cleanup: &mut Vec<String>) {
+    let (op, agent) = (&cx.cfg.operator_key, &cx.cfg.agent_key);
+    let (first_actor, second_actor) = (cx.cfg.operator_actor.as_str(), cx.cfg.second_operator_actor.as_str());
+    if ext["delegation"] == true {
+        let delegate = second_actor.strip_prefix("human:").unwrap_or(second_actor);
+        let until = ma2h_protocol::time::format(chrono::Utc::now() + chrono::Duration::hours(1));
+        let res = async {
+            let away = cx
+                .hub
+                .call("PUT", "/v1/operator/away", Some(op), Some(&json!({"delegate": delegate, "until": until})))
+                .await;
+            ensure(away.status == 200, || format!("PUT /v1/operator/away: {}", away.show()))?;
+            // an ask only the first operator may answer
+            let id = submit(cx, &cx.ask("delegated")).await?;
+            cleanup.push(id.clone());
+            let a = cx.hub.resolve(second, &id, &json!({"resolution": "answered", "value": "ship"})).await;
+            ensure(a.status == 200, || format!("the delegate's answer: {}", a.show()))?;
+            let read = cx.hub.get(&format!("/v1/messages/{id}"), agent).await;
+            validate(SchemaKind::GetMessage, &read.body).map_err(|e| format!("{e}: {}", read.show()))?;
+            let resp = &read.body["response"]["response"];
+            ensure(resp["actor"] == second_actor && resp["on_behalf_of"] == first_actor, || {
+                format!("the delegate's Response: {}", read.show())
+            })?;
+            let back = cx.hub.call("DELETE", "/v1/operator/away", Some(op), None).await;
+            ensure(back.status == 200, || format!("DELETE /v1/operator/away: {}", back.show()))?;
+            let later = submit(cx, &cx.ask("delegation-lifted")).await?;
+            cleanup.push(later.clone());
+            let refused = cx.hub.resolve(second, &later, &json!({"resolution": "answered", "value": "ship"})).await;
+            ensure(refused.status == 403, || format!("the former delegate after the lift: {}", refused.show()))
+        }
+        .await;
+        cx.hub.call("DELETE", "/v1/operator/away", Some(op), None).await;
+        r.result(SECTION, names[0], res);
+    } else {
+        r.skip(SECTION, names[0], "the Hub does not advertise delegation");
+    }
+
+    let policy = format!("/v1/operator/approval-policies/conf2-{}", cx.nonce);
+    let tag = format!("{}-2", cx.nonce);
+    let res = async {
+        let put = cx.hub.call("PUT", &policy, Some(op), Some(&json!({"approvals": 2, "tag": tag}))).await;
+        ensure(put.status == 200, || format!("PUT the policy: {}", put.show()))?;
+        let mut a = cx.ask("quorum-two");
+        a["tags"] = json!([tag]);
+        a["request"]["allowed_resolvers"] = json!([first_actor, second_actor]);
+        let id = submit(cx, &a).await?;
+        cleanup.push(id.clone());
+        let ship = json!({"resolution": "answered", "value": "ship"});
+        let one = cx.hub.resolve(op, &id, &ship).await;
+        ensure(one.status == 202, || format!("the first approval: {}", one.show()))?;
+        let two = cx.hub.resolve(second, &id, &ship).await;
+        ensure(two.status == 200, || format!("the second approval: {}", two.show()))?;
+        let read = cx.hub.get(&format!("/v1/messages/{id}"), agent).await;
+        validate(SchemaKind::GetMessage, &read.body).map_err(|e| format!("{e}: {}", read.show()))?;
+        let resp = &read.body["response"]["response"];
+        let approvers: Vec<&str> =
+            resp["approvals"].as_array().into_iter().flatten().filter_map(|x| x["actor"].as_str()).collect();
+        ensure(
+            read.body["status"] == "answered"
+                && resp["actor"] == second_actor
+                && approvers.len() == 2
+                && approvers.contains(&first_actor)
+                && approvers.contains(&second_actor),
+            || format!("the quorum's Response: {}", read.show()),
+        )
+    }
+    .await;
+    cx.hub.call("DELETE", &policy, Some(op), None).await;
+    r.result(SECTION, names[1], res);
 }
