@@ -22,6 +22,15 @@ fn keyed(cx: &Ctx, label: &str, key: &str) -> Value {
     a
 }
 
+/// After an edit of the account's policies or absences: wait until every process of the Hub
+/// applies it (`policy_propagation_seconds`, advertised).
+async fn propagated(ext: &Value) {
+    let seconds = ext["policy_propagation_seconds"].as_u64().unwrap_or(0).min(60);
+    if seconds > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(seconds * 1000 + 250)).await;
+    }
+}
+
 async fn submit(cx: &Ctx, envelope: &Value) -> Result<String, String> {
     super::ack_id(&cx.hub.submit(&cx.cfg.agent_key, envelope).await)
 }
@@ -106,6 +115,7 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
     let res = async {
         let put = cx.hub.call("PUT", &policy, Some(op), Some(&json!({"approvals": 2, "tag": cx.nonce}))).await;
         ensure(put.status == 200, || format!("PUT the policy: {}", put.show()))?;
+        propagated(ext).await;
         let mut a = cx.ask("quorum");
         a["tags"] = json!([cx.nonce]);
         let id = submit(cx, &a).await?;
@@ -171,6 +181,7 @@ async fn two_operators(cx: &Ctx, r: &mut Report, ext: &Value, second: &str, name
                 .call("PUT", "/v1/operator/away", Some(op), Some(&json!({"delegate": delegate, "until": until})))
                 .await;
             ensure(away.status == 200, || format!("PUT /v1/operator/away: {}", away.show()))?;
+            propagated(ext).await;
             // an ask only the first operator may answer
             let id = submit(cx, &cx.ask("delegated")).await?;
             cleanup.push(id.clone());
@@ -184,6 +195,7 @@ async fn two_operators(cx: &Ctx, r: &mut Report, ext: &Value, second: &str, name
             })?;
             let back = cx.hub.call("DELETE", "/v1/operator/away", Some(op), None).await;
             ensure(back.status == 200, || format!("DELETE /v1/operator/away: {}", back.show()))?;
+            propagated(ext).await;
             let later = submit(cx, &cx.ask("delegation-lifted")).await?;
             cleanup.push(later.clone());
             let refused = cx.hub.resolve(second, &later, &json!({"resolution": "answered", "value": "ship"})).await;
@@ -201,6 +213,7 @@ async fn two_operators(cx: &Ctx, r: &mut Report, ext: &Value, second: &str, name
     let res = async {
         let put = cx.hub.call("PUT", &policy, Some(op), Some(&json!({"approvals": 2, "tag": tag}))).await;
         ensure(put.status == 200, || format!("PUT the policy: {}", put.show()))?;
+        propagated(ext).await;
         let mut a = cx.ask("quorum-two");
         a["tags"] = json!([tag]);
         a["request"]["allowed_resolvers"] = json!([first_actor, second_actor]);

@@ -93,6 +93,7 @@ pub fn capability_document(hub: &Hub) -> Capability {
                 grants: true,
                 grant_scopes: ["minutes", "session", "project", "agent"].map(String::from).to_vec(),
                 operator_presence: true,
+                policy_propagation_seconds: s.channels.config_cache.as_secs_f64().ceil() as u64,
             },
         }),
     }

@@ -66,6 +66,12 @@ pub struct DecisionsExtension {
     /// channel requests); routes may climb an on-call ladder that skips the away and offline.
     #[serde(default)]
     pub operator_presence: bool,
+    /// How long an edit of the account's policies, absences or routes may take to apply in
+    /// every process of the Hub (each caches the account's policy document for this long; the
+    /// process that made the edit applies it at once). A client that edits and then acts waits
+    /// this long.
+    #[serde(default)]
+    pub policy_propagation_seconds: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
