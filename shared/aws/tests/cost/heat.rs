@@ -62,10 +62,17 @@ enum Scope {
     /// (reads only) A sweeper partition (`DUE#017`, `PUSH`, …): read once per sweep (a minute),
     /// whatever the rate.
     Sweep,
+    /// (writes only) The account partition (`ACCT#`): an operator's activity (issue 40) is
+    /// written at most once a minute per operator per container, whatever the rate; the policy
+    /// item only by an administrator's edit.
+    Activity,
 }
 
 /// Containers refreshing a cached item at once, each once a second (the credential cache).
 const CACHE_REFRESHES: f64 = 100.0;
+/// Operators of one account active at once, for the activity writes' bound (each written at
+/// most once a minute per warm container: 100 containers × 50 operators / 60 s).
+const ACTIVE_OPERATORS: f64 = 50.0;
 /// Sweeps a second: one a minute.
 const SWEEPS: f64 = 1.0 / 60.0;
 const SWEEPER_FAMILIES: [&str; 9] =
@@ -162,6 +169,7 @@ fn rows<'a>(
     for ((index, key), units) in heat {
         let (scope, shape) = match reads.then(|| read_scope(index, key)).flatten() {
             Some(s) => s,
+            None if !reads && key.starts_with("ACCT#") => (Scope::Activity, "ACCT#{account}".into()),
             None => classify(key, agents),
         };
         let per_second = match scope {
@@ -171,6 +179,7 @@ fn rows<'a>(
             Scope::Agent => rate.min(AGENT_RATE),
             Scope::Account | Scope::Global | Scope::Cached => rate,
             Scope::Sweep => SWEEPS,
+            Scope::Activity => rate.min(CACHE_REFRESHES * ACTIVE_OPERATORS / 60.0),
         };
         // a cached item: each container reads it (one unit) at most once per refresh
         let load = match scope {
