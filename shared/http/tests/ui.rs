@@ -278,9 +278,13 @@ async fn a_hostile_body_renders_inert_and_client_ref_and_state_never_appear() {
     let html = &page.html;
     // the only script elements are the Hub's own files; the hostile body's script is text
     let scripts = html.matches("<script").count();
-    let own = [r#"<script src="/inbox/keys.js" defer></script>"#, r#"<script src="/inbox/live.js" defer></script>"#];
+    let own = [
+        r#"<script src="/inbox/pwa.js" defer></script>"#,
+        r#"<script src="/inbox/keys.js" defer></script>"#,
+        r#"<script src="/inbox/live.js" defer></script>"#,
+    ];
     assert_eq!(scripts, own.iter().map(|s| html.matches(s).count()).sum::<usize>(), "{html}");
-    assert_eq!(scripts, 2, "{html}");
+    assert_eq!(scripts, 3, "{html}");
     assert!(!html.contains("<img") && !html.contains("<b>"), "{html}");
     assert!(!html.contains("href=\"javascript"), "{html}");
     assert!(html.contains("↗ external: example.com") && html.contains("noopener noreferrer nofollow"), "{html}");

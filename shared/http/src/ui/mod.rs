@@ -20,6 +20,7 @@
 //! | `/inbox/agents…`, `/inbox/directives…` | [`agents`]: presence, send a directive, its track |
 //! | `GET/POST /inbox/channels` | [`channels`]: channels, routes (reminders, escalation), your Slack link |
 //! | `GET/POST /a/{token}` | [`mail_answer`]: an email's answer link — GET confirms, POST answers once |
+//! | `/inbox/manifest.webmanifest`, `/inbox/sw.js`, `/inbox/icons/…`, `/inbox/offline` | [`pwa`]: the installable app |
 //!
 //! Every UI response carries a Content-Security-Policy that admits only the Hub's own script
 //! files (`/inbox/keys.js`: keyboard shortcuts; `/inbox/live.js`: the live inbox — progressive
@@ -39,6 +40,7 @@ mod login;
 mod mail_answer;
 mod message;
 mod policies;
+mod pwa;
 mod rows;
 mod search;
 mod session;
@@ -62,7 +64,8 @@ use session::Session;
 /// The Content-Security-Policy of every UI page: scripts only from the Hub's own files (no inline
 /// script, no eval), nothing remote.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-                       img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+                       img-src 'self' data:; connect-src 'self'; manifest-src 'self'; worker-src 'self'; \
+                       form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const CSS: &str = include_str!("style.css");
 /// Keyboard shortcuts (j/k/Enter on lists, 1–9 on a message): an enhancement only.
@@ -98,6 +101,11 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/{id}/claim", post(claims::claim))
         .route("/inbox/{id}/snooze", post(claims::snooze))
         .route("/inbox/style.css", get(stylesheet))
+        .route("/inbox/manifest.webmanifest", get(pwa::manifest))
+        .route("/inbox/sw.js", get(pwa::service_worker))
+        .route("/inbox/pwa.js", get(pwa::register_script))
+        .route("/inbox/icons/{name}", get(pwa::icon))
+        .route("/inbox/offline", get(pwa::offline))
         .route("/inbox/keys.js", get(keys_script))
         .route("/a/{token}", get(mail_answer::confirm).post(mail_answer::apply))
         .layer(middleware::from_fn(security_headers))
@@ -137,6 +145,14 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 meta name="referrer" content="no-referrer";
                 title { (title) " · MA2H inbox" }
                 link rel="stylesheet" href="/inbox/style.css";
+                // issue 41: installable (Android Chrome, iOS Safari's "Add to Home Screen")
+                link rel="manifest" href="/inbox/manifest.webmanifest";
+                meta name="theme-color" content="#0b5cad";
+                link rel="icon" type="image/png" href="/inbox/icons/icon-192.png";
+                link rel="apple-touch-icon" href="/inbox/icons/apple-touch-icon.png";
+                meta name="apple-mobile-web-app-capable" content="yes";
+                meta name="apple-mobile-web-app-title" content="MA2H";
+                script src="/inbox/pwa.js" defer {}
                 script src="/inbox/keys.js" defer {}
                 @if session.is_some() { script src="/inbox/live.js" defer {} }
             }
