@@ -31,6 +31,7 @@ impl ChannelsCommand {
             Self::AddSlack { account, .. }
             | Self::AddWebhook { account, .. }
             | Self::AddEmail { account, .. }
+            | Self::AddWebpush { account, .. }
             | Self::RemoveChannel { account, .. }
             | Self::AddRoute { account, .. }
             | Self::RemoveRoute { account, .. }
@@ -130,6 +131,17 @@ pub enum ChannelsCommand {
         #[arg(long)]
         from: String,
         /// `human=address`, e.g. `alice=alice@example.com`; repeat for several.
+        #[arg(long = "recipient", required = true)]
+        recipients: Vec<String>,
+    },
+    /// Add or replace a Web Push channel (issue 41): a notification on every device each
+    /// recipient subscribed from the inbox (its Devices page), with answer buttons for small asks.
+    AddWebpush {
+        #[arg(long, default_value = "default")]
+        account: String,
+        #[arg(long)]
+        id: String,
+        /// An operator notified (`alice` or `human:alice`); repeat for several.
         #[arg(long = "recipient", required = true)]
         recipients: Vec<String>,
     },
@@ -241,6 +253,9 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
                 .ok_or_else(|| anyhow::anyhow!("--recipient takes human=address"))?;
             let spec = manage::EmailSpec { id, smtp_host, smtp_port, security, username, password, from, recipients };
             manage::put_email(hub, &account, spec).await?
+        }
+        ChannelsCommand::AddWebpush { account, id, recipients } => {
+            manage::put_webpush(hub, &account, &id, &recipients).await?
         }
         ChannelsCommand::RemoveChannel { account, id } => manage::remove_channel(hub, &account, &id).await?,
         ChannelsCommand::AddRoute {

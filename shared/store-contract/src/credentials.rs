@@ -98,6 +98,43 @@ pub async fn operator_activity_is_kept_per_account_and_never_moves_backwards<S: 
     assert_eq!(store.list_agents(&acct).await.unwrap().len(), 1, "the roster is unaffected");
 }
 
+/// Issue 41: an operator's devices are listed oldest first, replaced by id, removed once, and
+/// never seen by another operator or account.
+pub async fn devices_are_kept_per_operator_replaced_by_id_and_removed_once<S: Store>(store: S) {
+    use ma2h_core::channels::devices::Device;
+    let acct = account("devices");
+    let device = |human: &str, id: &str, at_s: i64| Device {
+        account: acct.clone(),
+        human: self::human(human),
+        id: id.into(),
+        label: format!("{id}'s browser"),
+        created_at: at(at_s),
+        push_host: "push.example.com".into(),
+        sealed: format!("sealed-{id}"),
+    };
+    assert!(store.devices_of(&acct, &human("alice")).await.unwrap().is_empty());
+    store.put_device(&device("alice", "dev_b", -5)).await.unwrap();
+    store.put_device(&device("alice", "dev_a", -9)).await.unwrap();
+    store.put_device(&device("bob", "dev_c", -1)).await.unwrap();
+    let mut other = device("alice", "dev_x", -1);
+    other.account = account("devices-other");
+    store.put_device(&other).await.unwrap();
+    let mut renewed = device("alice", "dev_b", -5);
+    renewed.sealed = "sealed-again".into();
+    store.put_device(&renewed).await.unwrap();
+    let alice = store.devices_of(&acct, &human("alice")).await.unwrap();
+    assert_eq!(
+        alice.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+        ["dev_a", "dev_b"],
+        "oldest first, this account"
+    );
+    assert_eq!(alice[1], renewed, "replaced by id, every field kept");
+    assert!(store.delete_device(&acct, &human("alice"), "dev_a").await.unwrap());
+    assert!(!store.delete_device(&acct, &human("alice"), "dev_a").await.unwrap(), "removed once");
+    assert!(!store.delete_device(&acct, &human("alice"), "dev_c").await.unwrap(), "bob's is not alice's");
+    assert_eq!(store.devices_of(&acct, &human("bob")).await.unwrap().len(), 1);
+}
+
 /// A sealed secret is stored per `(account, agent, name)`; a second put replaces it; other
 /// agents, accounts and names see nothing. Bytes are preserved exactly.
 pub async fn secrets_put_get_replace_scoped<S: Store>(store: S) {

@@ -91,6 +91,7 @@ macro_rules! for_each_check {
             grants_are_found_by_agent_and_key_counted_and_revoked_once,
             the_account_lists_each_of_its_agents_once,
             operator_activity_is_kept_per_account_and_never_moves_backwards,
+            devices_are_kept_per_operator_replaced_by_id_and_removed_once,
             secrets_put_get_replace_scoped,
             a_push_terminal_writes_the_obligation_atomically,
             due_pushes_are_claimed_once_and_attempts_recorded,

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use ma2h_core::channels::devices::Device;
 use ma2h_core::inter_agent::policy::AccountPolicy;
 use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
@@ -52,6 +53,11 @@ fn roster_item(c: &CredentialRecord) -> Option<Item> {
 
 /// Sort-key prefix of roster entries in the account partition (`$` sorts right after `#`).
 const ROSTER_PREFIX: &str = "AGENT#";
+/// The partition of one operator's Web Push devices (issue 41): one `Query` lists them.
+fn device_pk(account: &AccountId, human: &HumanId) -> String {
+    format!("DEV#{}#{}", key_part(account.as_str()), key_part(human.as_str()))
+}
+
 /// Sort-key prefix of operator activity in the account partition (issue 40).
 const SEEN_PREFIX: &str = "SEEN#";
 
@@ -273,6 +279,52 @@ impl CredentialStore for DynamoStore {
         }
         out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
         Ok(out)
+    }
+
+    async fn put_device(&self, d: &Device) -> R<()> {
+        let mut item = key(device_pk(&d.account, &d.human), &d.id);
+        item.insert("label".into(), s(d.label.clone()));
+        item.insert("created_at".into(), n(ms(d.created_at)));
+        item.insert("push_host".into(), s(d.push_host.clone()));
+        item.insert("sealed".into(), s(d.sealed.clone()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem", e))?;
+        Ok(())
+    }
+
+    async fn devices_of(&self, account: &AccountId, human: &HumanId) -> R<Vec<Device>> {
+        let mut out = Vec::new();
+        for item in self.partition_items(device_pk(account, human), None).await? {
+            out.push(Device {
+                account: account.clone(),
+                human: human.clone(),
+                id: get_s(&item, "sk")?.to_owned(),
+                label: get_s(&item, "label")?.to_owned(),
+                created_at: ma2h_protocol::time::from_millis(get_n(&item, "created_at")?),
+                push_host: get_s(&item, "push_host")?.to_owned(),
+                sealed: get_s(&item, "sealed")?.to_owned(),
+            });
+        }
+        out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(out)
+    }
+
+    async fn delete_device(&self, account: &AccountId, human: &HumanId, id: &str) -> R<bool> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(device_pk(account, human), id)))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| unavailable("DeleteItem", e))?;
+        Ok(out.attributes.is_some())
     }
 
     async fn put_secret(&self, account: &AccountId, agent: &AgentId, name: &str, sealed: &[u8]) -> R<()> {

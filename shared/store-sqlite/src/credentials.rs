@@ -9,6 +9,7 @@
 //! * `put_secret` / `get_secret` — keyed by `(account, agent, name)`; a put replaces.
 
 use async_trait::async_trait;
+use ma2h_core::channels::devices::Device;
 use ma2h_core::inter_agent::policy::AccountPolicy;
 use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
@@ -120,6 +121,49 @@ impl CredentialStore for SqliteStore {
             .collect()
         })
         .await
+    }
+
+    async fn put_device(&self, d: &Device) -> Result<(), StoreError> {
+        let d = d.clone();
+        self.write(move |conn| {
+            conn.prepare_cached(sql::PUT_DEVICE)?.execute(params![
+                d.account.as_str(),
+                d.human.as_str(),
+                d.id,
+                d.label,
+                d.created_at.timestamp_millis(),
+                d.push_host,
+                d.sealed
+            ])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn devices_of(&self, account: &AccountId, human: &HumanId) -> Result<Vec<Device>, StoreError> {
+        let (account, human) = (account.clone(), human.clone());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql::DEVICES_OF)?;
+            let rows = stmt.query_map(params![account.as_str(), human.as_str()], |row| {
+                Ok(Device {
+                    account: account.clone(),
+                    human: human.clone(),
+                    id: row.get(0)?,
+                    label: row.get(1)?,
+                    created_at: ma2h_protocol::time::from_millis(row.get(2)?),
+                    push_host: row.get(3)?,
+                    sealed: row.get(4)?,
+                })
+            })?;
+            rows.map(|r| r.map_err(DbError::from)).collect()
+        })
+        .await
+    }
+
+    async fn delete_device(&self, account: &AccountId, human: &HumanId, id: &str) -> Result<bool, StoreError> {
+        let (account, human, id) = (account.to_string(), human.to_string(), id.to_owned());
+        self.write(move |conn| Ok(conn.prepare_cached(sql::DELETE_DEVICE)?.execute(params![account, human, id])? > 0))
+            .await
     }
 
     async fn put_secret(

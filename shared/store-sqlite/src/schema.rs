@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -370,6 +370,21 @@ CREATE TABLE operator_seen (
     human     TEXT    NOT NULL,
     last_seen INTEGER NOT NULL,
     PRIMARY KEY (account, human)
+) STRICT, WITHOUT ROWID;
+"#;
+
+/// Version 15 (issue 41): operators' Web Push devices — the subscription sealed, only the push
+/// service's host in clear.
+const V15: &str = r#"
+CREATE TABLE devices (
+    account    TEXT    NOT NULL,
+    human      TEXT    NOT NULL,
+    id         TEXT    NOT NULL,
+    label      TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    push_host  TEXT    NOT NULL,
+    sealed     TEXT    NOT NULL,
+    PRIMARY KEY (account, human, id)
 ) STRICT, WITHOUT ROWID;
 "#;
 

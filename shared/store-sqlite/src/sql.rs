@@ -138,6 +138,14 @@ pub const TOUCH_OPERATOR: &str = "INSERT INTO operator_seen (account, human, las
 
 pub const OPERATORS_SEEN: &str = "SELECT human, last_seen FROM operator_seen WHERE account = ?1 ORDER BY human";
 
+/// Issue 41: an operator's devices.
+pub const PUT_DEVICE: &str = "INSERT INTO devices (account, human, id, label, created_at, push_host, sealed) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (account, human, id) DO UPDATE SET \
+     label = excluded.label, push_host = excluded.push_host, sealed = excluded.sealed";
+pub const DEVICES_OF: &str = "SELECT id, label, created_at, push_host, sealed FROM devices \
+     WHERE account = ?1 AND human = ?2 ORDER BY created_at, id";
+pub const DELETE_DEVICE: &str = "DELETE FROM devices WHERE account = ?1 AND human = ?2 AND id = ?3";
+
 /// Only the revocation / expiry change after creation.
 pub const UPDATE_CREDENTIAL: &str = "UPDATE credentials SET expires_at = ?1, revoked_at = ?2 WHERE id = ?3";
 

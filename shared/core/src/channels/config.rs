@@ -69,6 +69,7 @@ pub enum Channel {
     Slack(SlackChannel),
     Webhook(WebhookChannel),
     Email(EmailChannel),
+    Webpush(WebpushChannel),
 }
 
 impl Channel {
@@ -77,6 +78,7 @@ impl Channel {
             Self::Slack(_) => "slack",
             Self::Webhook(_) => "webhook",
             Self::Email(_) => "email",
+            Self::Webpush(_) => "webpush",
         }
     }
 }
@@ -96,6 +98,14 @@ pub struct EmailChannel {
     pub from: String,
     /// Operator (human id without `human:`) → their address. Links in a mail act as that operator.
     pub recipients: BTreeMap<String, String>,
+}
+
+/// Web Push (issue 41): a notification on every device each recipient operator subscribed from
+/// the inbox ([`crate::channels::webpush`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebpushChannel {
+    /// The operators (ids without `human:`) notified.
+    pub recipients: Vec<String>,
 }
 
 /// How the SMTP connection is secured.

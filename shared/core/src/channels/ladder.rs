@@ -122,7 +122,7 @@ fn bring_forward(item: &mut Notification, after: Option<u8>, now: Timestamp) {
     }
 }
 
-/// The channels that reach `human`: every email channel listing them; the route's Slack
+/// The channels that reach `human`: every email and Web Push channel listing them; the route's Slack
 /// channels whose workspace links a user to them; the route's webhooks.
 pub fn reach(config: &ChannelsConfig, route: Option<&Route>, human: &str) -> Vec<String> {
     let on_route = |id: &String| route.is_some_and(|r| r.targets.contains(id) || r.escalate.contains(id));
@@ -131,6 +131,7 @@ pub fn reach(config: &ChannelsConfig, route: Option<&Route>, human: &str) -> Vec
         .iter()
         .filter(|(id, channel)| match channel {
             Channel::Email(mail) => mail.recipients.contains_key(human),
+            Channel::Webpush(push) => push.recipients.iter().any(|h| h == human),
             Channel::Slack(slack) => on_route(id) && slack_user(config, &slack.team_id, human).is_some(),
             Channel::Webhook(_) => on_route(id),
         })

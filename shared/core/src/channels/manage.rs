@@ -170,6 +170,28 @@ pub async fn put_email(hub: &Hub, account: &str, spec: EmailSpec) -> Result<Valu
     Ok(show_config(&config))
 }
 
+/// Add (or replace) a Web Push channel (issue 41): the operators notified on their subscribed
+/// devices.
+pub async fn put_webpush(hub: &Hub, account: &str, id: &str, recipients: &[String]) -> Result<Value, HubError> {
+    let account = account_id(account)?;
+    check_id("channel", id)?;
+    if recipients.is_empty() || recipients.len() > 50 {
+        return Err(HubError::validation("a Web Push channel needs 1–50 recipients (operator ids)"));
+    }
+    let mut humans: Vec<String> = Vec::new();
+    for r in recipients {
+        let r = r.trim();
+        let human = HumanId::parse(r.strip_prefix("human:").unwrap_or(r))
+            .ok_or_else(|| HubError::validation(format!("`{r}`: not a human id")))?;
+        if !humans.contains(&human.to_string()) {
+            humans.push(human.to_string());
+        }
+    }
+    let channel = crate::channels::config::WebpushChannel { recipients: humans };
+    let config = edit(hub, &account, |c| insert_channel(c, id, Channel::Webpush(channel.clone()))).await?;
+    Ok(show_config(&config))
+}
+
 /// Remove a channel (refused while a route names it).
 pub async fn remove_channel(hub: &Hub, account: &str, id: &str) -> Result<Value, HubError> {
     let account = account_id(account)?;
@@ -385,6 +407,10 @@ pub fn show_config(c: &ChannelsConfig) -> Value {
             let v = match ch {
                 Channel::Slack(s) => json!({"kind": "slack", "team_id": s.team_id, "channel": s.channel}),
                 Channel::Webhook(w) => json!({"kind": "webhook", "url": redact_url(&w.url)}),
+                Channel::Webpush(w) => json!({
+                    "kind": "webpush",
+                    "recipients": w.recipients.iter().map(|h| format!("human:{h}")).collect::<Vec<_>>(),
+                }),
                 Channel::Email(m) => json!({
                     "kind": "email", "smtp_host": m.smtp_host, "smtp_port": m.smtp_port, "security": m.security,
                     "username": m.username, "password_set": m.password.is_some(), "from": m.from,

@@ -2,8 +2,10 @@
 //! signed webhook — their per-account configuration, the durable outbox, and the answers that
 //! come back through them.
 
+pub mod answer_token;
 pub mod audience;
 pub mod config;
+pub mod devices;
 pub mod email;
 pub mod ladder;
 pub mod mailer;
@@ -14,3 +16,4 @@ pub mod schedule;
 pub mod sender;
 pub mod slack;
 pub(crate) mod webhook_event;
+pub mod webpush;

@@ -250,6 +250,9 @@ impl Notifier {
             Channel::Email(mail) => {
                 crate::channels::email::send(self, hub, mail, channel_id, step, record, envelope).await.map(|()| None)
             }
+            Channel::Webpush(_) => {
+                crate::channels::webpush::send(self, hub, step, record, envelope).await.map(|()| None)
+            }
         }
     }
 }
@@ -266,9 +269,14 @@ fn close_out(item: &mut Notification, channels: &ChannelsConfig, now: Timestamp)
     }
     let mut owed = Vec::new();
     for step in item.steps.iter().filter(|s| s.status == StepStatus::Sent && s.kind != StepKind::Outcome) {
+        // a Web Push outcome is per recipient (it replaces their notification); others per post
+        let who = match channels.channels.get(&step.channel) {
+            Some(Channel::Webpush(_)) => step.recipient.clone(),
+            _ => None,
+        };
         let already = |r: &Option<String>| {
-            item.steps.iter().any(|o| o.kind == StepKind::Outcome && o.channel == step.channel && &o.external_ref == r)
-                || owed.iter().any(|o: &Step| o.channel == step.channel && &o.external_ref == r)
+            let same = |o: &Step| o.channel == step.channel && &o.external_ref == r && o.recipient == who;
+            item.steps.iter().any(|o| o.kind == StepKind::Outcome && same(o)) || owed.iter().any(same)
         };
         let outcome_ref = match channels.channels.get(&step.channel) {
             // one update per post (a reminder or a ladder mention is a reply without buttons)
@@ -277,13 +285,14 @@ fn close_out(item: &mut Notification, channels: &ChannelsConfig, now: Timestamp)
             {
                 step.external_ref.clone()
             }
-            // one event per webhook
-            Some(Channel::Webhook(_)) => None,
+            // one event per webhook; one notification per Web Push recipient (it replaces theirs)
+            Some(Channel::Webhook(_) | Channel::Webpush(_)) => None,
             _ => continue,
         };
         if !already(&outcome_ref) {
             let mut o = Step::pending(&step.channel, StepKind::Outcome, now);
             o.external_ref = outcome_ref;
+            o.recipient = who;
             owed.push(o);
         }
     }

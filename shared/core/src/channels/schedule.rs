@@ -40,7 +40,8 @@ pub async fn config(hub: &Hub, account: &AccountId) -> Result<Arc<AccountPolicy>
 /// The steps a routed message owes, or `None` when no route matches.
 pub fn plan(config: &ChannelsConfig, envelope: &Envelope, now: Timestamp) -> Option<(String, Vec<Step>)> {
     let route = config.route_for(envelope)?;
-    // One step per channel — per recipient for email (each mail's links act as its recipient);
+    // One step per channel — per recipient for email and Web Push (each mail's links and each
+    // notification's buttons act as its recipient);
     // an id no longer configured is skipped.
     let steps_for = |ids: &[String], kind: StepKind, at: Timestamp| -> Vec<Step> {
         ids.iter()
@@ -48,6 +49,11 @@ pub fn plan(config: &ChannelsConfig, envelope: &Envelope, now: Timestamp) -> Opt
                 Some(Channel::Email(mail)) => mail
                     .recipients
                     .keys()
+                    .map(|human| Step { recipient: Some(human.clone()), ..Step::pending(id, kind, at) })
+                    .collect(),
+                Some(Channel::Webpush(push)) => push
+                    .recipients
+                    .iter()
                     .map(|human| Step { recipient: Some(human.clone()), ..Step::pending(id, kind, at) })
                     .collect(),
                 Some(_) => vec![Step::pending(id, kind, at)],

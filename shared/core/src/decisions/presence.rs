@@ -102,7 +102,8 @@ impl Member {
 /// ladder, by id.
 pub async fn team(hub: &Hub, account: &AccountId) -> Result<Vec<Member>, HubError> {
     let seen = hub.credentials.operators_seen(account).await?;
-    let policy = crate::channels::schedule::config(hub, account).await?;
+    // read as stored (a listing, not a hot path): an absence just set shows at once
+    let policy = hub.credentials.get_account_policy(account).await?.unwrap_or_default();
     Ok(members(&policy, &seen, hub.clock.now()))
 }
 

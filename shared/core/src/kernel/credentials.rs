@@ -105,6 +105,15 @@ pub trait CredentialStore: Send + Sync + 'static {
     /// When each operator of the account was last active, by operator id.
     async fn operators_seen(&self, account: &AccountId) -> Result<Vec<(HumanId, Timestamp)>, StoreError>;
 
+    /// An operator's Web Push devices (issue 41): add or replace by id, list, remove.
+    async fn put_device(&self, device: &crate::channels::devices::Device) -> Result<(), StoreError>;
+    async fn devices_of(
+        &self,
+        account: &AccountId,
+        human: &HumanId,
+    ) -> Result<Vec<crate::channels::devices::Device>, StoreError>;
+    async fn delete_device(&self, account: &AccountId, human: &HumanId, id: &str) -> Result<bool, StoreError>;
+
     /// §9.4 callback bindings: hosts (lowercase, no port) an agent may receive pushes on.
     async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError>;
     async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<bool, StoreError>;

@@ -62,6 +62,19 @@ impl MasterKey {
         out
     }
 
+    /// A 32-byte key for `purpose`, derived from the master key (HMAC-SHA256): the same in every
+    /// process of a deployment, never stored, different per purpose and per deployment — e.g.
+    /// the VAPID key pair of Web Push (issue 41).
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        use hmac::{KeyInit as _, Mac as _};
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(b"ma2h-hub derived key v1\0");
+        mac.update(purpose.as_bytes());
+        let mut out = [0u8; 32];
+        out.copy_from_slice(&mac.finalize().into_bytes());
+        out
+    }
+
     pub fn open(&self, context: &str, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
         if sealed.len() < NONCE_LEN {
             return Err(SealError::Open);

@@ -62,6 +62,7 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                                 @match c {
                                     Channel::Slack(s) => { "workspace " code { (s.team_id) } ", conversation " code { (s.channel) } }
                                     Channel::Email(m) => { (m.recipients.keys().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", ")) " via " code { (m.smtp_host) } }
+                                    Channel::Webpush(w) => { (w.recipients.iter().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", ")) " on their devices" }
                                     Channel::Webhook(w) => { (manage::redact_url(&w.url)) }
                                 }
                             }

@@ -21,6 +21,7 @@
 //! | `GET/POST /inbox/channels` | [`channels`]: channels, routes (reminders, escalation), your Slack link |
 //! | `GET/POST /a/{token}` | [`mail_answer`]: an email's answer link — GET confirms, POST answers once |
 //! | `/inbox/manifest.webmanifest`, `/inbox/sw.js`, `/inbox/icons/…`, `/inbox/offline` | [`pwa`]: the installable app |
+//! | `GET/POST /inbox/devices`, `POST /inbox/push/answer` | [`devices`]: Web Push devices; a notification's answer button |
 //!
 //! Every UI response carries a Content-Security-Policy that admits only the Hub's own script
 //! files (`/inbox/keys.js`: keyboard shortcuts; `/inbox/live.js`: the live inbox — progressive
@@ -33,6 +34,7 @@ mod approvals;
 mod bidi;
 mod channels;
 mod claims;
+mod devices;
 mod inter_agent;
 mod list;
 mod live;
@@ -106,6 +108,8 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/pwa.js", get(pwa::register_script))
         .route("/inbox/icons/{name}", get(pwa::icon))
         .route("/inbox/offline", get(pwa::offline))
+        .route("/inbox/devices", get(devices::page_get).post(devices::update))
+        .route("/inbox/push/answer", post(devices::answer))
         .route("/inbox/keys.js", get(keys_script))
         .route("/a/{token}", get(mail_answer::confirm).post(mail_answer::apply))
         .layer(middleware::from_fn(security_headers))
@@ -168,6 +172,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                             a href="/inbox/agents" { "Agents" }
                             a href="/inbox/channels" { "Channels" }
                             a href="/inbox/policies" { "Policies" }
+                            a href="/inbox/devices" { "Devices" }
                             button.link #alerts type="button" hidden aria-pressed="false" { "Desktop alerts: off" }
                             span.who { (s.who()) }
                             form.inline method="post" action="/logout" {

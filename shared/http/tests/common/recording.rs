@@ -7,10 +7,14 @@ use async_trait::async_trait;
 use ma2h_core::ports::{PushOutcome, PushRequest, PushSender};
 use serde_json::{Value, json};
 
-/// Records every request; Slack calls answer like Slack, webhooks answer `webhook_status`.
+/// Records every request; Slack calls answer like Slack, webhooks (and push services) answer
+/// `webhook_status`.
 #[derive(Default)]
 pub struct Recording {
+    /// URL and JSON body (`null` for a body that is not JSON, as an encrypted push).
     pub sent: Mutex<Vec<(String, Value)>>,
+    /// Every request as sent.
+    pub raw: Mutex<Vec<PushRequest>>,
     pub webhook_status: Mutex<u16>,
 }
 
@@ -26,7 +30,8 @@ impl PushSender for Recording {
         self.send_reading(request).await.0
     }
     async fn send_reading(&self, request: &PushRequest) -> (PushOutcome, Vec<u8>) {
-        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        self.raw.lock().unwrap().push(request.clone());
         let n = {
             let mut sent = self.sent.lock().unwrap();
             sent.push((request.url.clone(), body.clone()));
