@@ -192,3 +192,59 @@ async fn requests_of_presence_and_an_on_call_ladder() {
     })
     .await;
 }
+
+/// Issue 41: a Web Push notification is one step of the outbox item, like any channel's: besides
+/// the claim, the message and the save, the recipient's credentials (a revoked operator's devices
+/// get nothing) and their devices are read — one `Query` each, and a `GetItem` per credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_of_a_web_push_notification() {
+    use base64::Engine as _;
+    use web_push_native::p256::elliptic_curve::sec1::ToEncodedPoint as _;
+    with_env("webpush", false, |e| async move {
+        let (url, hits) = receiver().await;
+        let hub = &e.dep.hub;
+        ma2h_core::channels::manage::put_webpush(hub, "acme", "phones", &["alice".into()]).await.unwrap();
+        let route =
+            ma2h_core::channels::manage::RouteSpec { id: "all".into(), targets: vec!["phones".into()], ..Default::default() };
+        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
+        let key = web_push_native::p256::SecretKey::from_slice(&[7u8; 32]).unwrap();
+        let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        let sub = json!({"endpoint": url, "keys": {
+            "p256dh": b64(key.public_key().to_encoded_point(false).as_bytes()), "auth": b64(&[9u8; 16])}});
+        let alice = ma2h_core::kernel::auth::Principal {
+            account: ma2h_protocol::ids::AccountId::parse("acme").unwrap(),
+            id: ma2h_core::kernel::credentials::PrincipalId::Operator(ma2h_protocol::ids::HumanId::parse("alice").unwrap()),
+            credential_id: "cred".into(),
+        };
+        ma2h_core::channels::webpush::subscribe(hub, &alice, &sub, "a phone").await.unwrap();
+        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
+            .await
+            .unwrap();
+        e.phase().await;
+        let mut rows: Vec<(String, Tally)> = Vec::new();
+        let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
+            crate::cost_eq!(t.requests, expect(expected), "{name}");
+            rows.push((name.to_owned(), t));
+        };
+        let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("wp1", None, None)))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+        phase(
+            "submit (an ask routed to Web Push): as any routed ask",
+            e.phase().await,
+            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:PutItem", 3), ("sqs:SendMessage", 1)],
+        );
+        assert_eq!(deliver_via_esm(&e).await, (1, 0));
+        assert_eq!(hits.load(Ordering::SeqCst), 1, "one device, one push");
+        // claim, message, the recipient's credentials (pointers + the key), devices, save
+        phase(
+            "deliver: a Web Push notification to one device",
+            e.phase().await,
+            &[("dynamodb:UpdateItem", 1), ("dynamodb:Query", 3), ("dynamodb:GetItem", 1), ("dynamodb:PutItem", 1)],
+        );
+        print_table("A Web Push notification (counted on the wire, asserted)", &rows);
+    })
+    .await;
+}
+
