@@ -174,18 +174,19 @@ async fn requests_of_presence_and_an_on_call_ladder() {
         e.clock.advance(chrono::Duration::minutes(2)); // past the last activity write
         let (status, team) = call(&e, event("GET", "/v1/operator/presence", &e.operator, None)).await;
         assert_eq!(status, StatusCode::OK, "{team}");
-        // the key's lookup, alice's activity, the account's `SEEN#` items
+        // the key's lookup, alice's activity; the listing: the account's `SEEN#` items and its
+        // policy item (absences and ladders, as stored)
         phase(
             "an operator's first request in a minute: GET /v1/operator/presence",
             e.phase().await,
-            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 1), ("dynamodb:Query", 1)],
+            &[("dynamodb:GetItem", 2), ("dynamodb:UpdateItem", 1), ("dynamodb:Query", 1)],
         );
         let (status, _) = call(&e, event("GET", "/v1/operator/presence", &e.operator, None)).await;
         assert_eq!(status, StatusCode::OK);
         phase(
             "the same operator within the minute (no activity write)",
             e.phase().await,
-            &[("dynamodb:GetItem", 1), ("dynamodb:Query", 1)],
+            &[("dynamodb:GetItem", 2), ("dynamodb:Query", 1)],
         );
 
         print_table("Presence and an on-call ladder (counted on the wire, asserted)", &rows);
