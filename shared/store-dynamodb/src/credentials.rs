@@ -126,11 +126,16 @@ impl DynamoStore {
     }
 
     async fn delete_agent_item(&self, account: &AccountId, agent: &AgentId, sk: String) -> R<bool> {
+        self.delete_key(agent_pk(account, agent), &sk).await
+    }
+
+    /// Delete one item; whether it existed.
+    async fn delete_key(&self, pk: String, sk: &str) -> R<bool> {
         let out = self
             .client
             .delete_item()
             .table_name(&self.table)
-            .set_key(Some(key(agent_pk(account, agent), &sk)))
+            .set_key(Some(key(pk, sk)))
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
             .send()
             .await
@@ -315,16 +320,7 @@ impl CredentialStore for DynamoStore {
     }
 
     async fn delete_device(&self, account: &AccountId, human: &HumanId, id: &str) -> R<bool> {
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key(device_pk(account, human), id)))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(|e| unavailable("DeleteItem", e))?;
-        Ok(out.attributes.is_some())
+        self.delete_key(device_pk(account, human), id).await
     }
 
     async fn put_secret(&self, account: &AccountId, agent: &AgentId, name: &str, sealed: &[u8]) -> R<()> {

@@ -12,6 +12,22 @@ use crate::env::*;
 use crate::metering::Tally;
 use crate::support::event;
 
+/// A routed ask's submit, as a pull-mode ask (auth, counter, claim, message, the account's open
+/// counter) plus the outbox item (NOTE#, a conditional put before the message) and its job.
+const ROUTED_SUBMIT: &[(&str, u64)] =
+    &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:PutItem", 3), ("sqs:SendMessage", 1)];
+
+/// Put `route`, then warm the agent's rate window and the configuration cache (read once per
+/// container per `MA2H_CHANNELS_CACHE_MS`), as on a busy container; the set-up is not metered.
+async fn route_and_warm(e: &Env, route: ma2h_core::channels::manage::RouteSpec) {
+    let hub = &e.dep.hub;
+    ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
+    let (status, _) = call(e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap()).await.unwrap();
+    e.phase().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_per_phase_of_a_routed_ask() {
     with_env("channels", false, |e| async move {
@@ -23,15 +39,7 @@ async fn requests_per_phase_of_a_routed_ask() {
             targets: vec!["pager".into()],
             ..Default::default()
         };
-        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
-        // Warm the rate window and the configuration cache (read once per container per
-        // MA2H_CHANNELS_CACHE_MS), as on a busy container.
-        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
-        assert_eq!(status, StatusCode::ACCEPTED);
-        ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
-            .await
-            .unwrap();
-        e.phase().await;
+        route_and_warm(&e, route).await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
         let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
             crate::cost_eq!(t.requests, expect(expected), "{name}");
@@ -43,11 +51,7 @@ async fn requests_per_phase_of_a_routed_ask() {
         let id = ack["id"].as_str().unwrap().to_owned();
         // as a pull-mode ask (auth, counter, claim, message, the account's open counter), plus
         // the outbox item (NOTE#, conditional put, before the message) and its job
-        phase(
-            "submit (routed ask, pull)",
-            e.phase().await,
-            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:PutItem", 3), ("sqs:SendMessage", 1)],
-        );
+        phase("submit (routed ask, pull)", e.phase().await, ROUTED_SUBMIT);
 
         assert_eq!(deliver_via_esm(&e).await, (1, 0));
         assert_eq!(hits.load(Ordering::SeqCst), 1, "message.created sent");
@@ -132,13 +136,7 @@ async fn requests_of_presence_and_an_on_call_ladder() {
             ladder_minutes: Some(10),
             ..Default::default()
         };
-        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
-        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
-        assert_eq!(status, StatusCode::ACCEPTED);
-        ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
-            .await
-            .unwrap();
-        e.phase().await;
+        route_and_warm(&e, route).await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
         let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
             crate::cost_eq!(t.requests, expect(expected), "{name}");
@@ -147,11 +145,7 @@ async fn requests_of_presence_and_an_on_call_ladder() {
 
         let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("lad1", None, None)))).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
-        phase(
-            "submit (routed ask with a ladder): as any routed ask",
-            e.phase().await,
-            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:PutItem", 3), ("sqs:SendMessage", 1)],
-        );
+        phase("submit (routed ask with a ladder): as any routed ask", e.phase().await, ROUTED_SUBMIT);
         assert_eq!(deliver_via_esm(&e).await, (1, 0));
         assert_eq!(hits.load(Ordering::SeqCst), 2, "message.created and alice's message.ladder");
         phase(
@@ -210,7 +204,6 @@ async fn requests_of_a_web_push_notification() {
             targets: vec!["phones".into()],
             ..Default::default()
         };
-        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
         let key = web_push_native::p256::SecretKey::from_slice(&[7u8; 32]).unwrap();
         let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
         let sub = json!({"endpoint": url, "keys": {
@@ -223,12 +216,7 @@ async fn requests_of_a_web_push_notification() {
             credential_id: "cred".into(),
         };
         ma2h_core::channels::webpush::subscribe(hub, &alice, &sub, "a phone").await.unwrap();
-        let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
-        assert_eq!(status, StatusCode::ACCEPTED);
-        ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap())
-            .await
-            .unwrap();
-        e.phase().await;
+        route_and_warm(&e, route).await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
         let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
             crate::cost_eq!(t.requests, expect(expected), "{name}");
@@ -236,11 +224,7 @@ async fn requests_of_a_web_push_notification() {
         };
         let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("wp1", None, None)))).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
-        phase(
-            "submit (an ask routed to Web Push): as any routed ask",
-            e.phase().await,
-            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 2), ("dynamodb:PutItem", 3), ("sqs:SendMessage", 1)],
-        );
+        phase("submit (an ask routed to Web Push): as any routed ask", e.phase().await, ROUTED_SUBMIT);
         assert_eq!(deliver_via_esm(&e).await, (1, 0));
         assert_eq!(hits.load(Ordering::SeqCst), 1, "one device, one push");
         // claim, message, the recipient's credentials (pointers + the key), devices, save
