@@ -197,10 +197,13 @@ async fn a_pushed_ask_is_encrypted_to_the_device_signed_with_vapid_and_its_butto
 }
 
 #[tokio::test]
-async fn nothing_sensitive_goes_in_a_payload_and_big_selects_get_no_buttons() {
+async fn nothing_sensitive_goes_in_a_payload_bidi_controls_are_shown_and_big_selects_get_no_buttons() {
     let (t, cookie, sent, notifier) = setup().await;
     let browser = Browser::new(9);
     subscribe(&t, &cookie, &browser, ENDPOINT).await;
+    let mut tricky = confirm("wp1b");
+    tricky["title"] = json!("Open report\u{202E}fdp.exe");
+    t.submit_ok(tricky).await;
     let mut secret = confirm("wp2");
     secret["sensitive"] = json!(true);
     secret["body"] = json!("the production password is hunter2");
@@ -210,10 +213,14 @@ async fn nothing_sensitive_goes_in_a_payload_and_big_selects_get_no_buttons() {
         {"value": "a", "label": "A"}, {"value": "b", "label": "B"}, {"value": "c", "label": "C"}]});
     t.submit_ok(big).await;
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
-    let payloads: Vec<Value> = pushes(&sent).iter().map(|(_, b)| browser.decrypt(b)).collect();
-    assert_eq!(payloads.len(), 2);
+    let mut payloads: Vec<Value> = pushes(&sent).iter().map(|(_, b)| browser.decrypt(b)).collect();
+    assert_eq!(payloads.len(), 3);
+    let at = payloads.iter().position(|p| p["title"].as_str().is_some_and(|t| t.starts_with("Open report"))).unwrap();
+    let bidi = payloads.remove(at);
+    assert_eq!(bidi["title"], "Open report[U+202E]fdp.exe", "a bidi control is shown, not obeyed");
+    assert!(bidi.get("actions").is_some(), "an ordinary confirm keeps its buttons");
     for p in &payloads {
-        assert!(p.get("actions").is_none(), "{p}");
+        assert!(p.get("actions").is_none(), "sensitive, or a select of three: {p}");
         assert!(!p.to_string().contains("hunter2"), "{p}");
     }
     assert!(payloads.iter().any(|p| p["body"] == "Sensitive: open it in the inbox."));

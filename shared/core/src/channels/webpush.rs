@@ -187,7 +187,7 @@ pub fn payload(
         let plain = text.map(|t| ma2h_render::plain_text(&t)).unwrap_or_default();
         format!("{} from {} · {}", record.kind.as_str(), record.agent_id, clip(&plain, 400))
     };
-    out["body"] = json!(crate::kernel::display::visible_bidi(&body).into_owned());
+    out["body"] = json!(body);
     out["urgent"] = json!(matches!(record.priority, ma2h_protocol::envelope::Priority::Urgent));
     // answer buttons: a confirm, or a select of at most two options, that takes an inline answer
     let small = envelope.request().is_some_and(|r| match r.mode {
@@ -285,12 +285,15 @@ fn encrypt(
     body: &Value,
     record: &MessageRecord,
 ) -> Option<PushRequest> {
-    let mut plain = body.to_string();
+    // agent-written text may carry bidi controls that reorder what a lock screen shows: made
+    // visible over the whole payload (the markers are plain text, the JSON stays valid)
+    let visible = |v: &Value| crate::kernel::display::visible_bidi(&v.to_string()).into_owned();
+    let mut plain = visible(body);
     if plain.len() > MAX_PAYLOAD {
         // never cut JSON: drop the preview first
         let mut smaller = body.clone();
         smaller["body"] = json!("Open it in the inbox.");
-        plain = smaller.to_string();
+        plain = visible(&smaller);
     }
     let key = web_push_native::p256::PublicKey::from_sec1_bytes(&unb64(&sub.p256dh)?).ok()?;
     let auth = unb64(&sub.auth)?;
