@@ -154,14 +154,7 @@ impl DynamoStore {
         if let Some((k, v)) = extra {
             item.insert(k.to_owned(), v);
         }
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem", e))?;
-        Ok(())
+        self.put_if(item, None, std::collections::HashMap::new()).await.map(|_| ())
     }
 }
 
@@ -292,14 +285,7 @@ impl CredentialStore for DynamoStore {
         item.insert("created_at".into(), n(ms(d.created_at)));
         item.insert("push_host".into(), s(d.push_host.clone()));
         item.insert("sealed".into(), s(d.sealed.clone()));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem", e))?;
-        Ok(())
+        self.put_if(item, None, std::collections::HashMap::new()).await.map(|_| ())
     }
 
     async fn devices_of(&self, account: &AccountId, human: &HumanId) -> R<Vec<Device>> {
