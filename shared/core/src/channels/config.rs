@@ -186,16 +186,9 @@ pub fn seal_context(account: &str, channel: &str, field: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
     pub id: String,
-    /// Match only this agent / project / tag; unset matches any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
-    /// Match only this priority or a more urgent one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_priority: Option<Priority>,
+    /// Which messages it announces (stored as the route's own members).
+    #[serde(flatten)]
+    pub filter: MessageFilter,
     /// Channel ids announced to when the message arrives.
     pub targets: Vec<String>,
     /// Post a reminder to the targets after this many minutes unanswered.
@@ -236,29 +229,45 @@ impl Route {
     }
 
     pub fn matches(&self, envelope: &Envelope) -> bool {
-        matches_filters(
-            self.agent.as_deref(),
-            self.project.as_deref(),
-            self.tag.as_deref(),
-            self.min_priority,
-            envelope,
-        )
+        self.filter.matches(envelope)
     }
 }
 
-/// The one rule routes and approval policies match messages by: this agent, this
-/// `agent.project`, this tag, this priority or a more urgent one — each unset matches any.
-pub fn matches_filters(
-    agent: Option<&str>,
-    project: Option<&str>,
-    tag: Option<&str>,
-    min_priority: Option<Priority>,
-    envelope: &Envelope,
-) -> bool {
-    agent.is_none_or(|a| a == envelope.agent.id.as_str())
-        && project.is_none_or(|p| envelope.agent.project.as_deref() == Some(p))
-        && tag.is_none_or(|t| envelope.tags.iter().any(|x| x == t))
-        && min_priority.is_none_or(|p| envelope.priority >= p)
+/// Which messages a route or an approval policy is for: this agent, this `agent.project`, this
+/// tag, this priority or a more urgent one — each unset matches any. The one rule both match by.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct MessageFilter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_priority: Option<Priority>,
+}
+
+impl MessageFilter {
+    pub fn matches(&self, envelope: &Envelope) -> bool {
+        self.agent.as_deref().is_none_or(|a| a == envelope.agent.id.as_str())
+            && self.project.as_deref().is_none_or(|p| envelope.agent.project.as_deref() == Some(p))
+            && self.tag.as_deref().is_none_or(|t| envelope.tags.iter().any(|x| x == t))
+            && self.min_priority.is_none_or(|p| envelope.priority >= p)
+    }
+
+    /// In words, as the inbox lists it: "agent ci, #prod, high or above" (or "everything").
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = [
+            self.agent.as_ref().map(|a| format!("agent {a}")),
+            self.project.as_ref().map(|p| format!("project {p}")),
+            self.tag.as_ref().map(|t| format!("#{t}")),
+            self.min_priority.map(|p| format!("{} or above", p.as_str())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() { "everything".to_owned() } else { parts.join(", ") }
+    }
 }
 
 /// A channel or route id: 1–64 of `[a-z0-9-]`.
@@ -287,9 +296,9 @@ mod tests {
     #[test]
     fn the_first_matching_route_wins_and_notifies_are_never_routed() {
         let mut only_high = route("high");
-        only_high.min_priority = Some(Priority::High);
+        only_high.filter.min_priority = Some(Priority::High);
         let mut tagged = route("tagged");
-        tagged.tag = Some("prod".into());
+        tagged.filter.tag = Some("prod".into());
         let config = ChannelsConfig { routes: vec![only_high, tagged, route("rest")], ..Default::default() };
         assert_eq!(config.route_for(&ask(json!({"priority":"urgent"}))).unwrap().id, "high");
         assert_eq!(config.route_for(&ask(json!({"tags":["prod"]}))).unwrap().id, "tagged");
@@ -303,10 +312,10 @@ mod tests {
     #[test]
     fn agent_and_project_filters_compare_exactly() {
         let mut r = route("r");
-        r.agent = Some("ci".into());
-        r.project = Some("web".into());
+        r.filter.agent = Some("ci".into());
+        r.filter.project = Some("web".into());
         assert!(r.matches(&ask(json!({}))));
-        r.project = Some("api".into());
+        r.filter.project = Some("api".into());
         assert!(!r.matches(&ask(json!({}))));
     }
 

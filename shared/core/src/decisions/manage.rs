@@ -89,10 +89,12 @@ fn check(spec: PolicySpec) -> Result<ApprovalPolicy, HubError> {
     let nonblank = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     Ok(ApprovalPolicy {
         id: spec.id,
-        agent: nonblank(spec.agent),
-        project: nonblank(spec.project),
-        tag: nonblank(spec.tag),
-        min_priority,
+        filter: crate::channels::config::MessageFilter {
+            agent: nonblank(spec.agent),
+            project: nonblank(spec.project),
+            tag: nonblank(spec.tag),
+            min_priority,
+        },
         approvals: spec.approvals,
         exclude,
         exclude_label: nonblank(spec.exclude_label),

@@ -2,7 +2,7 @@
 //! them. Kept in the account's policy document (`AccountPolicy::approvals`), tried in order — the
 //! first that matches an ask applies — and edited by compare-and-set like the routes.
 
-use ma2h_protocol::envelope::{Envelope, Priority};
+use ma2h_protocol::envelope::Envelope;
 use ma2h_protocol::ids::HumanId;
 use serde::{Deserialize, Serialize};
 
@@ -17,16 +17,9 @@ pub const MAX_EXCLUDED: usize = 50;
 pub struct ApprovalPolicy {
     /// 1–64 of `[a-z0-9-]`, as route ids.
     pub id: String,
-    /// Match only this agent / project / tag; unset matches any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<String>,
-    /// Match only this priority or a more urgent one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_priority: Option<Priority>,
+    /// Which asks it gates (stored as the policy's own members, as a route's).
+    #[serde(flatten)]
+    pub filter: crate::channels::config::MessageFilter,
     /// Distinct approvers an `answered` value needs (1–10; 1 only excludes).
     pub approvals: u8,
     /// Humans who may never answer a matching ask (separation of duties), by operator id.
@@ -41,14 +34,7 @@ pub struct ApprovalPolicy {
 impl ApprovalPolicy {
     /// Does the policy apply to this ask? (Tasks and notifies are never gated.)
     pub fn matches(&self, envelope: &Envelope) -> bool {
-        envelope.request().is_some()
-            && crate::channels::config::matches_filters(
-                self.agent.as_deref(),
-                self.project.as_deref(),
-                self.tag.as_deref(),
-                self.min_priority,
-                envelope,
-            )
+        envelope.request().is_some() && self.filter.matches(envelope)
     }
 
     /// Why `human` may not answer this ask, if they may not: named by the policy, or named by the
@@ -102,10 +88,11 @@ mod tests {
     fn policy() -> ApprovalPolicy {
         ApprovalPolicy {
             id: "prod".into(),
-            agent: None,
-            project: None,
-            tag: Some("prod".into()),
-            min_priority: Some(Priority::High),
+            filter: crate::channels::config::MessageFilter {
+                tag: Some("prod".into()),
+                min_priority: Some(ma2h_protocol::envelope::Priority::High),
+                ..Default::default()
+            },
             approvals: 2,
             exclude: vec!["mallory".into()],
             exclude_label: Some("requested_by".into()),
@@ -117,7 +104,7 @@ mod tests {
         let p = policy();
         assert!(p.matches(&ask(json!({}), &["prod"])));
         assert!(!p.matches(&ask(json!({}), &["staging"])));
-        let catch_all = ApprovalPolicy { id: "all".into(), tag: None, min_priority: None, ..policy() };
+        let catch_all = ApprovalPolicy { id: "all".into(), filter: Default::default(), ..policy() };
         let list = [p.clone(), catch_all];
         assert_eq!(policy_for(&list, &ask(json!({}), &["staging"])).map(|p| p.id.as_str()), Some("all"));
         assert_eq!(policy_for(&list, &ask(json!({}), &["prod"])).map(|p| p.id.as_str()), Some("prod"));

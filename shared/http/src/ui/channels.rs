@@ -82,16 +82,7 @@ fn render(config: &ChannelsConfig, me: &str, csrf: &str) -> maud::Markup {
                     @for r in &config.routes {
                         tr {
                             td data-label="Route" { code { (r.id) } }
-                            td data-label="Matches" {
-                                @let filters = [
-                                    r.agent.as_ref().map(|a| format!("agent {a}")),
-                                    r.project.as_ref().map(|p| format!("project {p}")),
-                                    r.tag.as_ref().map(|t| format!("#{t}")),
-                                    r.min_priority.map(|p| format!("{} or above", p.as_str())),
-                                ];
-                                @let filters: Vec<String> = filters.into_iter().flatten().collect();
-                                (if filters.is_empty() { "everything".to_owned() } else { filters.join(", ") })
-                            }
+                            td data-label="Matches" { (r.filter.describe()) }
                             td data-label="Announce to" { (r.targets.join(", ")) }
                             td data-label="Remind" { (r.remind_after_minutes.map(|m| format!("after {m} min")).unwrap_or_else(|| "—".into())) }
                             td data-label="Escalate" {

@@ -60,15 +60,7 @@ async fn render(
                     @for p in &policy.approvals {
                         tr {
                             td data-label="Policy" { code { (p.id) } }
-                            td data-label="Matches" {
-                                @let parts: Vec<String> = [
-                                    p.agent.as_ref().map(|a| format!("agent {a}")),
-                                    p.project.as_ref().map(|x| format!("project {x}")),
-                                    p.tag.as_ref().map(|t| format!("#{t}")),
-                                    p.min_priority.map(|m| format!("{} or above", m.as_str())),
-                                ].into_iter().flatten().collect();
-                                @if parts.is_empty() { "every ask" } @else { (parts.join(", ")) }
-                            }
+                            td data-label="Matches" { (p.filter.describe()) }
                             td data-label="Approvals" { (p.approvals) }
                             td data-label="Never" {
                                 (p.exclude.iter().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", "))
