@@ -54,6 +54,12 @@ pub enum ApprovalsCommand {
         /// The `agent.labels` key naming the human a run works for, who may not answer it.
         #[arg(long)]
         exclude_label: Option<String>,
+        /// Only sensitive asks.
+        #[arg(long)]
+        sensitive: bool,
+        /// An answer (but a decline) needs a fresh passkey assertion, from the inbox.
+        #[arg(long)]
+        passkey: bool,
     },
     Remove {
         #[arg(long)]
@@ -170,8 +176,21 @@ pub async fn execute_grants(hub: &Hub, cmd: GrantsCommand) -> Result<Value> {
 pub async fn execute(hub: &Hub, cmd: ApprovalsCommand) -> Result<Value> {
     Ok(match cmd {
         ApprovalsCommand::Show { account } => manage::show(hub, &account).await?,
-        ApprovalsCommand::Add { account, id, approvals, agent, project, tag, min_priority, exclude, exclude_label } => {
-            let spec = PolicySpec { id, agent, project, tag, min_priority, approvals, exclude, exclude_label };
+        ApprovalsCommand::Add {
+            account,
+            id,
+            approvals,
+            agent,
+            project,
+            tag,
+            min_priority,
+            exclude,
+            exclude_label,
+            sensitive,
+            passkey,
+        } => {
+            let spec =
+                PolicySpec { id, agent, project, tag, min_priority, approvals, exclude, exclude_label, sensitive, passkey };
             manage::put(hub, &account, spec).await?
         }
         ApprovalsCommand::Remove { account, id } => manage::remove(hub, &account, &id).await?,

@@ -26,6 +26,7 @@ pub mod inter_agent;
 pub mod kernel;
 pub mod mailbox;
 pub mod messages;
+pub mod passkeys;
 pub mod push;
 pub mod sessions;
 

@@ -31,7 +31,7 @@ pub fn status_and_code(e: &HubError) -> Option<(StatusCode, &'static str)> {
         HubError::Protocol(ProtocolError::InvalidField { .. }) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"),
         HubError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
         HubError::AgentIdMismatch { .. } => (StatusCode::FORBIDDEN, "agent_id_mismatch"),
-        HubError::NotAuthorized(_) => (StatusCode::FORBIDDEN, "not_authorized"),
+        HubError::NotAuthorized(_) | HubError::PasskeyRequired { .. } => (StatusCode::FORBIDDEN, "not_authorized"),
         HubError::NotFound | HubError::UnknownSession | HubError::NoSuchEndpoint => {
             (StatusCode::NOT_FOUND, "not_found")
         }

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use ma2h_core::channels::devices::Device;
+use ma2h_core::passkeys::Passkey;
 use ma2h_core::inter_agent::policy::AccountPolicy;
 use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
@@ -94,7 +95,7 @@ impl DynamoStore {
     }
 
     /// A partition's items (sort keys in `range`, when given), strongly consistent.
-    async fn partition_items(&self, pk: String, range: Option<(&str, &str)>) -> R<Vec<Item>> {
+    pub(crate) async fn partition_items(&self, pk: String, range: Option<(&str, &str)>) -> R<Vec<Item>> {
         let mut out = Vec::new();
         let mut query =
             self.client.query().table_name(&self.table).expression_attribute_values(":pk", s(pk)).consistent_read(true);
@@ -130,7 +131,7 @@ impl DynamoStore {
     }
 
     /// Delete one item; whether it existed.
-    async fn delete_key(&self, pk: String, sk: &str) -> R<bool> {
+    pub(crate) async fn delete_key(&self, pk: String, sk: &str) -> R<bool> {
         let out = self
             .client
             .delete_item()
@@ -307,6 +308,22 @@ impl CredentialStore for DynamoStore {
 
     async fn delete_device(&self, account: &AccountId, human: &HumanId, id: &str) -> R<bool> {
         self.delete_key(device_pk(account, human), id).await
+    }
+
+    async fn put_passkey(&self, p: &Passkey, new: bool) -> R<bool> {
+        self.put_passkey_items(p, new).await
+    }
+
+    async fn passkeys_of(&self, account: &AccountId, human: &HumanId) -> R<Vec<Passkey>> {
+        self.passkeys_of_operator(account, human).await
+    }
+
+    async fn passkey_by_id(&self, id: &str) -> R<Option<Passkey>> {
+        self.passkey_of_id(id).await
+    }
+
+    async fn delete_passkey(&self, account: &AccountId, human: &HumanId, id: &str) -> R<bool> {
+        self.delete_passkey_items(account, human, id).await
     }
 
     async fn put_secret(&self, account: &AccountId, agent: &AgentId, name: &str, sealed: &[u8]) -> R<()> {

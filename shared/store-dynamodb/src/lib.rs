@@ -24,6 +24,7 @@ mod mailbox;
 mod merge;
 mod messages;
 mod notifications;
+mod passkeys;
 pub mod provision;
 mod search;
 mod sessions;

@@ -10,6 +10,7 @@
 
 use async_trait::async_trait;
 use ma2h_core::channels::devices::Device;
+use ma2h_core::passkeys::Passkey;
 use ma2h_core::inter_agent::policy::AccountPolicy;
 use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
 use ma2h_core::ports::{CredentialStore, StoreError};
@@ -163,6 +164,60 @@ impl CredentialStore for SqliteStore {
     async fn delete_device(&self, account: &AccountId, human: &HumanId, id: &str) -> Result<bool, StoreError> {
         let (account, human, id) = (account.to_string(), human.to_string(), id.to_owned());
         self.write(move |conn| Ok(conn.prepare_cached(sql::DELETE_DEVICE)?.execute(params![account, human, id])? > 0))
+            .await
+    }
+
+    async fn put_passkey(&self, p: &Passkey, new: bool) -> Result<bool, StoreError> {
+        let p = p.clone();
+        self.write(move |conn| {
+            let last = p.last_used_at.map(|t| t.timestamp_millis());
+            let changed = if new {
+                conn.prepare_cached(sql::INSERT_PASSKEY)?.execute(params![
+                    p.id,
+                    p.account.as_str(),
+                    p.human.as_str(),
+                    p.name,
+                    p.created_at.timestamp_millis(),
+                    last,
+                    p.state
+                ])?
+            } else {
+                conn.prepare_cached(sql::UPDATE_PASSKEY)?.execute(params![
+                    p.id,
+                    p.account.as_str(),
+                    p.human.as_str(),
+                    p.name,
+                    last,
+                    p.state
+                ])?
+            };
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn passkeys_of(&self, account: &AccountId, human: &HumanId) -> Result<Vec<Passkey>, StoreError> {
+        let (account, human) = (account.to_string(), human.to_string());
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(sql::PASSKEYS_OF)?;
+            let rows = stmt.query_map(params![account, human], passkey_row)?;
+            rows.map(|r| r.map_err(DbError::from).and_then(passkey_parsed)).collect()
+        })
+        .await
+    }
+
+    async fn passkey_by_id(&self, id: &str) -> Result<Option<Passkey>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn| {
+            let row = conn.prepare_cached(sql::PASSKEY_BY_ID)?.query_row([&id], passkey_row).optional()?;
+            row.map(passkey_parsed).transpose()
+        })
+        .await
+    }
+
+    async fn delete_passkey(&self, account: &AccountId, human: &HumanId, id: &str) -> Result<bool, StoreError> {
+        let (account, human, id) = (account.to_string(), human.to_string(), id.to_owned());
+        self.write(move |conn| Ok(conn.prepare_cached(sql::DELETE_PASSKEY)?.execute(params![account, human, id])? > 0))
             .await
     }
 
@@ -340,4 +395,22 @@ impl SqliteStore {
         })
         .await
     }
+}
+
+type PasskeyRow = (String, String, String, String, i64, Option<i64>, String);
+
+fn passkey_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<PasskeyRow> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?))
+}
+
+fn passkey_parsed((id, account, human, name, created, last, state): PasskeyRow) -> Result<Passkey, DbError> {
+    Ok(Passkey {
+        id,
+        account: parsed(&account, "passkeys.account", AccountId::parse)?,
+        human: parsed(&human, "passkeys.human", HumanId::parse)?,
+        name,
+        created_at: ma2h_protocol::time::from_millis(created),
+        last_used_at: last.map(ma2h_protocol::time::from_millis),
+        state,
+    })
 }

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -386,6 +386,21 @@ CREATE TABLE devices (
     sealed     TEXT    NOT NULL,
     PRIMARY KEY (account, human, id)
 ) STRICT, WITHOUT ROWID;
+"#;
+
+/// Version 16 (issue 41): operators' passkeys, keyed by the credential id (a login names no
+/// operator), listed per operator.
+const V16: &str = r#"
+CREATE TABLE passkeys (
+    id           TEXT    NOT NULL PRIMARY KEY,
+    account      TEXT    NOT NULL,
+    human        TEXT    NOT NULL,
+    name         TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL,
+    last_used_at INTEGER,
+    state        TEXT    NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX passkeys_of ON passkeys (account, human, created_at);
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

@@ -146,6 +146,17 @@ pub const DEVICES_OF: &str = "SELECT id, label, created_at, push_host, sealed FR
      WHERE account = ?1 AND human = ?2 ORDER BY created_at, id";
 pub const DELETE_DEVICE: &str = "DELETE FROM devices WHERE account = ?1 AND human = ?2 AND id = ?3";
 
+/// Issue 41: passkeys (a new one never replaces a registered credential id).
+pub const INSERT_PASSKEY: &str = "INSERT OR IGNORE INTO passkeys \
+     (id, account, human, name, created_at, last_used_at, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+pub const UPDATE_PASSKEY: &str =
+    "UPDATE passkeys SET name = ?4, last_used_at = ?5, state = ?6 WHERE id = ?1 AND account = ?2 AND human = ?3";
+pub const PASSKEYS_OF: &str = "SELECT id, account, human, name, created_at, last_used_at, state FROM passkeys \
+     WHERE account = ?1 AND human = ?2 ORDER BY created_at, id";
+pub const PASSKEY_BY_ID: &str =
+    "SELECT id, account, human, name, created_at, last_used_at, state FROM passkeys WHERE id = ?1";
+pub const DELETE_PASSKEY: &str = "DELETE FROM passkeys WHERE account = ?1 AND human = ?2 AND id = ?3";
+
 /// Only the revocation / expiry change after creation.
 pub const UPDATE_CREDENTIAL: &str = "UPDATE credentials SET expires_at = ?1, revoked_at = ?2 WHERE id = ?3";
 

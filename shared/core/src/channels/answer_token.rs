@@ -171,6 +171,8 @@ pub enum Applied {
     AlreadyUsed(LinkView),
     /// §8.8 refused it (already terminal, not an allowed resolver, …): the reason.
     Refused(LinkView, String),
+    /// Issue 41: a policy asks for a passkey — answered only in the inbox (the step-up page).
+    NeedsPasskey(LinkView),
 }
 
 async fn read(hub: &Hub, purpose: Purpose, token: &str) -> Result<(Token, MessageRecord, LinkView), LinkError> {
@@ -293,6 +295,7 @@ pub async fn apply(hub: &Hub, purpose: Purpose, token: &str) -> Result<Applied, 
             Applied::Refused(view, format!("it is already {}", status.as_str()))
         }
         Err(HubError::NotAuthorized(why)) => Applied::Refused(view, why),
+        Err(HubError::PasskeyRequired { .. }) => Applied::NeedsPasskey(LinkView { used: false, ..view }),
         Err(HubError::Protocol(e)) => Applied::Refused(view, e.to_string()),
         Err(HubError::NotFound | HubError::Gone) => return Err(LinkError::Gone),
         Err(e) => {

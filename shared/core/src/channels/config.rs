@@ -234,7 +234,7 @@ impl Route {
 }
 
 /// Which messages a route or an approval policy is for: this agent, this `agent.project`, this
-/// tag, this priority or a more urgent one — each unset matches any. The one rule both match by.
+/// tag, this priority or a more urgent one, only sensitive ones — each unset matches any. The one rule both match by.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct MessageFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -245,6 +245,9 @@ pub struct MessageFilter {
     pub tag: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_priority: Option<Priority>,
+    /// Issue 41: only sensitive messages (§9.6).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
 }
 
 impl MessageFilter {
@@ -253,6 +256,7 @@ impl MessageFilter {
             && self.project.as_deref().is_none_or(|p| envelope.agent.project.as_deref() == Some(p))
             && self.tag.as_deref().is_none_or(|t| envelope.tags.iter().any(|x| x == t))
             && self.min_priority.is_none_or(|p| envelope.priority >= p)
+            && (!self.sensitive || envelope.sensitive)
     }
 
     /// In words, as the inbox lists it: "agent ci, #prod, high or above" (or "everything").
@@ -262,6 +266,7 @@ impl MessageFilter {
             self.project.as_ref().map(|p| format!("project {p}")),
             self.tag.as_ref().map(|t| format!("#{t}")),
             self.min_priority.map(|p| format!("{} or above", p.as_str())),
+            self.sensitive.then(|| "sensitive".to_owned()),
         ]
         .into_iter()
         .flatten()

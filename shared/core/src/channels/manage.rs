@@ -281,6 +281,7 @@ pub async fn put_route(hub: &Hub, account: &str, spec: RouteSpec) -> Result<Valu
             project: spec.project,
             tag: spec.tag,
             min_priority,
+            sensitive: false,
         },
         targets: spec.targets,
         remind_after_minutes: spec.remind_after_minutes.filter(|m| *m > 0),

@@ -429,6 +429,7 @@ async fn apply(
             Interaction::Refused { id: id.to_owned(), reason: format!("it is already {}", status.as_str()) }
         }
         Err(HubError::NotAuthorized(why)) => Interaction::Refused { id: id.to_owned(), reason: why },
+        Err(e @ HubError::PasskeyRequired { .. }) => Interaction::Refused { id: id.to_owned(), reason: e.to_string() },
         Err(HubError::NotFound | HubError::Gone) => {
             Interaction::Refused { id: id.to_owned(), reason: "the message no longer exists".into() }
         }

@@ -29,6 +29,12 @@ pub struct PolicySpec {
     pub exclude: Vec<String>,
     #[serde(default)]
     pub exclude_label: Option<String>,
+    /// Only sensitive asks (issue 41).
+    #[serde(default)]
+    pub sensitive: bool,
+    /// A fresh passkey assertion before an answer is applied (issue 41).
+    #[serde(default)]
+    pub passkey: bool,
 }
 
 fn account_id(account: &str) -> Result<AccountId, HubError> {
@@ -77,8 +83,10 @@ fn check(spec: PolicySpec) -> Result<ApprovalPolicy, HubError> {
             .ok_or_else(|| HubError::validation(format!("`exclude`: `{h}` is not an operator id")))?;
         exclude.push(id.to_string());
     }
-    if spec.approvals == 1 && exclude.is_empty() && spec.exclude_label.is_none() {
-        return Err(HubError::validation("a policy of 1 approval must exclude someone (`exclude` or `exclude_label`)"));
+    if spec.approvals == 1 && exclude.is_empty() && spec.exclude_label.is_none() && !spec.passkey {
+        return Err(HubError::validation(
+            "a policy of 1 approval must exclude someone (`exclude` or `exclude_label`) or ask for a passkey (`passkey`)",
+        ));
     }
     let min_priority = match spec.min_priority.as_deref() {
         None | Some("") => None,
@@ -94,10 +102,12 @@ fn check(spec: PolicySpec) -> Result<ApprovalPolicy, HubError> {
             project: nonblank(spec.project),
             tag: nonblank(spec.tag),
             min_priority,
+            sensitive: spec.sensitive,
         },
         approvals: spec.approvals,
         exclude,
         exclude_label: nonblank(spec.exclude_label),
+        passkey: spec.passkey,
     })
 }
 

@@ -29,6 +29,10 @@ pub struct ApprovalPolicy {
     /// may not answer their own run's ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude_label: Option<String>,
+    /// Issue 41: an answer (anything but a decline) is applied only with a fresh passkey
+    /// assertion of the human answering, made for this message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub passkey: bool,
 }
 
 impl ApprovalPolicy {
@@ -96,6 +100,7 @@ mod tests {
             approvals: 2,
             exclude: vec!["mallory".into()],
             exclude_label: Some("requested_by".into()),
+            passkey: false,
         }
     }
 

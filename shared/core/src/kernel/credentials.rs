@@ -114,6 +114,15 @@ pub trait CredentialStore: Send + Sync + 'static {
     ) -> Result<Vec<crate::channels::devices::Device>, StoreError>;
     async fn delete_device(&self, account: &AccountId, human: &HumanId, id: &str) -> Result<bool, StoreError>;
 
+    /// An operator's passkeys (issue 41). `new`: insert only when no passkey has this credential
+    /// id (→ `false` if one has, whoever's it is); otherwise replace it (its state, its last use).
+    async fn put_passkey(&self, passkey: &crate::passkeys::Passkey, new: bool) -> Result<bool, StoreError>;
+    async fn passkeys_of(&self, account: &AccountId, human: &HumanId)
+    -> Result<Vec<crate::passkeys::Passkey>, StoreError>;
+    /// The passkey with this credential id (a login names no operator).
+    async fn passkey_by_id(&self, id: &str) -> Result<Option<crate::passkeys::Passkey>, StoreError>;
+    async fn delete_passkey(&self, account: &AccountId, human: &HumanId, id: &str) -> Result<bool, StoreError>;
+
     /// §9.4 callback bindings: hosts (lowercase, no port) an agent may receive pushes on.
     async fn put_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<(), StoreError>;
     async fn delete_binding(&self, account: &AccountId, agent: &AgentId, host: &str) -> Result<bool, StoreError>;

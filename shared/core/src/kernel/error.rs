@@ -17,6 +17,10 @@ pub enum HubError {
     /// 403 `not_authorized`.
     #[error("{0}")]
     NotAuthorized(String),
+    /// 403 `not_authorized`: an approval policy asks for a passkey step-up this answer did not
+    /// carry (issue 41).
+    #[error("this ask needs a passkey (policy `{policy}`): answer it in the inbox, confirming with your passkey")]
+    PasskeyRequired { policy: String },
     /// 404 `not_found` — also what another principal sees for a message it does not own (§9.1).
     #[error("unknown message id")]
     NotFound,

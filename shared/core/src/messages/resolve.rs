@@ -49,6 +49,19 @@ pub async fn resolve_outcome(
     id: &str,
     body: &[u8],
 ) -> Result<Outcome, HubError> {
+    resolve_as(hub, principal, session, id, body, None).await
+}
+
+/// [`resolve_outcome`] with the answering operator's passkey step-up for this message (issue
+/// 41): an approval policy with `passkey` applies an answer only with one.
+pub async fn resolve_as(
+    hub: &Hub,
+    principal: &Principal,
+    session: Option<&str>,
+    id: &str,
+    body: &[u8],
+    step_up: Option<&crate::passkeys::ceremony::StepUp>,
+) -> Result<Outcome, HubError> {
     let actor = match session {
         Some(raw) => Actor::parse(&crate::sessions::lease::present(hub, principal, raw).await?.address())
             .ok_or_else(|| HubError::Internal("a session address is not an actor".into()))?,
@@ -75,6 +88,13 @@ pub async fn resolve_outcome(
     // quorum for an `answered` value).
     let policy = crate::decisions::quorum::policy_of(hub, &record, &envelope).await?;
     if let Some(p) = &policy {
+        // Issue 41: a decline never acts, so it needs no passkey; every other answer does.
+        if p.passkey
+            && request.resolution != Resolution::Declined
+            && !step_up.is_some_and(|s| s.covers(principal, record.id.as_str()))
+        {
+            return Err(HubError::PasskeyRequired { policy: p.id.clone() });
+        }
         crate::decisions::quorum::check_excluded(p, &envelope, &actor)?;
         // whom a delegate stands in for is held to the same rule
         if let Some(absent) = on_behalf_of.as_deref().and_then(Actor::parse) {

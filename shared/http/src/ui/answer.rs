@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use ma2h_core::mailbox::inbox;
 use ma2h_core::mailbox::inbox::{Affordances, InboxMessage};
 use ma2h_core::messages::resolve;
+use ma2h_core::passkeys::ceremony::{self, Refused, Started};
 use ma2h_core::{Hub, HubError};
 use ma2h_protocol::ProtocolError;
 use ma2h_protocol::envelope::{MessageType, Mode};
@@ -27,14 +28,37 @@ use crate::extract::{Body, Path};
 const FIELD_PREFIX: &str = "field.";
 
 /// The form for an open message this operator may resolve.
-pub fn form(view: &InboxMessage, aff: Affordances, csrf: &str, state: &FormState) -> Markup {
+/// `step_up`: where a policy asks for a passkey (issue 41), the ceremony to run before an
+/// answer is posted (or why passkeys cannot work here).
+pub fn form(
+    view: &InboxMessage,
+    aff: Affordances,
+    csrf: &str,
+    state: &FormState,
+    step_up: Option<&Result<Started, String>>,
+) -> Markup {
     let env = &view.envelope;
     let id = view.record.id.as_str();
     let chosen = state.values.get("value").map(String::as_str);
+    let step_options = step_up.and_then(|s| s.as_ref().ok()).map(|s| s.options.as_str());
     html! {
         h2 #answer { "Answer" }
-        form method="post" action=(format!("/inbox/{id}/resolve")) novalidate {
+        form method="post" action=(format!("/inbox/{id}/resolve")) novalidate data-step-up=[step_options] {
             input type="hidden" name="csrf" value=(csrf);
+            @match step_up {
+                Some(Ok(s)) => {
+                    input type="hidden" name="passkey_state" value=(s.state);
+                    input type="hidden" name="passkey_response" value="";
+                    p.notice role="note" #step-up-note {
+                        "A policy asks for your passkey: answering opens your device's passkey prompt. A decline needs none."
+                    }
+                    p.notice.error data-passkey-status role="alert" hidden {}
+                }
+                Some(Err(why)) => {
+                    p.notice.error role="note" { "A policy asks for a passkey to answer this, and passkeys cannot be used here: " (why) }
+                }
+                None => {}
+            }
             // rendered only once a sensitive message's content is shown (message::render)
             @if env.sensitive { input type="hidden" name="revealed" value="1"; }
             @if let Some(e) = &state.error { p.notice.error role="alert" #form-error { (super::prose(e)) } }
@@ -278,7 +302,22 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
         }
     };
     let bytes = serde_json::to_vec(&request).expect("a JSON value serializes");
-    match resolve::resolve_outcome(&hub, &session.principal, None, &id, &bytes).await {
+    // Issue 41: the passkey assertion the page made for this answer, verified before it applies.
+    let step_up = match (form_get(&pairs, "passkey_state"), form_get(&pairs, "passkey_response")) {
+        (Some(st), Some(resp)) if !resp.is_empty() => {
+            let message = view.record.id.as_str();
+            match ceremony::finish_step_up(&hub, &session.principal, message, st, resp.as_bytes()).await {
+                Ok(s) => Some(s),
+                Err(Refused::No(why)) => {
+                    state.error = Some(why);
+                    return message::render(&hub, &session, &view, revealed, &state, StatusCode::FORBIDDEN);
+                }
+                Err(Refused::Hub(e)) => return message::error_page(&session, &e),
+            }
+        }
+        _ => None,
+    };
+    match resolve::resolve_as(&hub, &session.principal, None, &id, &bytes, step_up.as_ref()).await {
         // Issue 40: one approval of a quorum — recorded; the page says how many are still needed.
         Ok(resolve::Outcome::Pending(_)) => Redirect::to(&format!("/inbox/{id}?approved=1")).into_response(),
         // Issue 40: the answer stands for later asks of the same key when the human chose so.
@@ -323,6 +362,11 @@ pub async fn resolve(State(hub): State<Hub>, session: Session, Path(id): Path<St
             let mut resp = message::show(&hub, &session, &id, false, info).await;
             *resp.status_mut() = StatusCode::CONFLICT;
             resp
+        }
+        // Issue 41: no passkey where a policy asks for one — the form again, saying so.
+        Err(e @ HubError::PasskeyRequired { .. }) => {
+            state.error = Some(e.to_string());
+            message::render(&hub, &session, &view, revealed, &state, StatusCode::FORBIDDEN)
         }
         Err(HubError::NotAuthorized(reason)) => notice(StatusCode::FORBIDDEN, Some(&session), "Not allowed", &reason),
         Err(e) => message::error_page(&session, &e),

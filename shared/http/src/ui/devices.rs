@@ -24,6 +24,10 @@ pub async fn page_get(State(hub): State<Hub>, session: Session, params: Params) 
         Ok(d) => d,
         Err(e) => return went_wrong(Some(&session), "devices page", &e),
     };
+    let passkeys = match ma2h_core::passkeys::mine(&hub, &session.principal).await {
+        Ok(p) => p,
+        Err(e) => return went_wrong(Some(&session), "devices page", &e),
+    };
     let now = hub.clock.now();
     let done = params.get("done");
     let body = html! {
@@ -61,6 +65,7 @@ pub async fn page_get(State(hub): State<Hub>, session: Session, params: Params) 
                 }
             }
         }
+        (super::passkeys::section(&hub, &session, &passkeys))
     };
     respond(StatusCode::OK, page("Devices", Some(&session), body))
 }
@@ -99,7 +104,9 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
 /// `POST /inbox/push/answer` `{"token": …}`: a notification's answer button, posted by the
 /// service worker. The single-use, operator- and device-bound token is the credential (no
 /// cookie is needed; none is trusted). Answers JSON for the worker to show: `outcome` is
-/// `answered`, `already_used`, `refused` (with `reason`), `expired`, `gone` or `invalid`.
+/// `answered`, `already_used`, `refused` (with `reason`), `step_up` (with `url`: a policy asks
+/// for a passkey, so the worker opens the message to confirm there), `expired`, `gone` or
+/// `invalid`.
 pub async fn answer(State(hub): State<Hub>, Body(body): Body) -> Response {
     let token = serde_json::from_slice::<Value>(&body).ok().and_then(|v| v["token"].as_str().map(str::to_owned));
     let Some(token) = token else {
@@ -114,6 +121,11 @@ pub async fn answer(State(hub): State<Hub>, Body(body): Body) -> Response {
         Ok(Applied::AlreadyUsed(v)) => reply(
             StatusCode::CONFLICT,
             json!({"outcome": "already_used", "title": v.title, "status": v.status, "id": v.message_id}),
+        ),
+        // issue 41: the worker opens the message, where the answer is confirmed with a passkey
+        Ok(Applied::NeedsPasskey(v)) => reply(
+            StatusCode::FORBIDDEN,
+            json!({"outcome": "step_up", "title": v.title, "id": v.message_id, "url": format!("/inbox/{}#answer", v.message_id)}),
         ),
         Ok(Applied::Refused(v, reason)) => reply(
             StatusCode::CONFLICT,

@@ -1,5 +1,6 @@
 //! `GET/POST /login` and `POST /logout`. Logging in takes an operator API key (the same
-//! credential as `Authorization: Bearer` on the API); an agent key is refused. The key is never
+//! credential as `Authorization: Bearer` on the API) or a passkey the operator added
+//! ([`super::passkeys`], `POST /login/passkey`); an agent key is refused. The key is never
 //! stored in the cookie — only the credential id, sealed.
 
 use axum::extract::State;
@@ -22,7 +23,7 @@ pub async fn form(State(hub): State<Hub>, headers: HeaderMap, params: Params) ->
     render(&hub, params.get("next"), None, StatusCode::OK)
 }
 
-fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status: StatusCode) -> Response {
+pub(super) fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status: StatusCode) -> Response {
     let (csrf, cookie) = session::login_form(hub);
     let next = session::safe_next(next);
     let body = html! {
@@ -40,6 +41,8 @@ fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status: StatusCode
                 autofocus aria-describedby=[error.map(|_| "login-error")];
             div.actions { button type="submit" { "Log in" } }
         }
+        // issue 41: a passkey instead of the key (shown when this browser can use one)
+        (super::passkeys::login_form(hub, &csrf, next))
     };
     let mut resp = respond(status, page("Log in", None, body));
     resp.headers_mut().append(header::SET_COOKIE, cookie);

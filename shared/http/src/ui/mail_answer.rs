@@ -75,6 +75,12 @@ pub async fn apply(State(hub): State<Hub>, Path(token): Path<String>) -> Respons
             (StatusCode::CONFLICT, "Already used", "This link was already used; nothing changed.".to_owned(), v)
         }
         Ok(Applied::Refused(v, why)) => (StatusCode::CONFLICT, "Not answered", format!("Not answered: {why}."), v),
+        Ok(Applied::NeedsPasskey(v)) => (
+            StatusCode::FORBIDDEN,
+            "Confirm in the inbox",
+            "Not answered: this ask needs your passkey. Open it in the inbox and answer there.".to_owned(),
+            v,
+        ),
         Err(e) => return refused(&e),
     };
     let body = html! {

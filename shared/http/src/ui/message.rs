@@ -166,7 +166,10 @@ pub fn render(
                 @if let Some(absent) = &view.on_behalf_of {
                     p.notice role="note" { "You answer on behalf of " strong { (absent) } ", who is away and named you their delegate." }
                 }
-                (answer::form(view, *aff, &session.csrf, form))
+                // issue 41: a policy that asks for a passkey puts a fresh step-up in the form
+                @let step_up = view.approval_policy.as_ref().filter(|p| p.passkey)
+                    .map(|_| super::passkeys::step_up(hub, session, id));
+                (answer::form(view, *aff, &session.csrf, form, step_up.as_ref()))
             }
             Allowed::Denied(reason) => {
                 h2 { "Answer" }

@@ -41,6 +41,7 @@ mod live;
 mod login;
 mod mail_answer;
 mod message;
+mod passkeys;
 mod policies;
 mod pwa;
 mod rows;
@@ -74,11 +75,14 @@ const CSS: &str = include_str!("style.css");
 const KEYS_JS: &str = include_str!("keys.js");
 /// The live inbox (tab title count, list refresh, desktop alerts): an enhancement only.
 const LIVE_JS: &str = include_str!("live.js");
+/// Issue 41: passkey ceremonies (add, log in, confirm an answer).
+const PASSKEYS_JS: &str = include_str!("passkeys.js");
 
 /// The inbox routes, merged into the main Router.
 pub fn routes() -> Router<Hub> {
     Router::new()
         .route("/login", get(login::form).post(login::submit))
+        .route("/login/passkey", post(passkeys::login))
         .route("/logout", post(login::logout))
         .route("/inbox", get(list::inbox))
         .route("/inbox/history", get(list::history))
@@ -110,6 +114,8 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/offline", get(pwa::offline))
         .route("/inbox/devices", get(devices::page_get).post(devices::update))
         .route("/inbox/push/answer", post(devices::answer))
+        .route("/inbox/passkeys", post(passkeys::update))
+        .route("/inbox/passkeys.js", get(passkeys_script))
         .route("/inbox/keys.js", get(keys_script))
         .route("/a/{token}", get(mail_answer::confirm).post(mail_answer::apply))
         .layer(middleware::from_fn(security_headers))
@@ -121,6 +127,10 @@ async fn stylesheet() -> Response {
 
 async fn keys_script() -> Response {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], KEYS_JS).into_response()
+}
+
+async fn passkeys_script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], PASSKEYS_JS).into_response()
 }
 
 async fn live_script() -> Response {
@@ -158,6 +168,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 meta name="apple-mobile-web-app-title" content="MA2H";
                 script src="/inbox/pwa.js" defer {}
                 script src="/inbox/keys.js" defer {}
+                script src="/inbox/passkeys.js" defer {}
                 @if session.is_some() { script src="/inbox/live.js" defer {} }
             }
             body {

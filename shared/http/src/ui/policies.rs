@@ -51,17 +51,18 @@ async fn render(
         p.hint { "An ask matching a policy needs the same answer from that many different people; "
             "each answer is one approval until the last completes it (a decline ends the ask at once). "
             "A policy can also name people who may never answer, or read the run's owner from one of its "
-            code { "agent.labels" } ". The first matching policy applies." }
+            code { "agent.labels" } ", or ask each answer to be confirmed with a passkey. The first matching policy applies." }
         @if policy.approvals.is_empty() { p { "No policy: one allowed answer resolves an ask." } }
         @else {
             table.cards {
-                thead { tr { th { "Policy" } th { "Matches" } th { "Approvals" } th { "Never" } th {} } }
+                thead { tr { th { "Policy" } th { "Matches" } th { "Approvals" } th { "Passkey" } th { "Never" } th {} } }
                 tbody {
                     @for p in &policy.approvals {
                         tr {
                             td data-label="Policy" { code { (p.id) } }
                             td data-label="Matches" { (p.filter.describe()) }
                             td data-label="Approvals" { (p.approvals) }
+                            td data-label="Passkey" { @if p.passkey { "required" } @else { "—" } }
                             td data-label="Never" {
                                 (p.exclude.iter().map(|h| format!("human:{h}")).collect::<Vec<_>>().join(", "))
                                 @if let Some(l) = &p.exclude_label { @if !p.exclude.is_empty() { ", " } "the run's " code { (l) } }
@@ -181,6 +182,14 @@ async fn render(
             label for="exclude" { "Never these operators " span.hint { "(comma-separated ids)" } } input #exclude type="text" name="exclude" placeholder="alice, bob";
             label for="label" { "Never the run's owner named by label " span.hint { "(an agent.labels key)" } }
             input #label type="text" name="exclude_label" placeholder="requested_by";
+            label.choice for="sensitive" {
+                input #sensitive type="checkbox" name="sensitive" value="1";
+                span { "Only sensitive asks" }
+            }
+            label.choice for="passkey" {
+                input #passkey type="checkbox" name="passkey" value="1";
+                span { "Confirm each answer with a passkey " span.hint { "(from the inbox; a decline needs none)" } }
+            }
             div.actions { button type="submit" { "Save policy" } }
         }
     };
@@ -221,6 +230,8 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
                     .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
                     .unwrap_or_default(),
                 exclude_label: get("exclude_label"),
+                sensitive: get("sensitive").is_some(),
+                passkey: get("passkey").is_some(),
             };
             manage::put(&hub, &account, spec).await.map(|_| "Policy saved.")
         }

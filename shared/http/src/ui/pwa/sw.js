@@ -106,6 +106,11 @@ async function answer(title, data, chosen) {
   } catch (e) {
     result = { outcome: 'offline' };
   }
+  // a policy asks for a passkey: the answer is confirmed on the message's page instead
+  if (result.outcome === 'step_up' && result.url) {
+    await open(result.url);
+    return result;
+  }
   const said = {
     answered: `Answered: ${chosen.title}.`,
     already_used: 'This button was already used.',

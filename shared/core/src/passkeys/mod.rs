@@ -1,0 +1,83 @@
+//! Passkeys (issue 41): an operator registers passkeys (WebAuthn discoverable credentials) from
+//! the inbox, logs in with one instead of pasting a key, and — where an approval policy says
+//! `passkey` — proves presence with a fresh assertion before an answer is applied.
+//!
+//! The relying party is `webauthn_rp` (pure RustCrypto). Nothing about a ceremony is stored while
+//! it runs: its server state is sealed under the master key into the page that starts it
+//! ([`ceremony`]), and its challenge is burnt through a store counter when it is used, so any
+//! process (any Lambda container) finishes what another started, and each challenge serves once.
+//!
+//! A passkey belongs to one operator; it works only while that operator holds an active key, so
+//! revoking an operator stops their passkeys at once.
+
+pub mod ceremony;
+pub mod relying_party;
+
+use ma2h_protocol::ids::{AccountId, HumanId};
+use ma2h_protocol::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::auth::Principal;
+use crate::kernel::credentials::PrincipalId;
+use crate::{Hub, HubError};
+
+/// Most passkeys per operator.
+pub const MAX_PASSKEYS: usize = 10;
+/// Longest passkey name.
+pub const MAX_NAME: usize = 64;
+
+/// One registered passkey.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Passkey {
+    pub account: AccountId,
+    pub human: HumanId,
+    /// The credential id (base64url), as the authenticator chose it; unique across the Hub.
+    pub id: String,
+    /// What the operator called it.
+    pub name: String,
+    pub created_at: Timestamp,
+    /// Last login or step-up (kept to the day: a use writes only when the day or the
+    /// authenticator's counter changed).
+    pub last_used_at: Option<Timestamp>,
+    /// The public key and authenticator state ([`KeyState`] as JSON).
+    pub state: String,
+}
+
+/// What verifying an assertion needs, encoded by `webauthn_rp` (base64url each).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyState {
+    /// The public key and its static extensions (`StaticState`).
+    pub s: String,
+    /// The signature counter and backup flags (`DynamicState`).
+    pub d: String,
+    /// The transports the authenticator reported.
+    pub t: String,
+}
+
+fn operator(principal: &Principal) -> Result<&HumanId, HubError> {
+    match &principal.id {
+        PrincipalId::Operator(h) => Ok(h),
+        PrincipalId::Agent(_) => Err(HubError::NotAuthorized("only an operator has passkeys".into())),
+    }
+}
+
+/// The calling operator's passkeys, oldest first.
+pub async fn mine(hub: &Hub, principal: &Principal) -> Result<Vec<Passkey>, HubError> {
+    Ok(hub.credentials.passkeys_of(&principal.account, operator(principal)?).await?)
+}
+
+/// Remove one of the calling operator's passkeys: it logs in and steps up no more, at once.
+pub async fn remove(hub: &Hub, principal: &Principal, id: &str) -> Result<(), HubError> {
+    let human = operator(principal)?;
+    if hub.credentials.delete_passkey(&principal.account, human, id).await? {
+        tracing::info!(account = %principal.account, human = %human, "passkey removed");
+        Ok(())
+    } else {
+        Err(HubError::NotFound)
+    }
+}
+
+/// An operator's passkeys by the admin (`admin passkeys list|remove`).
+pub async fn of(hub: &Hub, account: &AccountId, human: &HumanId) -> Result<Vec<Passkey>, HubError> {
+    Ok(hub.credentials.passkeys_of(account, human).await?)
+}
