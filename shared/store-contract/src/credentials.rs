@@ -135,6 +135,51 @@ pub async fn devices_are_kept_per_operator_replaced_by_id_and_removed_once<S: St
     assert_eq!(store.devices_of(&acct, &human("bob")).await.unwrap().len(), 1);
 }
 
+/// Issue 41: passkeys are found by credential id (a login) and listed per operator oldest
+/// first; a registration never takes over an id already registered (by anyone), an update never
+/// brings back a removed one, and a removal is once and only by the owner.
+pub async fn passkeys_are_found_by_id_never_taken_over_and_removed_once<S: Store>(store: S) {
+    use ma2h_core::passkeys::Passkey;
+    let acct = account("passkeys");
+    let key = |human: &str, id: &str, at_s: i64| Passkey {
+        account: acct.clone(),
+        human: self::human(human),
+        id: id.into(),
+        name: format!("{id} key"),
+        created_at: at(at_s),
+        last_used_at: None,
+        state: format!("{{\"s\":\"{id}\"}}"),
+    };
+    assert!(store.passkeys_of(&acct, &human("alice")).await.unwrap().is_empty());
+    assert_eq!(store.passkey_by_id("pk-b").await.unwrap(), None);
+    assert!(store.put_passkey(&key("alice", "pk-b", -5), true).await.unwrap());
+    assert!(store.put_passkey(&key("alice", "pk-a", -9), true).await.unwrap());
+    assert!(store.put_passkey(&key("bob", "pk-c", -1), true).await.unwrap());
+    // the same credential id registered again — by bob, or by alice — is refused, nothing changes
+    assert!(!store.put_passkey(&key("bob", "pk-b", -1), true).await.unwrap(), "an id is never taken over");
+    assert!(!store.put_passkey(&key("alice", "pk-b", -1), true).await.unwrap());
+    assert_eq!(store.passkey_by_id("pk-b").await.unwrap(), Some(key("alice", "pk-b", -5)));
+    assert_eq!(store.passkeys_of(&acct, &human("bob")).await.unwrap(), vec![key("bob", "pk-c", -1)]);
+    // an update keeps the key's state and last use
+    let mut used = key("alice", "pk-b", -5);
+    used.last_used_at = Some(at(-1));
+    used.state = "{\"s\":\"counter 2\"}".into();
+    assert!(store.put_passkey(&used, false).await.unwrap());
+    assert_eq!(store.passkey_by_id("pk-b").await.unwrap(), Some(used.clone()));
+    let alice = store.passkeys_of(&acct, &human("alice")).await.unwrap();
+    assert_eq!(alice.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), ["pk-a", "pk-b"], "oldest first");
+    assert_eq!(alice[1], used);
+    // removal: only the owner's, once; then the id logs in no more and an update does not revive it
+    assert!(!store.delete_passkey(&acct, &human("bob"), "pk-b").await.unwrap(), "alice's is not bob's");
+    assert!(store.passkey_by_id("pk-b").await.unwrap().is_some());
+    assert!(store.delete_passkey(&acct, &human("alice"), "pk-b").await.unwrap());
+    assert!(!store.delete_passkey(&acct, &human("alice"), "pk-b").await.unwrap(), "removed once");
+    assert_eq!(store.passkey_by_id("pk-b").await.unwrap(), None);
+    assert!(!store.put_passkey(&used, false).await.unwrap(), "a removed passkey is not brought back");
+    assert_eq!(store.passkey_by_id("pk-b").await.unwrap(), None);
+    assert_eq!(store.passkeys_of(&acct, &human("alice")).await.unwrap().len(), 1);
+}
+
 /// A sealed secret is stored per `(account, agent, name)`; a second put replaces it; other
 /// agents, accounts and names see nothing. Bytes are preserved exactly.
 pub async fn secrets_put_get_replace_scoped<S: Store>(store: S) {

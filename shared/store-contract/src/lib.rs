@@ -92,6 +92,7 @@ macro_rules! for_each_check {
             the_account_lists_each_of_its_agents_once,
             operator_activity_is_kept_per_account_and_never_moves_backwards,
             devices_are_kept_per_operator_replaced_by_id_and_removed_once,
+            passkeys_are_found_by_id_never_taken_over_and_removed_once,
             secrets_put_get_replace_scoped,
             a_push_terminal_writes_the_obligation_atomically,
             due_pushes_are_claimed_once_and_attempts_recorded,
