@@ -293,3 +293,27 @@ async fn subscriptions_are_checked_and_an_agent_has_no_devices_page() {
     let page = t.page(Method::GET, "/inbox/devices", Some(&cookie), None).await;
     assert_eq!(page.html.matches("action\" value=\"remove\"").count(), 1);
 }
+
+#[tokio::test]
+async fn under_a_passkey_policy_a_notification_button_opens_the_message_to_confirm_there() {
+    let (t, cookie, sent, notifier) = setup().await;
+    let browser = Browser::new(9);
+    assert_eq!(subscribe(&t, &cookie, &browser, ENDPOINT).await, StatusCode::SEE_OTHER);
+    let spec = ma2h_core::decisions::manage::PolicySpec {
+        id: "keyed".into(),
+        approvals: 1,
+        passkey: true,
+        ..Default::default()
+    };
+    ma2h_core::decisions::manage::put(&t.hub, "acme", spec).await.unwrap();
+    let id = t.submit_ok(confirm("wp-pk")).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let payload = browser.decrypt(&pushes(&sent)[0].1);
+    let token = payload["actions"][0]["token"].as_str().unwrap().to_owned();
+    let r = t.call(Method::POST, "/inbox/push/answer", None, Some(json!({"token": token}))).await;
+    assert_eq!((r.status, &r.body["outcome"]), (StatusCode::FORBIDDEN, &json!("step_up")), "{}", r.body);
+    assert_eq!(r.body["url"], format!("/inbox/{id}#answer"), "the worker opens the message's answer form");
+    assert_eq!(t.get(&t.agent, &id).await.body["status"], "open", "nothing was answered");
+    let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
+    assert!(page.html.contains("data-step-up="), "where the answer is confirmed with a passkey");
+}
