@@ -114,3 +114,30 @@ fn an_on_call_ladder_is_set_on_a_route_and_presence_lists_the_team() {
         "the ladder's operators, never seen yet"
     );
 }
+
+#[test]
+fn a_passkey_policy_is_set_from_the_command_line_and_an_operators_passkeys_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    admin_json(path, &["create-operator", "--account", "acme", "--human", "alice"]);
+    let add = ["approvals", "add", "--account", "acme", "--id", "keyed", "--approvals", "1", "--passkey", "--sensitive"];
+    let shown = admin_json(path, &add);
+    let policy = &shown["approval_policies"][0];
+    assert_eq!((policy["passkey"].as_bool(), policy["sensitive"].as_bool()), (Some(true), Some(true)), "{shown}");
+    // one approval that neither excludes nor asks a passkey is no policy at all
+    let idle = base_command(path)
+        .arg("admin")
+        .args(["approvals", "add", "--account", "acme", "--id", "idle", "--approvals", "1"])
+        .output()
+        .unwrap();
+    assert!(!idle.status.success() && String::from_utf8_lossy(&idle.stderr).contains("passkey"));
+    // passkeys are added in the browser; the admin lists and removes them
+    let listed = admin_json(path, &["passkeys", "list", "--account", "acme", "--human", "human:alice"]);
+    assert_eq!(listed["passkeys"], json!([]));
+    let missing = base_command(path)
+        .arg("admin")
+        .args(["passkeys", "remove", "--account", "acme", "--human", "alice", "--id", "nope"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success(), "an unknown passkey is not removed");
+}

@@ -11,6 +11,7 @@ use std::io::Read;
 
 pub mod approvals;
 pub mod channels;
+pub mod passkeys;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -154,6 +155,9 @@ pub enum AdminCommand {
     Away(crate::approvals::AwayArgs),
     /// Standing grants: show, revoke (issue 40). Always prints JSON.
     Grants(crate::approvals::GrantsArgs),
+    /// An operator's passkeys: list, remove (issue 41; operators add them in the inbox). Always
+    /// prints JSON.
+    Passkeys(crate::passkeys::PasskeysArgs),
     /// When each operator was last active in the inbox or a channel, and who is away (issue 40:
     /// what on-call ladders read). Always prints JSON.
     Presence {
@@ -292,6 +296,7 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         AdminCommand::Approvals(args) => (crate::approvals::execute(hub, args.command).await?, true),
         AdminCommand::Away(args) => (crate::approvals::execute_away(hub, args.command).await?, true),
         AdminCommand::Grants(args) => (crate::approvals::execute_grants(hub, args.command).await?, true),
+        AdminCommand::Passkeys(args) => (crate::passkeys::execute(hub, args.command).await?, true),
         AdminCommand::Presence { account, .. } => {
             let account = ma2h_protocol::ids::AccountId::parse(&account)
                 .ok_or_else(|| anyhow::anyhow!("--account: not an account id"))?;

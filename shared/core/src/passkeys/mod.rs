@@ -81,3 +81,13 @@ pub async fn remove(hub: &Hub, principal: &Principal, id: &str) -> Result<(), Hu
 pub async fn of(hub: &Hub, account: &AccountId, human: &HumanId) -> Result<Vec<Passkey>, HubError> {
     Ok(hub.credentials.passkeys_of(account, human).await?)
 }
+
+/// Remove an operator's passkey by the admin.
+pub async fn remove_of(hub: &Hub, account: &AccountId, human: &HumanId, id: &str) -> Result<(), HubError> {
+    if hub.credentials.delete_passkey(account, human, id).await? {
+        tracing::info!(account = %account, human = %human, "passkey removed by the admin");
+        Ok(())
+    } else {
+        Err(HubError::NotFound)
+    }
+}
