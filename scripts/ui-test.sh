@@ -37,6 +37,8 @@ MA2H_WEBHOOK_SECRET=ui-test-secret "$BIN" admin channels add-webhook --account u
 # issue 41: Web Push to the operator's devices, for asks tagged ui-push only
 "$BIN" admin channels add-webpush --account ui --id phones --recipient tester >/dev/null
 "$BIN" admin channels add-route --account ui --id push --tag ui-push --to phones >/dev/null
+# issue 41: asks tagged ui-passkey are answered only with a passkey (the passkeys test)
+"$BIN" admin approvals add --account ui --id keyed --approvals 1 --passkey --tag ui-passkey >/dev/null
 
 # the push service stand-in (scripts/webpush_standin.py: checks VAPID, decrypts RFC 8291); it
 # needs `cryptography`, which the project's .venv has (moto depends on it)

@@ -31,7 +31,7 @@ async function desktopShot(path, name) {
 
 async function inlineScripts() {
   return page.evaluate(() => [...document.querySelectorAll('script')]
-    .filter((s) => !s.src || !['/inbox/pwa.js', '/inbox/keys.js', '/inbox/live.js'].includes(new URL(s.src).pathname)).length);
+    .filter((s) => !s.src || !['/inbox/pwa.js', '/inbox/keys.js', '/inbox/live.js', '/inbox/passkeys.js'].includes(new URL(s.src).pathname)).length);
 }
 
 after(async () => { await browser?.close(); });
@@ -57,7 +57,7 @@ test('log in with the keyboard and land on the inbox', async () => {
   await page.getByRole('heading', { name: 'Open messages' }).waitFor();
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
-  assert.equal(await inlineScripts(), 0, 'no script but the Hub\'s own pwa.js, keys.js and live.js');
+  assert.equal(await inlineScripts(), 0, 'no script but the Hub\'s own pwa.js, keys.js, live.js and passkeys.js');
   await noSidewaysScroll();
   await page.screenshot({ path: `${SHOTS}/inbox-phone.png`, fullPage: true });
   await desktopShot('/inbox', 'inbox-desktop.png');

@@ -48,7 +48,7 @@ test('a routed ask reaches the device as a notification whose button answers it 
   }, sub);
   assert.equal(status, 200, 'subscribed (the redirect followed)');
   await page.reload();
-  assert.match(await page.locator('table.cards').innerText(), /Test phone/);
+  assert.match(await page.locator('#device-list').innerText(), /Test phone/);
   await page.screenshot({ path: `${SHOTS}/devices-phone.png`, fullPage: true });
 
   // an ask tagged for the Web Push route

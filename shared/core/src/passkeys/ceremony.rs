@@ -14,7 +14,8 @@ use ma2h_protocol::ids::{AccountId, HumanId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use webauthn_rp::bin::{Decode, Encode};
-use webauthn_rp::request::PublicKeyCredentialDescriptor;
+use webauthn_rp::request::register::CredProtect;
+use webauthn_rp::request::{ExtensionInfo, PublicKeyCredentialDescriptor};
 use webauthn_rp::request::auth::AuthenticationVerificationOptions;
 use webauthn_rp::request::register::{
     Nickname, PublicKeyCredentialUserEntity, RegistrationVerificationOptions, UserHandle, Username,
@@ -44,6 +45,8 @@ pub struct Started {
     pub options: String,
     /// The sealed server state, base64url: posted back with the browser's response.
     pub state: String,
+    /// The relying party's id (the domain the passkey belongs to).
+    pub rp: String,
 }
 
 /// Why a ceremony did not succeed, in words an operator can act on.
@@ -182,13 +185,18 @@ pub fn begin_registration(hub: &Hub, principal: &Principal, existing: &[Passkey]
         id: &handle,
         display_name: Nickname::try_from(human.as_str()).ok(),
     };
-    let (server, client) = PublicKeyCredentialCreationOptions::passkey(&rp.id, user, exclude)
+    let mut options = PublicKeyCredentialCreationOptions::passkey(&rp.id, user, exclude);
+    // credProtect is asked for, not enforced: an authenticator without it (Chromium's virtual one,
+    // some platform ones) would otherwise refuse to create the passkey. Every assertion the Hub
+    // asks for requires user verification anyway.
+    options.extensions.cred_protect = CredProtect::UserVerificationRequired(ExtensionInfo::AllowDontEnforceValue);
+    let (server, client) = options
         .start_ceremony()
         .map_err(|e| Refused::Hub(HubError::Internal(format!("passkey options: {e}"))))?;
     let options = serde_json::to_string(&client).map_err(|e| HubError::Internal(format!("passkey options: {e}")))?;
     let s = server.encode().map_err(|e| HubError::Internal(format!("passkey state: {e}")))?;
     let sealed = Sealed { k: Kind::Register, a: principal.account.to_string(), h: human.to_string(), m: String::new(), s: b64(&s) };
-    Ok(Started { options, state: seal(hub, &sealed) })
+    Ok(Started { options, state: seal(hub, &sealed), rp: rp.host.clone() })
 }
 
 /// Finish registering: verify the browser's `PublicKeyCredential` (JSON) and keep the passkey
@@ -272,7 +280,7 @@ pub fn begin_assertion(hub: &Hub, step_up: Option<(&Principal, &str)>) -> Result
             s,
         },
     };
-    Ok(Started { options, state: seal(hub, &sealed) })
+    Ok(Started { options, state: seal(hub, &sealed), rp: rp.host.clone() })
 }
 
 /// Verify an assertion against the stored passkey; the passkey and the operator key the session

@@ -15,6 +15,8 @@ use crate::kernel::settings::Mode;
 /// The relying party of this deployment.
 pub struct RelyingParty {
     pub id: RpId,
+    /// The RP id as text: the domain passkeys belong to.
+    pub host: String,
     /// The origin the inbox must be opened at (what the pages link to when it is not).
     pub origin: String,
     origins: Vec<OriginRule>,
@@ -70,10 +72,10 @@ impl RelyingParty {
         let any_port = local && hub.settings.mode == Mode::Dev;
         let rule = OriginRule {
             scheme: url.scheme().to_owned(),
-            host,
+            host: host.clone(),
             port: if any_port { None } else { Some(port) },
         };
-        Ok(Self { id: RpId::Domain(domain), origin, origins: vec![rule] })
+        Ok(Self { id: RpId::Domain(domain), host, origin, origins: vec![rule] })
     }
 
     pub fn origins(&self) -> &[OriginRule] {

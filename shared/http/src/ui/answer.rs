@@ -41,9 +41,10 @@ pub fn form(
     let id = view.record.id.as_str();
     let chosen = state.values.get("value").map(String::as_str);
     let step_options = step_up.and_then(|s| s.as_ref().ok()).map(|s| s.options.as_str());
+    let step_rp = step_up.and_then(|s| s.as_ref().ok()).map(|s| s.rp.as_str());
     html! {
         h2 #answer { "Answer" }
-        form method="post" action=(format!("/inbox/{id}/resolve")) novalidate data-step-up=[step_options] {
+        form method="post" action=(format!("/inbox/{id}/resolve")) novalidate data-step-up=[step_options] data-rp=[step_rp] {
             input type="hidden" name="csrf" value=(csrf);
             @match step_up {
                 Some(Ok(s)) => {

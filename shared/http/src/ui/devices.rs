@@ -44,7 +44,7 @@ pub async fn page_get(State(hub): State<Hub>, session: Session, params: Params) 
             "On Android, Chrome and Edge: press the button and allow notifications." }
         @if devices.is_empty() { p { "No device yet." } }
         @else {
-            table.cards {
+            table.cards #device-list {
                 thead { tr { th { "Device" } th { "Push service" } th { "Added" } th {} } }
                 tbody {
                     @for d in &devices {

@@ -37,14 +37,26 @@
   };
   const say = (el, text) => { if (el) { el.textContent = text; el.hidden = false; } };
   const why = (e) => (e && e.name === 'NotAllowedError')
-    ? 'The passkey prompt was closed or timed out. Try again.'
+    ? `The passkey prompt was closed or timed out. Try again. (${e.message})`
     : `The browser could not use a passkey: ${e && e.message ? e.message : e}`;
 
   // Devices page and login page: a form whose button runs the ceremony, then posts.
+  // A passkey belongs to the Hub's domain (its RP id): opened under another name (an address
+  // such as 127.0.0.1), the page says where passkeys work instead of offering a prompt that fails.
+  const elsewhere = (rp) => {
+    const host = location.hostname;
+    if (!rp || host === rp || host.endsWith(`.${rp}`)) return null;
+    return `${location.protocol}//${rp}${location.port ? `:${location.port}` : ''}${location.pathname}`;
+  };
   document.querySelectorAll('form[data-passkey]').forEach((form) => {
     const button = form.querySelector('[data-passkey-go]');
     const status = form.querySelector('[data-passkey-status]');
     if (!button) return;
+    const there = elsewhere(form.dataset.rp);
+    if (there) {
+      if (form.dataset.passkeyKind === 'create') say(status, `Passkeys work when the inbox is opened at ${there}`);
+      return;
+    }
     if (!supported) {
       say(status, 'This browser cannot use passkeys here.');
       button.disabled = true;
@@ -76,6 +88,8 @@
       const field = form.querySelector('input[name=passkey_response]');
       if (!field || field.value || (submitter && submitter.value === 'declined')) return;
       ev.preventDefault();
+      const there = elsewhere(form.dataset.rp);
+      if (there) { say(status, `This answer needs a passkey, which works when the inbox is opened at ${there}`); return; }
       if (!supported) { say(status, 'This answer needs a passkey, and this browser cannot use one here.'); return; }
       try {
         const cred = await navigator.credentials.get({ publicKey: request(JSON.parse(form.dataset.stepUp)) });

@@ -34,7 +34,7 @@ pub fn section(hub: &Hub, session: &Session, passkeys: &[Passkey]) -> Markup {
             (Some(why), _) => { p.notice { (why) } }
             (None, Err(e)) => { p.notice.error { (e.to_string()) } }
             (None, Ok(s)) => {
-                form method="post" action="/inbox/passkeys" data-passkey=(s.options) data-passkey-kind="create" {
+                form method="post" action="/inbox/passkeys" data-passkey=(s.options) data-passkey-kind="create" data-rp=(s.rp) {
                     input type="hidden" name="csrf" value=(session.csrf);
                     input type="hidden" name="action" value="add";
                     input type="hidden" name="state" value=(s.state);
@@ -120,7 +120,7 @@ pub fn login_form(hub: &Hub, csrf: &str, next: &str) -> Markup {
     }
     match ceremony::begin_assertion(hub, None) {
         Ok(s) => html! {
-            form method="post" action="/login/passkey" data-passkey=(s.options) data-passkey-kind="get" {
+            form method="post" action="/login/passkey" data-passkey=(s.options) data-passkey-kind="get" data-rp=(s.rp) {
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="next" value=(next);
                 input type="hidden" name="state" value=(s.state);
