@@ -4,13 +4,13 @@
 //! origin, a removed passkey and a revoked operator are refused; a decline needs no passkey; the
 //! API, email links and Slack are refused with the reason.
 //!
-//! The authenticator is a software one (tests/common/authenticator.rs) answering as Chromium's
+//! The authenticator is a software one (`ma2h_test_support::authenticator`) answering as Chromium's
 //! `PublicKeyCredential.toJSON()` does; the browser tests use Chromium's virtual authenticator.
 
 mod common;
 
 use axum::http::{Method, StatusCode};
-use common::authenticator::Authenticator;
+use ma2h_test_support::authenticator::Authenticator;
 use common::*;
 use ma2h_core::decisions::manage::{self, PolicySpec};
 use serde_json::{Value, json};

@@ -6,6 +6,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod authenticator;
+
 /// A fixed master key for test Hubs (32 bytes 0..=31, base64). Never a production value.
 pub const MASTER_KEY_B64: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 /// A fixed Ed25519 seed for test Hubs (32 × 0x07, base64).

@@ -14,6 +14,7 @@ mod inbox;
 mod inter_agent;
 mod mailbox;
 mod metering;
+mod passkeys;
 mod sessions;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]

@@ -5,7 +5,6 @@
 //! A behaviour that differs between them is a bug.
 #![allow(dead_code)]
 
-pub mod authenticator;
 pub mod recording;
 
 use std::sync::Arc;

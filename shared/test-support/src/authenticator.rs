@@ -1,11 +1,9 @@
-//! A software WebAuthn authenticator for Router tests (issue 41): it makes a discoverable
+//! A software WebAuthn authenticator for Router and cost tests (issue 41): it makes a discoverable
 //! P-256 credential from the Hub's creation options and signs assertions for request options,
 //! answering in the JSON `PublicKeyCredential.toJSON()` gives — what passkeys.js posts. Its
 //! bytes follow WebAuthn Level 3 §6.1 (authenticator data), §6.5.4 (`none` attestation) and
 //! RFC 9053 (COSE EC2 key), CBOR in CTAP2 canonical form. The browser tests use Chromium's own
 //! virtual authenticator instead.
-
-#![allow(dead_code)]
 
 use base64::Engine as _;
 use p256::ecdsa::signature::Signer as _;
