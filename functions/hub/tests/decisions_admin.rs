@@ -120,7 +120,8 @@ fn a_passkey_policy_is_set_from_the_command_line_and_an_operators_passkeys_are_l
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path();
     admin_json(path, &["create-operator", "--account", "acme", "--human", "alice"]);
-    let add = ["approvals", "add", "--account", "acme", "--id", "keyed", "--approvals", "1", "--passkey", "--sensitive"];
+    let add =
+        ["approvals", "add", "--account", "acme", "--id", "keyed", "--approvals", "1", "--passkey", "--sensitive"];
     let shown = admin_json(path, &add);
     let policy = &shown["approval_policies"][0];
     assert_eq!((policy["passkey"].as_bool(), policy["sensitive"].as_bool()), (Some(true), Some(true)), "{shown}");

@@ -189,8 +189,18 @@ pub async fn execute(hub: &Hub, cmd: ApprovalsCommand) -> Result<Value> {
             sensitive,
             passkey,
         } => {
-            let spec =
-                PolicySpec { id, agent, project, tag, min_priority, approvals, exclude, exclude_label, sensitive, passkey };
+            let spec = PolicySpec {
+                id,
+                agent,
+                project,
+                tag,
+                min_priority,
+                approvals,
+                exclude,
+                exclude_label,
+                sensitive,
+                passkey,
+            };
             manage::put(hub, &account, spec).await?
         }
         ApprovalsCommand::Remove { account, id } => manage::remove(hub, &account, &id).await?,

@@ -10,9 +10,9 @@
 mod common;
 
 use axum::http::{Method, StatusCode};
-use ma2h_test_support::authenticator::Authenticator;
 use common::*;
 use ma2h_core::decisions::manage::{self, PolicySpec};
+use ma2h_test_support::authenticator::Authenticator;
 use serde_json::{Value, json};
 
 const ORIGIN: &str = "https://hub.test";
@@ -111,7 +111,8 @@ async fn a_passkey_added_from_the_devices_page_logs_in_once_per_challenge_and_on
     let options: Value = serde_json::from_str(&attr(&page.html, "data-passkey").unwrap()).unwrap();
     let state = hidden(&page.html, "state");
     let assertion = device.get(0, &options, ORIGIN).to_string();
-    let pairs = [("csrf", page.csrf()), ("next", "/inbox".into()), ("state", state.clone()), ("response", assertion.clone())];
+    let pairs =
+        [("csrf", page.csrf()), ("next", "/inbox".into()), ("state", state.clone()), ("response", assertion.clone())];
     let first = t.page(Method::POST, "/login/passkey", Some(&login_cookie), Some(&form(&pairs))).await;
     assert_eq!(first.status, StatusCode::SEE_OTHER);
     let page2 = t.page(Method::GET, "/login", None, None).await;
@@ -203,7 +204,13 @@ async fn a_passkey_policy_applies_an_answer_only_with_a_fresh_assertion_for_that
     let page = t.page(Method::GET, &format!("/inbox/{id}"), Some(&cookie), None).await;
     assert!(page.html.contains("data-step-up=") && page.html.contains("step-up-note"), "{}", page.html);
     let answer = |state: String, response: String, csrf: String| {
-        [("csrf", csrf), ("value", "ship".into()), ("act", "answered".into()), ("passkey_state", state), ("passkey_response", response)]
+        [
+            ("csrf", csrf),
+            ("value", "ship".into()),
+            ("act", "answered".into()),
+            ("passkey_state", state),
+            ("passkey_response", response),
+        ]
     };
     let pairs = answer(hidden(&page.html, "passkey_state"), String::new(), page.csrf());
     let bare = t.page(Method::POST, &format!("/inbox/{id}/resolve"), Some(&cookie), Some(&form(&pairs))).await;

@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use ma2h_core::channels::devices::Device;
-use ma2h_core::passkeys::Passkey;
 use ma2h_core::inter_agent::policy::AccountPolicy;
 use ma2h_core::kernel::credentials::{CredentialRecord, PrincipalId};
+use ma2h_core::passkeys::Passkey;
 use ma2h_core::ports::{CredentialStore, StoreError};
 use ma2h_protocol::ids::{AccountId, AgentId, HumanId, key_part};
 use ma2h_protocol::time::Timestamp;

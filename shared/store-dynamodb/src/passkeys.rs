@@ -43,7 +43,10 @@ fn passkey_from(item: &Item) -> R<Passkey> {
         human: HumanId::parse(get_s(item, "human")?).ok_or_else(|| corrupt("passkey: human id"))?,
         name: get_s(item, "name")?.to_owned(),
         created_at: ma2h_protocol::time::from_millis(get_n(item, "created_at")?),
-        last_used_at: item.contains_key("last_used_at").then(|| get_n(item, "last_used_at")).transpose()?
+        last_used_at: item
+            .contains_key("last_used_at")
+            .then(|| get_n(item, "last_used_at"))
+            .transpose()?
             .map(ma2h_protocol::time::from_millis),
         state: get_s(item, "state")?.to_owned(),
     })

@@ -121,8 +121,9 @@ impl Authenticator {
     /// `navigator.credentials.get(options)` at `origin` with credential `which`: the assertion JSON.
     pub fn get(&self, which: usize, options: &Value, origin: &str) -> Value {
         let c = &self.credentials[which];
-        let client = json!({"type": "webauthn.get", "challenge": options["challenge"], "origin": origin, "crossOrigin": false})
-            .to_string();
+        let client =
+            json!({"type": "webauthn.get", "challenge": options["challenge"], "origin": origin, "crossOrigin": false})
+                .to_string();
         let mut auth = Sha256::digest(c.rp_id.as_bytes()).to_vec();
         auth.push(0x01 | 0x04); // UP, UV
         auth.extend(0u32.to_be_bytes());

@@ -37,17 +37,23 @@ async fn requests_of_adding_a_passkey_logging_in_and_a_step_up() {
 
         let existing = passkeys::mine(hub, &alice).await.unwrap();
         let started = ceremony::begin_registration(hub, &alice, &existing).unwrap();
-        phase("the Devices page's passkey list (and a sealed ceremony: nothing stored)", e.phase().await, &[(
-            "dynamodb:Query",
-            1,
-        )]);
+        phase(
+            "the Devices page's passkey list (and a sealed ceremony: nothing stored)",
+            e.phase().await,
+            &[("dynamodb:Query", 1)],
+        );
         let options: Value = serde_json::from_str(&started.options).unwrap();
         let reply = device.create(&options, ORIGIN).to_string();
         ceremony::finish_registration(hub, &alice, &started.state, reply.as_bytes(), "phone").await.unwrap();
         phase(
             "add a passkey: burn the challenge, count the operator's, write both items",
             e.phase().await,
-            &[("dynamodb:UpdateItem", 1), ("dynamodb:PutItem", 1), ("dynamodb:Query", 1), ("dynamodb:TransactWriteItems", 1)],
+            &[
+                ("dynamodb:UpdateItem", 1),
+                ("dynamodb:PutItem", 1),
+                ("dynamodb:Query", 1),
+                ("dynamodb:TransactWriteItems", 1),
+            ],
         );
 
         let login = |which| {

@@ -116,11 +116,14 @@ pub trait CredentialStore: Send + Sync + 'static {
 
     /// An operator's passkeys (issue 41). `new`: insert only when no passkey has this credential
     /// id (→ `false` if one has, whoever's it is); otherwise replace it (its state, its last use).
-    async fn put_passkey(&self, passkey: &crate::passkeys::Passkey, new: bool) -> Result<bool, StoreError>;
-    async fn passkeys_of(&self, account: &AccountId, human: &HumanId)
-    -> Result<Vec<crate::passkeys::Passkey>, StoreError>;
+    async fn put_passkey(&self, passkey: &crate::passkeys::record::Passkey, new: bool) -> Result<bool, StoreError>;
+    async fn passkeys_of(
+        &self,
+        account: &AccountId,
+        human: &HumanId,
+    ) -> Result<Vec<crate::passkeys::record::Passkey>, StoreError>;
     /// The passkey with this credential id (a login names no operator).
-    async fn passkey_by_id(&self, id: &str) -> Result<Option<crate::passkeys::Passkey>, StoreError>;
+    async fn passkey_by_id(&self, id: &str) -> Result<Option<crate::passkeys::record::Passkey>, StoreError>;
     async fn delete_passkey(&self, account: &AccountId, human: &HumanId, id: &str) -> Result<bool, StoreError>;
 
     /// §9.4 callback bindings: hosts (lowercase, no port) an agent may receive pushes on.

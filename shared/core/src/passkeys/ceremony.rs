@@ -14,18 +14,17 @@ use ma2h_protocol::ids::{AccountId, HumanId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use webauthn_rp::bin::{Decode, Encode};
-use webauthn_rp::request::register::CredProtect;
-use webauthn_rp::request::{ExtensionInfo, PublicKeyCredentialDescriptor};
 use webauthn_rp::request::auth::AuthenticationVerificationOptions;
+use webauthn_rp::request::register::CredProtect;
 use webauthn_rp::request::register::{
     Nickname, PublicKeyCredentialUserEntity, RegistrationVerificationOptions, UserHandle, Username,
 };
+use webauthn_rp::request::{ExtensionInfo, PublicKeyCredentialDescriptor};
 use webauthn_rp::response::register::{DynamicState, StaticState};
 use webauthn_rp::response::{AuthTransports, CredentialId};
 use webauthn_rp::{
     AuthenticatedCredential, DiscoverableAuthentication, DiscoverableAuthenticationServerState,
-    DiscoverableCredentialRequestOptions, PublicKeyCredentialCreationOptions, Registration,
-    RegistrationServerState,
+    DiscoverableCredentialRequestOptions, PublicKeyCredentialCreationOptions, Registration, RegistrationServerState,
 };
 
 use super::relying_party::{OriginRule, RelyingParty};
@@ -155,7 +154,8 @@ async fn open(hub: &Hub, state: &str, kind: Kind) -> Result<Sealed, Refused> {
     }
     let digest = hex::encode(&Sha256::digest(state.as_bytes())[..16]);
     let now = hub.clock.now();
-    let uses = hub.messages.incr_counter(&format!("passkey/{digest}"), now + chrono::Duration::minutes(10), now).await?;
+    let uses =
+        hub.messages.incr_counter(&format!("passkey/{digest}"), now + chrono::Duration::minutes(10), now).await?;
     if uses > 1 {
         return Err(no("This passkey prompt was already used: reload the page and try again."));
     }
@@ -190,12 +190,17 @@ pub fn begin_registration(hub: &Hub, principal: &Principal, existing: &[Passkey]
     // some platform ones) would otherwise refuse to create the passkey. Every assertion the Hub
     // asks for requires user verification anyway.
     options.extensions.cred_protect = CredProtect::UserVerificationRequired(ExtensionInfo::AllowDontEnforceValue);
-    let (server, client) = options
-        .start_ceremony()
-        .map_err(|e| Refused::Hub(HubError::Internal(format!("passkey options: {e}"))))?;
+    let (server, client) =
+        options.start_ceremony().map_err(|e| Refused::Hub(HubError::Internal(format!("passkey options: {e}"))))?;
     let options = serde_json::to_string(&client).map_err(|e| HubError::Internal(format!("passkey options: {e}")))?;
     let s = server.encode().map_err(|e| HubError::Internal(format!("passkey state: {e}")))?;
-    let sealed = Sealed { k: Kind::Register, a: principal.account.to_string(), h: human.to_string(), m: String::new(), s: b64(&s) };
+    let sealed = Sealed {
+        k: Kind::Register,
+        a: principal.account.to_string(),
+        h: human.to_string(),
+        m: String::new(),
+        s: b64(&s),
+    };
     Ok(Started { options, state: seal(hub, &sealed), rp: rp.host.clone() })
 }
 

@@ -11,11 +11,12 @@
 //! revoking an operator stops their passkeys at once.
 
 pub mod ceremony;
+pub mod record;
 pub mod relying_party;
 
+pub use record::{KeyState, Passkey};
+
 use ma2h_protocol::ids::{AccountId, HumanId};
-use ma2h_protocol::time::Timestamp;
-use serde::{Deserialize, Serialize};
 
 use crate::kernel::auth::Principal;
 use crate::kernel::credentials::PrincipalId;
@@ -25,34 +26,6 @@ use crate::{Hub, HubError};
 pub const MAX_PASSKEYS: usize = 10;
 /// Longest passkey name.
 pub const MAX_NAME: usize = 64;
-
-/// One registered passkey.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Passkey {
-    pub account: AccountId,
-    pub human: HumanId,
-    /// The credential id (base64url), as the authenticator chose it; unique across the Hub.
-    pub id: String,
-    /// What the operator called it.
-    pub name: String,
-    pub created_at: Timestamp,
-    /// Last login or step-up (kept to the day: a use writes only when the day or the
-    /// authenticator's counter changed).
-    pub last_used_at: Option<Timestamp>,
-    /// The public key and authenticator state ([`KeyState`] as JSON).
-    pub state: String,
-}
-
-/// What verifying an assertion needs, encoded by `webauthn_rp` (base64url each).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyState {
-    /// The public key and its static extensions (`StaticState`).
-    pub s: String,
-    /// The signature counter and backup flags (`DynamicState`).
-    pub d: String,
-    /// The transports the authenticator reported.
-    pub t: String,
-}
 
 fn operator(principal: &Principal) -> Result<&HumanId, HubError> {
     match &principal.id {

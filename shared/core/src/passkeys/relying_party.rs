@@ -54,9 +54,7 @@ impl RelyingParty {
             Some(url::Host::Ipv4(ip)) if ip.is_loopback() => "localhost".to_owned(),
             Some(url::Host::Ipv6(ip)) if ip.is_loopback() => "localhost".to_owned(),
             _ => {
-                return Err(format!(
-                    "passkeys need the Hub reached by a domain name; MA2H_PUBLIC_URL is {public}"
-                ));
+                return Err(format!("passkeys need the Hub reached by a domain name; MA2H_PUBLIC_URL is {public}"));
             }
         };
         let local = host == "localhost" || host.ends_with(".localhost");
