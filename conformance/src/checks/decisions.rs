@@ -4,7 +4,8 @@
 //! `response.grant_id` set, the Response still valid against the v0.5 schema — never a
 //! `sensitive` one, and stops the moment it is revoked; under an approval policy an answer is
 //! one approval (`202`, the ask still `open` for its agent) until the quorum; an operator's own
-//! request counts as their activity in `GET /v1/operator/presence`. Everything the
+//! request counts as their activity in `GET /v1/operator/presence`; under a passkey policy an
+//! answer that carries no passkey assertion is refused and a decline is not. Everything the
 //! checks create is scoped to this run (its own grant key, its own tag) and removed afterwards.
 
 use ma2h_protocol::schema::{SchemaKind, validate};
@@ -45,6 +46,7 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
         "an operator's own request is activity: GET /v1/operator/presence lists them online with last_seen",
         "a delegate answers for an away operator (actor the delegate, response.on_behalf_of), and not once the absence is lifted",
         "the second distinct approval completes a quorum of two: answered, response.approvals lists both",
+        "under a passkey policy an answer without a passkey is refused (403 not_authorized, still open); a decline is not",
     ];
     if !ext.is_object() {
         for n in names {
@@ -153,6 +155,36 @@ pub async fn run(cx: &Ctx, r: &mut Report, capability: &Value) {
         r.result(SECTION, names[4], res);
     } else {
         r.skip(SECTION, names[4], "the Hub does not advertise operator_presence");
+    }
+    // 6. a passkey policy (issue 41), this run's own tag: the API cannot carry an assertion
+    if ext["passkey_step_up"] == true {
+        let policy = format!("/v1/operator/approval-policies/conf-pk-{}", cx.nonce);
+        let tag = format!("pk-{}", cx.nonce);
+        let res = async {
+            let body = json!({"approvals": 1, "passkey": true, "tag": tag});
+            let put = cx.hub.call("PUT", &policy, Some(op), Some(&body)).await;
+            ensure(put.status == 200, || format!("PUT the policy: {}", put.show()))?;
+            propagated(ext).await;
+            let mut a = cx.ask("passkey");
+            a["tags"] = json!([tag]);
+            let id = submit(cx, &a).await?;
+            cleanup.push(id.clone());
+            let refused = cx.hub.resolve(op, &id, &json!({"resolution": "answered", "value": "ship"})).await;
+            ensure(refused.status == 403 && refused.code() == "not_authorized", || {
+                format!("an answer without a passkey: {}", refused.show())
+            })?;
+            let read = cx.hub.get(&format!("/v1/messages/{id}"), agent).await;
+            ensure(read.body["status"] == "open", || format!("the agent's read: {}", read.show()))?;
+            let declined = cx.hub.resolve(op, &id, &json!({"resolution": "declined"})).await;
+            ensure(declined.status == 200 && declined.body["status"] == "declined", || {
+                format!("a decline: {}", declined.show())
+            })
+        }
+        .await;
+        r.result(SECTION, names[7], res);
+        cx.hub.call("DELETE", &policy, Some(op), None).await;
+    } else {
+        r.skip(SECTION, names[7], "the Hub does not advertise passkey_step_up");
     }
     match cx.cfg.second_operator_key.as_deref() {
         Some(second) => two_operators(cx, r, ext, second, &names[5..7], &mut cleanup).await,

@@ -94,6 +94,7 @@ pub fn capability_document(hub: &Hub) -> Capability {
                 grant_scopes: ["minutes", "session", "project", "agent"].map(String::from).to_vec(),
                 operator_presence: true,
                 policy_propagation_seconds: s.channels.config_cache.as_secs_f64().ceil() as u64,
+                passkey_step_up: true,
             },
         }),
     }

@@ -282,9 +282,10 @@ async fn a_hostile_body_renders_inert_and_client_ref_and_state_never_appear() {
         r#"<script src="/inbox/pwa.js" defer></script>"#,
         r#"<script src="/inbox/keys.js" defer></script>"#,
         r#"<script src="/inbox/live.js" defer></script>"#,
+        r#"<script src="/inbox/passkeys.js" defer></script>"#,
     ];
     assert_eq!(scripts, own.iter().map(|s| html.matches(s).count()).sum::<usize>(), "{html}");
-    assert_eq!(scripts, 3, "{html}");
+    assert_eq!(scripts, 4, "{html}");
     assert!(!html.contains("<img") && !html.contains("<b>"), "{html}");
     assert!(!html.contains("href=\"javascript"), "{html}");
     assert!(html.contains("↗ external: example.com") && html.contains("noopener noreferrer nofollow"), "{html}");

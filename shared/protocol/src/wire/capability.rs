@@ -72,6 +72,11 @@ pub struct DecisionsExtension {
     /// this long.
     #[serde(default)]
     pub policy_propagation_seconds: u64,
+    /// Issue 41: an approval policy may say `passkey` — an answer to its asks (anything but a
+    /// decline) applies only with a passkey assertion made in the Hub's inbox; any other answer is
+    /// refused `403 not_authorized` and the ask stays open.
+    #[serde(default)]
+    pub passkey_step_up: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
