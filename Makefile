@@ -30,7 +30,7 @@ SHELL = /bin/bash
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
 ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi --test channels --test ui_live --test ui_triage --test approvals --test ladder --test webpush --test passkeys
 
-## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, core's import circles, the browser/first-hour/MCP/channels tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
+## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, core's import circles, the browser/first-hour/MCP/Python SDK/channels tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
 test:
 	bash scripts/moto.sh start
 	rm -rf $(IAM_DIR) && mkdir -p $(IAM_DIR)
@@ -44,6 +44,7 @@ test:
 	bash scripts/ui-test.sh
 	bash scripts/first-hour-test.sh
 	bash scripts/mcp-test.sh
+	bash scripts/python-sdk-test.sh
 	bash scripts/channels-test.sh
 	python3 scripts/bench_compare.py --self-test
 	bash scripts/conformance.sh

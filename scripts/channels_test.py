@@ -6,7 +6,9 @@ The test parses the received mail (MIME, as any mail client would), checks what 
 not say, then follows the answer link: GET shows a confirmation and answers nothing, POST answers
 once as human:alice, a second POST is refused, and the other option's link loses to the first
 answer (first terminal wins). Finally the real Block Kit JSON and the mail's HTML are rendered to
-PNGs with headless Chromium (docs/channels.md shows them).
+PNGs with headless Chromium (docs/channels.md shows them). Issue 43: a webhook channel with a
+generated `whsec_` secret and an agent's pushes with Standard Webhooks enabled are both verified
+with the `standardwebhooks` library itself (not our own verifier), and a tampered body fails it.
 """
 
 import email
@@ -25,6 +27,7 @@ import urllib.error
 import urllib.request
 
 from aiosmtpd.controller import Controller
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 BIN = os.environ["HUB_BIN"]
 SCRATCH = os.environ["SCRATCH"]
@@ -98,6 +101,28 @@ def check(cond, what):
     print(f"ok - {what}")
 
 
+HOOKS = []  # (path, headers, raw body) of every webhook event and push received
+
+
+class Hooks(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        HOOKS.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def standard_webhooks_verify(secret, headers, body):
+    """The library's verdict: the parsed body, or None when it refuses."""
+    try:
+        return Webhook(secret).verify(body, headers)
+    except WebhookVerificationError:
+        return None
+
+
 class Inbox:
     def __init__(self):
         self.mails = []
@@ -149,7 +174,7 @@ def main():
     hub = None
     try:
         agent = admin("create-agent", "--account", "acme", "--agent", "ci")
-        admin("create-operator", "--account", "acme", "--human", "alice")
+        op = admin("create-operator", "--account", "acme", "--human", "alice")
         shown = admin("channels", "add-email", "--account", "acme", "--id", "mail", "--smtp-host", "127.0.0.1",
                       "--smtp-port", str(smtp_port), "--security", "none", "--password", "smtp-pass-123",
                       "--from", "MA2H Hub <hub@example.com>",
@@ -157,7 +182,15 @@ def main():
         check("smtp-pass-123" not in json.dumps(shown), "the SMTP password is never shown back")
         admin("channels", "add-slack", "--account", "acme", "--id", "ops", "--team", "T0TEAM", "--channel",
               "C0OPS", "--bot-token", "xoxb-test", "--signing-secret", "signing-secret")
-        admin("channels", "add-route", "--account", "acme", "--id", "all", "--to", "mail", "--to", "ops")
+        hooks = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hooks)
+        threading.Thread(target=hooks.serve_forever, daemon=True).start()
+        hooks_base = f"http://127.0.0.1:{hooks.server_address[1]}"
+        std = admin("channels", "add-webhook", "--account", "acme", "--id", "std", "--url", f"{hooks_base}/events",
+                    "--generate-secret")
+        check(std["secret"].startswith("whsec_") and std["channels"]["std"]["standard_webhooks"] is True,
+              "a generated webhook secret is a Standard Webhooks one, shown once")
+        admin("channels", "add-route", "--account", "acme", "--id", "all", "--to", "mail", "--to", "ops",
+              "--to", "std")
         admin("channels", "link-slack", "--account", "acme", "--team", "T0TEAM", "--user", "U0ALICE", "--human", "alice")
         slack = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeSlack)
         threading.Thread(target=slack.serve_forever, daemon=True).start()
@@ -254,6 +287,40 @@ def main():
               "the presser got the ephemeral reply at response_url")
         status, _ = call("POST", f"{base}/v1/integrations/slack/interactions?account=acme", None, None)
         check(status == 401, f"an unsigned press is refused ({status})")
+        # issue 43: the webhook channel's event, checked by the Standard Webhooks library
+        events = [h for h in HOOKS if h[0] == "/events"]
+        check(bool(events), "the webhook channel received the announcement")
+        path, headers, body = events[0]
+        parsed = standard_webhooks_verify(std["secret"], headers, body)
+        check(parsed is not None and parsed["event_id"] == headers["webhook-id"],
+              "the standardwebhooks library verifies the event; webhook-id is its event_id")
+        check(standard_webhooks_verify(std["secret"], headers, body.replace(b"Deploy", b"Destroy")) is None,
+              "a tampered event fails the library's check")
+        check("ma2h-signature" in headers, "MA2H-Signature is still sent beside them")
+
+        # ... and a push callback with the agent's Standard Webhooks secret
+        admin("bind-callback", "--account", "acme", "--agent", "ci", "--host", "127.0.0.1")
+        admin("put-secret", "--account", "acme", "--agent", "ci", "--name", "cb", "--value", "cb-secret-0123")
+        on = admin("standard-webhooks", "--account", "acme", "--agent", "ci", "--enable")
+        ask3 = dict(ask, idempotency_key="std-3", title="Push me")
+        ask3["request"] = dict(ask["request"], callback={"mode": "push", "url": f"{hooks_base}/push",
+                                                          "auth": {"scheme": "hmac", "secret_ref": "cb"}})
+        msg3 = json.loads(call("POST", f"{base}/v1/messages", agent["api_key"], ask3)[1])["id"]
+        status, _ = call("POST", f"{base}/v1/messages/{msg3}/resolve", op["api_key"],
+                         {"resolution": "answered", "value": "ship"})
+        check(status == 200, f"the operator answers over HTTP ({status})")
+        deadline = time.time() + 20
+        while not any(h[0] == "/push" for h in HOOKS) and time.time() < deadline:
+            time.sleep(0.1)
+        pushes = [h for h in HOOKS if h[0] == "/push"]
+        check(len(pushes) >= 1, "the Response was pushed")
+        _, headers, body = pushes[0]
+        parsed = standard_webhooks_verify(on["secret"], headers, body)
+        check(parsed is not None and parsed["in_reply_to"] == msg3
+              and headers["webhook-id"] == parsed["resolution_id"],
+              "the standardwebhooks library verifies the push; webhook-id is the resolution_id")
+        check(standard_webhooks_verify(std["secret"], headers, body) is None, "another secret does not verify it")
+
         screenshot(render_blocks(post["blocks"]), "channel-slack-post", 720, 330)
         screenshot(render_blocks(update["blocks"]), "channel-slack-outcome", 720, 300)
         screenshot(html, "channel-email", 720, 560)

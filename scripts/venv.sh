@@ -9,7 +9,8 @@
 # `venv.sh package` adds cargo-lambda and zig (make package cross-builds the arm64 bootstraps).
 # `venv.sh mcp` makes .venv-mcp instead: the official MCP Python SDK (the independent client
 # scripts/mcp-test.sh drives `ma2h mcp` with) and jsonschema, apart from the SAM CLI's pins.
-# `venv.sh mail` makes .venv-mail: aiosmtpd, the real SMTP server scripts/email-test.sh runs.
+# `venv.sh mail` makes .venv-mail: aiosmtpd, the real SMTP server scripts/channels-test.sh runs, and
+# standardwebhooks, the Standard Webhooks verifier library it checks our webhook headers with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +31,11 @@ case "${1:-}" in
     ensure .venv-mcp .ma2h-requirements "mcp==2.3.0" "jsonschema==4.26.0"
     ;;
   mail)
-    ensure .venv-mail .ma2h-requirements "aiosmtpd==1.4.6"
+    ensure .venv-mail .ma2h-requirements "aiosmtpd==1.4.6" "standardwebhooks==1.3.0"
+    ;;
+  sdk)
+    # the Python SDK (sdk/python, editable) and its one runtime dependency: scripts/python-sdk-test.sh
+    ensure .venv-sdk .ma2h-requirements "cryptography==48.0.0" "-e" "sdk/python"
     ;;
   *)
     ensure .venv .ma2h-requirements "moto[server]==5.2.5" "cfn-lint==1.58.0" "aws-sam-cli==1.170.0" \

@@ -13,7 +13,8 @@ hub_field() {
 hub_address() {
     local pid=$1 out=$2 err=$3 name=$4 wait=${5:-10} addr=""
     for _ in $(seq 1 $((wait * 10))); do
-        addr=$(sed -n 's#^ma2h hub listening on http://\([^ ]*\).*#\1#p' "$out" | head -n1)
+        # (the background Hub may not have created OUT yet: no error, no exit under pipefail)
+        addr=$(sed -n 's#^ma2h hub listening on http://\([^ ]*\).*#\1#p' "$out" 2>/dev/null | head -n1 || true)
         if [ -n "$addr" ]; then
             printf '%s\n' "$addr"
             return 0

@@ -12,7 +12,11 @@ async fn main() -> Result<(), Error> {
     let deliverer = ma2h_aws::handlers::deliverer(&deployment)?;
     run(ma2h_aws::emf::collector()?, |event: LambdaEvent<SqsEvent>| {
         let (deployment, deliverer) = (deployment.clone(), deliverer.clone());
-        async move { Ok::<_, Error>(ma2h_aws::handlers::deliver(&deployment, &deliverer, event.payload).await) }
+        async move {
+            let batch = ma2h_aws::handlers::deliver(&deployment, &deliverer, event.payload).await;
+            ma2h_aws::flush_traces().await; // before the sandbox is frozen (issue 43)
+            Ok::<_, Error>(batch)
+        }
     })
     .await
 }

@@ -19,9 +19,13 @@ use ma2h_delivery_http::{EgressPolicy, HttpPushSender};
 use ma2h_store_sqlite::SqliteStore;
 use tokio::net::TcpListener;
 
-pub fn init_tracing(settings: &Settings) {
-    use ma2h_core::kernel::telemetry::{LogFormat, init};
-    init(if settings.log_json { LogFormat::Json } else { LogFormat::Text });
+/// Log lines, and (issue 43) trace export when `MA2H_OTLP_ENDPOINT` is set and `traces` (the
+/// server; never a one-shot admin command).
+pub fn init_tracing(settings: &Settings, traces: bool) -> Result<()> {
+    use ma2h_telemetry::{LogFormat, init};
+    let format = if settings.log_json { LogFormat::Json } else { LogFormat::Text };
+    let telemetry = if traces { settings.telemetry.clone() } else { Default::default() };
+    Ok(init(format, &telemetry)?)
 }
 
 /// The local Hub and the wake-up its delivery worker waits on.

@@ -38,10 +38,17 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        app::init_tracing(&settings);
         match cli.command.unwrap_or(Command::Serve) {
-            Command::Serve => app::run(settings).await,
-            Command::Admin(cmd) => admin::run(settings, *cmd).await,
+            Command::Serve => {
+                app::init_tracing(&settings, true)?;
+                let result = app::run(settings).await;
+                ma2h_telemetry::shutdown(); // the last spans out before the process ends
+                result
+            }
+            Command::Admin(cmd) => {
+                app::init_tracing(&settings, false)?;
+                admin::run(settings, *cmd).await
+            }
         }
     })
 }

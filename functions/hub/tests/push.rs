@@ -249,6 +249,36 @@ fn bearer_pushes_carry_the_token_and_are_signed_with_the_agents_key_or_the_hub_e
 }
 
 #[test]
+fn standard_webhooks_headers_are_added_when_the_agent_opts_in_and_verify_on_every_retry() {
+    use ma2h_protocol::standard_webhooks::{ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookSecret};
+    let s = setup();
+    let on = admin_json(&s.dir, &["standard-webhooks", "--account", "acme", "--agent", "bot", "--enable"]);
+    let secret = WebhookSecret::parse(on["secret"].as_str().expect("the secret is shown once")).unwrap();
+    let (receiver, base) = start_receiver();
+    receiver.script("std", &[503]);
+    let url = format!("{base}/std");
+    submit_and_answer(&s, &ask_with_callback("sw1", &url, json!({"scheme": "hmac", "secret_ref": "cb"})));
+    let hits = receiver.wait_for("std", 2);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let header = |hit: &Hit, name: &str| hit.headers[name].to_str().unwrap().to_owned();
+    for hit in &hits {
+        let (id, ts, sig) = (header(hit, ID_HEADER), header(hit, TIMESTAMP_HEADER), header(hit, SIGNATURE_HEADER));
+        secret.verify(&id, &ts, &sig, &hit.raw, now, 300).expect("the Standard Webhooks signature verifies");
+        assert!(secret.verify(&id, &ts, &sig, b"{}", now, 300).is_err(), "bound to the body");
+        verify(hit, &url, &hmac_key("whsec-test-123")).expect("the §9.2 signature is still there");
+        assert_eq!(id, hit.body["resolution_id"].as_str().unwrap(), "webhook-id is the resolution id");
+    }
+    assert_eq!(header(&hits[0], ID_HEADER), header(&hits[1], ID_HEADER), "the same webhook-id on a retry");
+
+    admin_json(&s.dir, &["standard-webhooks", "--account", "acme", "--agent", "bot", "--disable"]);
+    let url2 = format!("{base}/plain");
+    submit_and_answer(&s, &ask_with_callback("sw2", &url2, json!({"scheme": "hmac", "secret_ref": "cb"})));
+    let hit = &receiver.wait_for("plain", 1)[0];
+    assert!(hit.headers.get(SIGNATURE_HEADER).is_none() && hit.headers.get(ID_HEADER).is_none(), "off again");
+    verify(hit, &url2, &hmac_key("whsec-test-123")).unwrap();
+}
+
+#[test]
 fn every_terminal_is_pushed_including_cancel() {
     let s = setup();
     let (receiver, base) = start_receiver();

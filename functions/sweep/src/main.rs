@@ -11,7 +11,11 @@ async fn main() -> Result<(), Error> {
     let deployment = ma2h_aws::build().await?;
     run(ma2h_aws::emf::collector()?, |_event: LambdaEvent<Value>| {
         let deployment = deployment.clone();
-        async move { ma2h_aws::handlers::sweep(&deployment).await }
+        async move {
+            let outcome = ma2h_aws::handlers::sweep(&deployment).await;
+            ma2h_aws::flush_traces().await; // before the sandbox is frozen (issue 43)
+            outcome
+        }
     })
     .await
 }

@@ -104,9 +104,13 @@ pub enum ChannelsCommand {
         /// https URL (http only in dev mode); checked by the §9.4 egress guard at every send.
         #[arg(long)]
         url: String,
-        /// The HMAC key of the `MA2H-Signature` header; prefer the environment variable.
-        #[arg(long, env = "MA2H_WEBHOOK_SECRET", hide_env_values = true)]
-        secret: String,
+        /// The HMAC key of the `MA2H-Signature` header; prefer the environment variable. A
+        /// Standard Webhooks secret (`whsec_` + base64) also adds the Standard Webhooks headers.
+        #[arg(long, env = "MA2H_WEBHOOK_SECRET", hide_env_values = true, required_unless_present = "generate_secret")]
+        secret: Option<String>,
+        /// Generate a Standard Webhooks secret (`whsec_…`), printed once as `secret`.
+        #[arg(long, conflicts_with = "secret")]
+        generate_secret: bool,
     },
     /// Add or replace an email channel: an SMTP relay and the operators it mails (each mail's
     /// answer links act as its recipient).
@@ -232,8 +236,19 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
         ChannelsCommand::AddSlack { account, id, team, channel, bot_token, signing_secret } => {
             manage::put_slack(hub, &account, &id, &team, &channel, &bot_token, &signing_secret).await?
         }
-        ChannelsCommand::AddWebhook { account, id, url, secret } => {
-            manage::put_webhook(hub, &account, &id, &url, &secret).await?
+        ChannelsCommand::AddWebhook { account, id, url, secret, generate_secret } => {
+            let generated = generate_secret.then(|| {
+                let mut key = [0u8; 32];
+                hub.random.fill(&mut key);
+                ma2h_protocol::standard_webhooks::WebhookSecret::from_random(key).expose()
+            });
+            let secret = generated.clone().or(secret).unwrap_or_default();
+            let mut shown = manage::put_webhook(hub, &account, &id, &url, &secret).await?;
+            if let Some(secret) = generated {
+                // shown once: only its sealed form is kept
+                shown["secret"] = Value::String(secret);
+            }
+            shown
         }
         ChannelsCommand::AddEmail {
             account,

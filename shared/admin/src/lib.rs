@@ -167,6 +167,17 @@ pub enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Add the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) to an
+    /// agent's pushes: `--enable` prints a fresh `whsec_` secret once (again: replaces it);
+    /// `--disable` stops them. The §9.2 MA2H-Signature is sent either way.
+    StandardWebhooks {
+        #[command(flatten)]
+        target: Agent,
+        #[arg(long, conflicts_with = "disable", required_unless_present = "disable")]
+        enable: bool,
+        #[arg(long)]
+        disable: bool,
+    },
     /// Choose how an agent's bearer/apikey pushes are signed: hmac-sha256 (default) or ed25519.
     SetSigning {
         #[command(flatten)]
@@ -306,6 +317,10 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         AdminCommand::Channels(args) => {
             (crate::channels::execute(hub, args.command, args.allow_empty_account).await?, true)
         }
+        AdminCommand::StandardWebhooks { target: t, enable, .. } => {
+            let secret = admin::set_standard_webhooks(hub, &t.account, &t.agent, enable).await?;
+            (json!({ "account": t.account, "agent": t.agent, "standard_webhooks": enable, "secret": secret }), t.json)
+        }
         AdminCommand::SetSigning { target: t, alg } => {
             admin::set_signing_alg(hub, &t.account, &t.agent, &alg).await?;
             (json!({ "account": t.account, "agent": t.agent, "signing_alg": alg }), t.json)
@@ -328,7 +343,8 @@ impl AdminCommand {
             | Self::BindCallback { target, .. }
             | Self::AllowSenders { target, .. }
             | Self::StopAgent { target }
-            | Self::SetSigning { target, .. } => Some(target),
+            | Self::SetSigning { target, .. }
+            | Self::StandardWebhooks { target, .. } => Some(target),
             _ => None,
         }
     }

@@ -23,7 +23,17 @@ pub fn collector() -> Result<&'static Collector, crate::Error> {
     Ok(*COLLECTOR.get_or_init(|| c))
 }
 
-/// `lambda_http::run` for the shared Router, with the metrics flushed after each invocation.
+/// `lambda_http::run` for the shared Router, with the metrics flushed after each invocation —
+/// and the trace spans (issue 43), when they are exported.
 pub async fn run_http(app: axum::Router) -> Result<(), crate::Error> {
+    let app = app.layer(axum::middleware::from_fn(flush_traces));
     metrics_cloudwatch_embedded::lambda::service::run_http(collector()?, app).await
+}
+
+/// After the response is built (its `request` span closed), export the invocation's spans
+/// before Lambda freezes the sandbox.
+async fn flush_traces(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let response = next.run(req).await;
+    ma2h_telemetry::flush().await;
+    response
 }

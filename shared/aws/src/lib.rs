@@ -10,6 +10,8 @@ pub mod handlers;
 pub mod hub_secret;
 mod wiring;
 
+/// Export the finished trace spans now (issue 43; a no-op unless `MA2H_OTLP_ENDPOINT` is set).
+pub use ma2h_telemetry::flush as flush_traces;
 pub use wiring::{AwsSettings, ConfigError, Deployment, assemble, build, build_admin, init_tracing, sdk_loader};
 
 /// The boxed error type Lambda runtimes accept.

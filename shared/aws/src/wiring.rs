@@ -102,9 +102,19 @@ pub struct Deployment {
     pub queue: SqsPushQueue,
 }
 
-/// Log JSON lines to stdout (CloudWatch); `MA2H_LOG` filters.
+/// Log JSON lines to stdout (CloudWatch); `MA2H_LOG` filters. With `MA2H_OTLP_ENDPOINT` set
+/// (issue 43), spans are exported too (flushed after each invocation: [`crate::emf::run_http`],
+/// the deliver and sweep handlers); a bad endpoint is logged and export stays off.
 pub fn init_tracing() {
-    ma2h_core::kernel::telemetry::init(ma2h_core::kernel::telemetry::LogFormat::Lambda);
+    use ma2h_core::kernel::settings::TelemetrySettings;
+    let (telemetry, bad_setting) = match TelemetrySettings::from_env() {
+        Ok(t) => (t, None),
+        Err(e) => (TelemetrySettings::default(), Some(e.to_string())),
+    };
+    let problem = ma2h_telemetry::init(ma2h_telemetry::LogFormat::Lambda, &telemetry).err().map(|e| e.to_string());
+    if let Some(why) = bad_setting.or(problem) {
+        tracing::error!(error = %why, "trace export is off");
+    }
 }
 
 fn env(k: &str) -> Option<String> {

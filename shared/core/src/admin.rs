@@ -345,6 +345,27 @@ pub async fn set_signing_alg(hub: &Hub, account: &str, agent: &str, alg: &str) -
     seal_and_store(hub, &account, &agent, crate::push::deliver::SIGNING_ALG_NAME, alg).await
 }
 
+/// Issue 43: turn the Standard Webhooks headers on an agent's pushes on (a fresh `whsec_`
+/// secret, returned to be shown once; enabling again replaces it) or off (`None`).
+pub async fn set_standard_webhooks(
+    hub: &Hub,
+    account: &str,
+    agent: &str,
+    enable: bool,
+) -> Result<Option<String>, HubError> {
+    let (account, agent) = parse_agent(account, agent)?;
+    let name = crate::push::deliver::STANDARD_WEBHOOKS_NAME;
+    if !enable {
+        hub.credentials.delete_secret(&account, &agent, name).await?;
+        return Ok(None);
+    }
+    let mut key = [0u8; 32];
+    hub.random.fill(&mut key);
+    let secret = ma2h_protocol::standard_webhooks::WebhookSecret::from_random(key).expose();
+    seal_and_store(hub, &account, &agent, name, &secret).await?;
+    Ok(Some(secret))
+}
+
 /// The account's inter-agent policy (`ma2h-hub admin inter-agent`), changed by `patch` first when
 /// it is non-empty (`{"enabled": …}` / `{"allowlists": {…}}`, as the operator API takes it).
 pub async fn inter_agent(

@@ -15,12 +15,13 @@ pub mod openapi;
 mod operator;
 mod sessions;
 mod stream;
+pub mod trace;
 pub mod ui;
 
 use std::time::Instant;
 
 use axum::Router;
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -62,7 +63,7 @@ pub fn router(hub: Hub) -> Router {
         .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn(access_log))
+        .layer(middleware::from_fn_with_state(Tracing(hub.settings.telemetry.otlp_endpoint.is_some()), access_log))
         .with_state(hub)
 }
 
@@ -92,8 +93,16 @@ fn request_id(req: &Request) -> String {
 
 const REQUEST_ID: &str = "x-request-id";
 
+fn route_name(route: Option<&axum::extract::MatchedPath>) -> &str {
+    route.map_or("unmatched", axum::extract::MatchedPath::as_str)
+}
+
+/// Whether spans are exported (issue 43): only then is the request's trace context worked out.
+#[derive(Clone, Copy)]
+struct Tracing(bool);
+
 /// One line per request: method, path, status, latency, request id. Never headers or bodies (§9.6).
-async fn access_log(req: Request, next: Next) -> impl IntoResponse {
+async fn access_log(State(Tracing(traced)): State<Tracing>, req: Request, next: Next) -> impl IntoResponse {
     let method = req.method().clone();
     // (clones of shared buffers, not copies: this runs on every request)
     let uri = req.uri().clone();
@@ -101,9 +110,16 @@ async fn access_log(req: Request, next: Next) -> impl IntoResponse {
     let route = req.extensions().get::<axum::extract::MatchedPath>().cloned();
     let id = request_id(&req);
     let start = Instant::now();
-    let span = tracing::info_span!("request", request_id = %id);
+    let span = if traced {
+        // the OpenTelemetry parent is read from the current context as the span is created
+        let traceparent = req.headers().get("traceparent").and_then(|v| v.to_str().ok());
+        let _parent = trace::parent(traceparent, &id).attach();
+        tracing::info_span!("request", request_id = %id, http.method = %method, http.route = route_name(route.as_ref()))
+    } else {
+        tracing::info_span!("request", request_id = %id)
+    };
     let mut resp = tracing::Instrument::instrument(next.run(req), span.clone()).await;
-    let route = route.as_ref().map_or("unmatched", axum::extract::MatchedPath::as_str);
+    let route = route_name(route.as_ref());
     ma2h_core::kernel::metrics::http(route, method.as_str(), resp.status().as_u16(), start.elapsed().as_secs_f64());
     span.in_scope(|| {
         tracing::info!(

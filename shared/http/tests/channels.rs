@@ -456,3 +456,40 @@ async fn an_over_size_slack_press_is_the_envelope_not_plain_text() {
     let r = t.call_raw(Method::POST, uri, None, Some(vec![b'a'; 2_200_000])).await;
     assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field"), "{}", r.body);
 }
+
+#[tokio::test]
+async fn a_webhook_with_a_standard_webhooks_secret_sends_the_three_headers_and_a_bad_one_is_refused() {
+    use ma2h_protocol::standard_webhooks::WebhookSecret;
+    let (t, sent, notifier) = setup(None, false).await;
+    let hook_requests = || -> Vec<ma2h_core::ports::PushRequest> {
+        sent.raw.lock().unwrap().iter().filter(|r| r.url.ends_with("pager.test/hook")).cloned().collect()
+    };
+    // a plain secret: the MA2H signature only
+    t.submit_ok(ask_expiring("sw0", 60)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let plain = hook_requests();
+    assert_eq!(plain.len(), 1);
+    assert!(plain[0].headers.iter().all(|(k, _)| !k.starts_with("webhook-")), "{:?}", plain[0].headers);
+
+    // issue 43: the specification's example secret (standard-webhooks/standard-webhooks, spec)
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let shown = manage::put_webhook(&t.hub, "acme", "pager", "https://pager.test/hook", secret).await.unwrap();
+    assert_eq!(shown["channels"]["pager"]["standard_webhooks"], true, "{shown}");
+    assert!(!shown.to_string().contains("MfKQ9r8G"), "the secret is never shown back");
+    let refused = manage::put_webhook(&t.hub, "acme", "bad", "https://pager.test/hook", "whsec_short").await;
+    assert!(refused.is_err(), "a malformed whsec_ secret is refused");
+
+    let id = t.submit_ok(ask_expiring("sw1", 60)).await;
+    notify::work_due(&t.hub, &notifier, 10).await.unwrap();
+    let hook = hook_requests().pop().unwrap();
+    let header = |name: &str| hook.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap();
+    let (wid, ts, sig) = (header("webhook-id"), header("webhook-timestamp"), header("webhook-signature"));
+    let body: Value = serde_json::from_slice(&hook.body).unwrap();
+    assert_eq!(wid, body["event_id"].as_str().unwrap(), "webhook-id is the event id");
+    assert!(wid.starts_with(&id), "{wid}");
+    let now = t.clock_now().timestamp();
+    let key = WebhookSecret::parse(secret).unwrap();
+    key.verify(&wid, &ts, &sig, &hook.body, now, 300).expect("it verifies");
+    assert!(key.verify(&wid, &ts, &sig, b"{}", now, 300).is_err(), "bound to the body");
+    assert!(hook.headers.iter().any(|(k, _)| k == "MA2H-Signature"), "the MA2H signature is still sent");
+}

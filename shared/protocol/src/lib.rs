@@ -29,6 +29,7 @@ pub mod response;
 pub mod rules;
 pub mod schema;
 pub mod signature;
+pub mod standard_webhooks;
 pub mod time;
 pub mod verbatim;
 pub mod version;

@@ -171,7 +171,8 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnMut(&Connection) -> Result<T, DbError> + Send + 'static,
     {
-        self.inner.writer.submit(f).await.map_err(StoreError::from)
+        let span = store_span("write");
+        tracing::Instrument::instrument(self.inner.writer.submit(f), span).await.map_err(StoreError::from)
     }
 
     /// Run `f` on a reader connection inside one read transaction, so every statement in `f`
@@ -187,11 +188,23 @@ impl SqliteStore {
         // A WAL reader never waits for the writer or the checkpointer, so with a reader free the
         // read (an indexed lookup: microseconds) runs right here; handing it to the blocking pool
         // cost more than the read itself. With every reader busy, wait on the blocking pool.
+        let span = store_span("read");
         if let Some(conn) = self.inner.free_reader() {
-            return snapshot(&conn, f).map_err(StoreError::from);
+            return span.in_scope(|| snapshot(&conn, f)).map_err(StoreError::from);
         }
         let inner = Arc::clone(&self.inner);
-        blocking(move || snapshot(&inner.reader(), f)).await
+        tracing::Instrument::instrument(blocking(move || snapshot(&inner.reader(), f)), span).await
+    }
+}
+
+/// Issue 43: a `debug` span per store call, built only when traces are exported (`debug` is then
+/// enabled) and only inside another span (a request, a push attempt, a channel send): the
+/// background pollers' idle reads are not traced.
+fn store_span(operation: &'static str) -> tracing::Span {
+    if tracing::level_enabled!(tracing::Level::DEBUG) && !tracing::Span::current().is_none() {
+        tracing::debug_span!("store", db.system = "sqlite", db.operation = operation)
+    } else {
+        tracing::Span::none()
     }
 }
 

@@ -16,6 +16,7 @@ mod mailbox;
 mod metering;
 mod passkeys;
 mod sessions;
+mod standard_webhooks;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]
 mod support;

@@ -148,6 +148,10 @@ pub struct WebhookChannel {
     pub url: String,
     /// The HMAC-SHA256 key of the `MA2H-Signature` header on every event.
     pub secret: Sealed,
+    /// The secret is a Standard Webhooks one (`whsec_…`, issue 43): every event also carries
+    /// `webhook-id`, `webhook-timestamp` and `webhook-signature`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standard_webhooks: bool,
 }
 
 /// A value sealed under the master key (base64 of nonce ‖ ciphertext). Never printed.

@@ -86,6 +86,8 @@ pub async fn put_slack(
 
 /// Add (or replace) a generic webhook channel. Its URL is checked like a push callback's (§9.4:
 /// https outside dev mode, no credentials in it); the egress guard checks it again at every send.
+/// A `whsec_` secret (issue 43) must be a valid Standard Webhooks one: its events then also carry
+/// the Standard Webhooks headers.
 pub async fn put_webhook(hub: &Hub, account: &str, id: &str, url: &str, secret: &str) -> Result<Value, HubError> {
     let account = account_id(account)?;
     check_id("channel", id)?;
@@ -97,7 +99,15 @@ pub async fn put_webhook(hub: &Hub, account: &str, id: &str, url: &str, secret: 
     if !parsed.username().is_empty() || parsed.password().is_some() || parsed.host_str().is_none() {
         return Err(HubError::validation("`url`: needs a host and no credentials"));
     }
-    let hook = WebhookChannel { url: parsed.to_string(), secret: seal(hub, &account, id, "secret", secret)? };
+    let standard_webhooks = secret.starts_with(ma2h_protocol::standard_webhooks::PREFIX);
+    if standard_webhooks {
+        ma2h_protocol::standard_webhooks::WebhookSecret::parse(secret)
+            .map_err(|e| HubError::validation(format!("`secret`: {e}")))?;
+    } else if secret.is_empty() {
+        return Err(HubError::validation("`secret`: must not be empty"));
+    }
+    let secret = seal(hub, &account, id, "secret", secret)?;
+    let hook = WebhookChannel { url: parsed.to_string(), secret, standard_webhooks };
     let config = edit(hub, &account, |c| insert_channel(c, id, Channel::Webhook(hook.clone()))).await?;
     Ok(show_config(&config))
 }
@@ -409,7 +419,9 @@ pub fn show_config(c: &ChannelsConfig) -> Value {
         .map(|(id, ch)| {
             let v = match ch {
                 Channel::Slack(s) => json!({"kind": "slack", "team_id": s.team_id, "channel": s.channel}),
-                Channel::Webhook(w) => json!({"kind": "webhook", "url": redact_url(&w.url)}),
+                Channel::Webhook(w) => {
+                    json!({"kind": "webhook", "url": redact_url(&w.url), "standard_webhooks": w.standard_webhooks})
+                }
                 Channel::Webpush(w) => json!({
                     "kind": "webpush",
                     "recipients": w.recipients.iter().map(|h| format!("human:{h}")).collect::<Vec<_>>(),

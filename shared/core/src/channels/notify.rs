@@ -231,6 +231,33 @@ impl Notifier {
         record: &MessageRecord,
         envelope: &Envelope,
     ) -> Result<Option<String>, Failure> {
+        // issue 43: one `channel.send` span per send (built only when traces are exported)
+        let span = tracing::debug_span!(
+            "channel.send",
+            channel = channel_id,
+            kind = channel.kind(),
+            step = step.kind.as_str(),
+            message_id = %record.id
+        );
+        tracing::Instrument::instrument(
+            self.send_on(hub, channels, channel, channel_id, step, parent, record, envelope),
+            span,
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn send_on(
+        &self,
+        hub: &Hub,
+        channels: &ChannelsConfig,
+        channel: &Channel,
+        channel_id: &str,
+        step: &Step,
+        parent: Option<&str>,
+        record: &MessageRecord,
+        envelope: &Envelope,
+    ) -> Result<Option<String>, Failure> {
         match channel {
             Channel::Slack(slack) => {
                 // A ladder step mentions the Slack user linked to its operator.

@@ -7,7 +7,10 @@ fn config(route: serde_json::Value) -> ChannelsConfig {
     let key = crate::kernel::secrets::MasterKey::from_bytes([1; 32]);
     let hook = |id: &str| {
         let secret = Sealed::seal(&key, &crate::kernel::clock::OsRandom, id, "s");
-        (id.to_owned(), Channel::Webhook(WebhookChannel { url: "https://x.test/h".into(), secret }))
+        (
+            id.to_owned(),
+            Channel::Webhook(WebhookChannel { url: "https://x.test/h".into(), secret, standard_webhooks: false }),
+        )
     };
     ChannelsConfig {
         channels: [hook("a"), hook("b")].into_iter().collect(),

@@ -6,11 +6,14 @@
 //! Signature: `MA2H-Signature: t={unix seconds},jti={nonce},v1={base64url HMAC-SHA256}` over the
 //! bytes `{t}.{jti}.{raw body}` with the channel's secret — the §9.2 header's shape, so a
 //! receiver that verifies pushes verifies events the same way (with another signed string).
+//! With a `whsec_` secret (issue 43) each event also carries the Standard Webhooks headers
+//! (`webhook-id` = the event id, stable across retries), so an existing verifier library checks it.
 //!
 //! Never `state`, `client_ref`, the envelope's body, or a sensitive value.
 
 use ma2h_protocol::envelope::Envelope;
 use ma2h_protocol::signature::{SigningKey, header_value, sign_canonical};
+use ma2h_protocol::standard_webhooks::WebhookSecret;
 use ma2h_protocol::time;
 use serde_json::{Value, json};
 
@@ -35,17 +38,34 @@ pub(crate) async fn send(
             || Failure::Permanent("the webhook secret does not open (sealed for another slot or key)".into()),
         )?;
     let body = serde_json::to_vec(&event(hub, step, record, envelope)).unwrap_or_default();
-    let t = hub.clock.now().timestamp().to_string();
+    let now = hub.clock.now().timestamp();
+    let t = now.to_string();
     let jti = hub.new_jti();
     let mut signed = format!("{t}.{jti}.").into_bytes();
     signed.extend_from_slice(&body);
-    let v1 = sign_canonical(&signed, &SigningKey::Hmac(secret.into_bytes()));
-    let request = PushRequest {
-        url: hook.url.clone(),
-        headers: vec![("MA2H-Signature".into(), header_value(&t, &jti, &v1))],
-        body,
+    let standard = if hook.standard_webhooks {
+        Some(WebhookSecret::parse(&secret).map_err(|e| Failure::Permanent(format!("the webhook secret: {e}")))?)
+    } else {
+        None
     };
+    let v1 = sign_canonical(&signed, &SigningKey::Hmac(secret.into_bytes()));
+    let mut headers = vec![("MA2H-Signature".into(), header_value(&t, &jti, &v1))];
+    if let Some(standard) = standard {
+        let id = event_id(step, record);
+        headers.extend(standard.headers(&id, now, &body));
+    }
+    let request = PushRequest { url: hook.url.clone(), headers, body };
     Failure::from_outcome(notifier.sender.send(&request).await)
+}
+
+/// The event's stable id: the same on every retry of one step to one channel.
+fn event_id(step: &Step, record: &MessageRecord) -> String {
+    // A ladder sends one event per rung to a webhook.
+    let step_name = match step.rung.filter(|_| step.kind == StepKind::Ladder) {
+        Some(rung) => format!("ladder{rung}"),
+        None => step.kind.as_str().to_owned(),
+    };
+    format!("{}:{step_name}:{}", record.id, step.channel)
 }
 
 /// The event body (public: the docs and tests show it).
@@ -57,14 +77,9 @@ pub fn event(hub: &Hub, step: &Step, record: &MessageRecord, envelope: &Envelope
         StepKind::Outcome => "message.resolved",
         StepKind::Ladder => "message.ladder",
     };
-    // A ladder sends one event per rung to a webhook.
-    let step_name = match step.rung.filter(|_| step.kind == StepKind::Ladder) {
-        Some(rung) => format!("ladder{rung}"),
-        None => step.kind.as_str().to_owned(),
-    };
     let mut out = json!({
         "type": kind,
-        "event_id": format!("{}:{step_name}:{}", record.id, step.channel),
+        "event_id": event_id(step, record),
         "occurred_at": time::format(hub.clock.now()),
         "account": record.account.as_str(),
         "message": {

@@ -15,4 +15,3 @@ pub mod metrics;
 pub mod rate;
 pub mod secrets;
 pub mod settings;
-pub mod telemetry;

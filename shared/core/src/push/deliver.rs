@@ -6,6 +6,7 @@
 use ma2h_protocol::envelope::{Callback, CallbackMode, CallbackScheme, Envelope};
 use ma2h_protocol::ids::{AccountId, AgentId, MessageId, ResolutionId};
 use ma2h_protocol::signature::{self, SignedContext, SigningKey};
+use ma2h_protocol::standard_webhooks::WebhookSecret;
 use ma2h_protocol::time::Timestamp;
 use ma2h_protocol::verbatim;
 
@@ -22,6 +23,9 @@ pub const RESERVED_PREFIX: &str = "hub:";
 /// The per-agent setting choosing how bearer/apikey pushes are signed (`hmac-sha256` default,
 /// or `ed25519` with the Hub's published key).
 pub const SIGNING_ALG_NAME: &str = "hub:signing-alg";
+/// The per-agent Standard Webhooks secret (`whsec_…`, issue 43): when set, every push also
+/// carries `webhook-id` (the resolution id), `webhook-timestamp` and `webhook-signature`.
+pub const STANDARD_WEBHOOKS_NAME: &str = "hub:standard-webhooks";
 /// How long a push waits before its next turn when its callback host already has its share of
 /// attempts in flight (not counted as an attempt).
 const HOST_BUSY_DELAY: chrono::Duration = chrono::Duration::seconds(1);
@@ -94,10 +98,21 @@ impl Deliverer {
 
     /// The attempt, and whether it was deferred for a full delivery cap.
     async fn attempt_record(&self, hub: &Hub, record: MessageRecord) -> Result<(Option<PushTrack>, bool), HubError> {
+        // issue 43: one `push.attempt` span per attempt (built only when traces are exported)
+        let span = tracing::debug_span!("push.attempt", message_id = %record.id, attempt = tracing::field::Empty);
+        tracing::Instrument::instrument(self.attempt_record_inner(hub, record), span).await
+    }
+
+    async fn attempt_record_inner(
+        &self,
+        hub: &Hub,
+        record: MessageRecord,
+    ) -> Result<(Option<PushTrack>, bool), HubError> {
         let (account, id) = (&record.account, &record.id);
         let Some(mut track) = record.push.clone().filter(|t| t.status == PushStatus::Pending) else {
             return Ok((None, false));
         };
+        tracing::Span::current().record("attempt", track.attempts + 1);
         let now = hub.clock.now();
         let outcome = match build_request(hub, &record, now).await {
             Ok(request) => {
@@ -244,6 +259,15 @@ async fn build_request(hub: &Hub, record: &MessageRecord, now: Timestamp) -> Res
         _ => {}
     }
     let body = verbatim::to_vec_with_state(response, record.state_text.as_deref(), verbatim::RESPONSE_STATE);
+    // Issue 43: the opt-in Standard Webhooks headers, beside the §9.2 signature (extra headers
+    // a receiver that does not know them ignores).
+    let standard = STANDARD_WEBHOOKS_NAME;
+    if let Some(secret) = open_sealed(hub, &record.account, &record.agent_id, standard, material.secrets.get(standard))?
+    {
+        let secret = WebhookSecret::parse(&secret).map_err(|_| PushRefusal::BadSecret(standard.to_owned()))?;
+        let id = record.resolution_id.as_ref().map_or_else(|| record.id.to_string(), ToString::to_string);
+        headers.extend(secret.headers(&id, now.timestamp(), &body));
+    }
     Ok(PushRequest { url, headers, body })
 }
 

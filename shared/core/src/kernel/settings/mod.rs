@@ -10,7 +10,9 @@ use std::time::Duration;
 use ma2h_protocol::rules::SizeLimits;
 
 mod env;
+mod telemetry;
 pub use env::Env;
+pub use telemetry::TelemetrySettings;
 
 /// `dev` relaxes what production forbids (plain-http public URL, dev credentials); production is
 /// the default.
@@ -99,6 +101,8 @@ pub struct Settings {
     pub inter_agent: InterAgentSettings,
     /// Channel notifications (issue 20): Slack's API base and the configuration cache.
     pub channels: ChannelSettings,
+    /// OpenTelemetry trace export (issue 43; off by default).
+    pub telemetry: TelemetrySettings,
 }
 
 /// Channel notifications (issue 20).
@@ -348,6 +352,7 @@ impl Default for Settings {
             sessions: SessionSettings::default(),
             inter_agent: InterAgentSettings::default(),
             channels: ChannelSettings::default(),
+            telemetry: TelemetrySettings::default(),
         }
     }
 }
@@ -365,7 +370,9 @@ impl Settings {
     /// Defaults overridden by `MA2H_*` variables from `vars`, then validated. Every bad
     /// variable is named in the one error, not only the first.
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Self, SettingsError> {
-        let vars: HashMap<String, String> = vars.into_iter().filter(|(k, _)| k.starts_with("MA2H_")).collect();
+        // the Lambda function's name is the default `service.name` of its traces
+        let vars: HashMap<String, String> =
+            vars.into_iter().filter(|(k, _)| k.starts_with("MA2H_") || k == "AWS_LAMBDA_FUNCTION_NAME").collect();
         let mut e = Env::new(|k| vars.get(k).cloned());
         let mut s = Self::default();
         s.read(&mut e);
@@ -452,6 +459,7 @@ impl Settings {
         // [`Settings::local_dev_egress`]). Production ignores the list (§9.4 fails closed).
         s.dev_egress_allow = e.list("MA2H_DEV_EGRESS_ALLOW").filter(|l| l != &["none"]).unwrap_or_default();
         e.bool("MA2H_LOG_JSON", &mut s.log_json);
+        s.telemetry.read(e);
     }
 
     /// The local binary in dev mode reaches a receiver on this machine out of the box (`ma2h
