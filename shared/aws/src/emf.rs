@@ -26,12 +26,15 @@ pub fn collector() -> Result<&'static Collector, crate::Error> {
 /// `lambda_http::run` for the shared Router, with the metrics flushed after each invocation —
 /// and the trace spans (issue 43), when they are exported.
 pub async fn run_http(app: axum::Router) -> Result<(), crate::Error> {
-    let app = app.layer(axum::middleware::from_fn(flush_traces));
-    metrics_cloudwatch_embedded::lambda::service::run_http(collector()?, app).await
+    metrics_cloudwatch_embedded::lambda::service::run_http(collector()?, flushing_traces(app)).await
 }
 
-/// After the response is built (its `request` span closed), export the invocation's spans
-/// before Lambda freezes the sandbox.
+/// `app`, exporting each invocation's spans before it answers (issue 43): after the response is
+/// built (its `request` span closed), before Lambda freezes the sandbox.
+pub fn flushing_traces(app: axum::Router) -> axum::Router {
+    app.layer(axum::middleware::from_fn(flush_traces))
+}
+
 async fn flush_traces(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
     let response = next.run(req).await;
     ma2h_telemetry::flush().await;

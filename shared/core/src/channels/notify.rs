@@ -239,48 +239,34 @@ impl Notifier {
             step = step.kind.as_str(),
             message_id = %record.id
         );
-        tracing::Instrument::instrument(
-            self.send_on(hub, channels, channel, channel_id, step, parent, record, envelope),
-            span,
-        )
-        .await
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn send_on(
-        &self,
-        hub: &Hub,
-        channels: &ChannelsConfig,
-        channel: &Channel,
-        channel_id: &str,
-        step: &Step,
-        parent: Option<&str>,
-        record: &MessageRecord,
-        envelope: &Envelope,
-    ) -> Result<Option<String>, Failure> {
-        match channel {
-            Channel::Slack(slack) => {
-                // A ladder step mentions the Slack user linked to its operator.
-                let mention = step
-                    .recipient
-                    .as_deref()
-                    .filter(|_| step.kind == StepKind::Ladder)
-                    .and_then(|human| crate::channels::ladder::slack_user(channels, &slack.team_id, human));
-                let post = crate::channels::slack::Post { parent, mention };
-                crate::channels::slack::send(self, hub, slack, channel_id, step, post, record, envelope).await
+        let send = async move {
+            match channel {
+                Channel::Slack(slack) => {
+                    // A ladder step mentions the Slack user linked to its operator.
+                    let mention = step
+                        .recipient
+                        .as_deref()
+                        .filter(|_| step.kind == StepKind::Ladder)
+                        .and_then(|human| crate::channels::ladder::slack_user(channels, &slack.team_id, human));
+                    let post = crate::channels::slack::Post { parent, mention };
+                    crate::channels::slack::send(self, hub, slack, channel_id, step, post, record, envelope).await
+                }
+                Channel::Webhook(hook) => {
+                    crate::channels::webhook_event::send(self, hub, hook, channel_id, step, record, envelope)
+                        .await
+                        .map(|()| None)
+                }
+                Channel::Email(mail) => {
+                    crate::channels::email::send(self, hub, mail, channel_id, step, record, envelope)
+                        .await
+                        .map(|()| None)
+                }
+                Channel::Webpush(_) => {
+                    crate::channels::webpush::send(self, hub, step, record, envelope).await.map(|()| None)
+                }
             }
-            Channel::Webhook(hook) => {
-                crate::channels::webhook_event::send(self, hub, hook, channel_id, step, record, envelope)
-                    .await
-                    .map(|()| None)
-            }
-            Channel::Email(mail) => {
-                crate::channels::email::send(self, hub, mail, channel_id, step, record, envelope).await.map(|()| None)
-            }
-            Channel::Webpush(_) => {
-                crate::channels::webpush::send(self, hub, step, record, envelope).await.map(|()| None)
-            }
-        }
+        };
+        tracing::Instrument::instrument(send, span).await
     }
 }
 
