@@ -30,6 +30,7 @@ EXIT CODES:
    3  hub unreachable
    4  hub error (§8.5 code printed on stderr)
    5  verify: Response rejected / inbox: an entry rejected (signature, window, replayed jti, not for me)
+      / audit verify: the export does not verify (the first bad line is named)
    6  verify / get --once: duplicate resolution, already acted on / ack: not every id acknowledged
    7  open-state: state rejected (tampered, wrong key, other agent)
   10  declined / dismissed

@@ -3,6 +3,7 @@
 //! and `MA2H_SESSION` (the default `--session`); see docs/cli.md. Every outcome has its own exit
 //! code ([`exit::TABLE`]).
 
+mod audit;
 mod check;
 mod compose;
 mod exit;
@@ -123,6 +124,9 @@ enum Command {
     Session(session::SessionCommand),
     /// Print the Hub's capability document (§8.0).
     Discover,
+    /// The Hub's audit ledger (issue 42): verify an export.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Serve MCP over stdio for coding agents: ask_human, wait_for_answer, notify_human,
     /// assign_task, cancel_ask, list_my_open_asks, check_inbox (docs/mcp.md).
     Mcp,
@@ -263,6 +267,7 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Session(cmd) => session::run(&cmd, &config, json).await,
         Command::Mcp => mcp::serve(config).await,
         Command::Hook(a) => hook::run(&a, &config).await,
+        Command::Audit(cmd) => audit::run(&cmd, &config, json).await,
         Command::Discover => {
             let hub = config.hub_url().map_err(|e| exit::usage(e.to_string()))?;
             let doc = Client::new(hub, "").map_err(exit::client)?.discover().await.map_err(exit::client)?;

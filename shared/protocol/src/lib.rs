@@ -15,6 +15,7 @@
 //! marks a rule v0.5 added to an older section; `RFC 8785 §3.2.3` is a section of that RFC. The
 //! table of top-level sections is in `docs/ARCHITECTURE.md` ("Spec citations").
 
+pub mod audit;
 pub mod egress;
 pub mod entries;
 pub mod envelope;
