@@ -15,11 +15,13 @@
 //! | [`inter_agent`] | §13.5 the account's inter-agent policy and its rules |
 //! | [`channels`] | Slack, email and webhook notifications to humans, and their outbox |
 //! | [`admin`] | credentials, callback bindings, signing keys and secrets |
+//! | [`audit`] | the tamper-evident audit ledger: records, signed checkpoints, exports (issue 42) |
 //!
 //! Imports run down the table's dependencies, never in a circle of more than two files
 //! (`scripts/import_graph.py shared/core/src` checks it; `make lint` runs it).
 
 pub mod admin;
+pub mod audit;
 pub mod channels;
 pub mod decisions;
 pub mod inter_agent;

@@ -21,11 +21,13 @@
 //! * `due_expiries` is ordered by `expires_at` ascending; `list_messages` follows the listing order (ties by id);
 //! * `incr_counter` judges a window's expiry against the `now` it is given (the Hub clock).
 
+use ma2h_core::audit::store::AuditStore;
 use ma2h_core::channels::outbox::NotificationStore;
 use ma2h_core::decisions::grant_store::GrantStore;
 use ma2h_core::messages::triage::TriageStore;
 use ma2h_core::ports::{CredentialStore, MailboxStore, MessageStore, SessionStore};
 
+pub mod audit;
 pub mod credentials;
 pub mod fixtures;
 pub mod grants;
@@ -38,6 +40,7 @@ pub mod notifications;
 pub mod push;
 pub mod sessions;
 
+pub use audit::*;
 pub use credentials::*;
 pub use grants::*;
 pub use inter_agent::*;
@@ -51,12 +54,19 @@ pub use sessions::*;
 
 /// Every store port, as one bound.
 pub trait Store:
-    MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore + GrantStore
+    MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore + GrantStore + AuditStore
 {
 }
 
-impl<T: MessageStore + CredentialStore + MailboxStore + SessionStore + NotificationStore + TriageStore + GrantStore>
-    Store for T
+impl<T> Store for T where
+    T: MessageStore
+        + CredentialStore
+        + MailboxStore
+        + SessionStore
+        + NotificationStore
+        + TriageStore
+        + GrantStore
+        + AuditStore
 {
 }
 
@@ -93,6 +103,7 @@ macro_rules! for_each_check {
             operator_activity_is_kept_per_account_and_never_moves_backwards,
             devices_are_kept_per_operator_replaced_by_id_and_removed_once,
             passkeys_are_found_by_id_never_taken_over_and_removed_once,
+            audit_entries_are_read_per_shard_in_order_and_checkpoints_stored_once,
             secrets_put_get_replace_scoped,
             a_push_terminal_writes_the_obligation_atomically,
             due_pushes_are_claimed_once_and_attempts_recorded,

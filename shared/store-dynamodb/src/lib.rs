@@ -14,6 +14,7 @@
 //!   plaintext.
 
 mod admission;
+mod audit;
 mod codec;
 mod counts;
 mod credentials;
@@ -48,6 +49,9 @@ pub struct DynamoStore {
     /// What "now" is when a read decides that a record's retention has ended: DynamoDB's TTL
     /// deletes it some time after, and until then the store reads it as purged (issue 38).
     clock: StoreClock,
+    /// Accounts this process has listed in the audit account roster (issue 42): one write per
+    /// account per process, not one per entry.
+    audit_listed: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// The store's clock (`Debug` for the store's sake).
@@ -74,6 +78,7 @@ impl DynamoStore {
             max_scanned: listing::MAX_SCANNED_PER_PAGE,
             shards: Shards::default(),
             clock: StoreClock(std::sync::Arc::new(ma2h_core::ports::SystemClock)),
+            audit_listed: std::sync::Arc::default(),
         }
     }
 

@@ -35,6 +35,7 @@ use writer::Writer;
 use ma2h_core::ports::StoreError;
 use rusqlite::{Connection, OpenFlags};
 
+pub mod audit;
 mod checkpoint;
 mod claims;
 mod codec;

@@ -31,7 +31,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// Ordered migrations; index 0 is version 1. Append only — never edit a shipped migration.
 /// Public so tests can build a database as an older release left it.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17];
 
 /// Version 1: messages (§7 lifecycle, §8.2 retention), tombstones (410), idempotency claims
 /// (§8.1), rate counters (§8.6), credentials and sealed secrets.
@@ -401,6 +401,26 @@ CREATE TABLE passkeys (
     state        TEXT    NOT NULL
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX passkeys_of ON passkeys (account, human, created_at);
+"#;
+
+/// Issue 42: the audit ledger — entries per (account, shard) in sort-key order (`{at ms}#{id}`),
+/// and the signed checkpoints per (account, seq). Never purged with messages.
+const V17: &str = r#"
+CREATE TABLE audit_entries (
+    account  TEXT    NOT NULL,
+    shard    INTEGER NOT NULL,
+    sort_key TEXT    NOT NULL,
+    at       INTEGER NOT NULL,
+    data     TEXT    NOT NULL,
+    PRIMARY KEY (account, shard, sort_key)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE audit_checkpoints (
+    account TEXT    NOT NULL,
+    seq     INTEGER NOT NULL,
+    at      INTEGER NOT NULL,
+    data    TEXT    NOT NULL,
+    PRIMARY KEY (account, seq)
+) STRICT, WITHOUT ROWID;
 "#;
 
 /// What the writer connection actually runs with, read back after configuring it.

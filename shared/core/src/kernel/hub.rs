@@ -52,6 +52,8 @@ pub struct HubParts {
     pub triage: Arc<dyn crate::messages::triage_store::TriageStore>,
     /// Standing grants (issue 40).
     pub grants: Arc<dyn crate::decisions::grant_store::GrantStore>,
+    /// The audit ledger (issue 42).
+    pub audit: Arc<dyn crate::audit::store::AuditStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub changes: Arc<dyn ChangeFeed>,
@@ -91,6 +93,7 @@ impl Hub {
             + crate::channels::outbox::NotificationStore
             + crate::messages::triage_store::TriageStore
             + crate::decisions::grant_store::GrantStore
+            + crate::audit::store::AuditStore
             + 'static,
     {
         let credential_cache =
@@ -102,6 +105,7 @@ impl Hub {
             notifications: store.clone(),
             triage: store.clone(),
             grants: store.clone(),
+            audit: store.clone(),
             sessions: store,
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),

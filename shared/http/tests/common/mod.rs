@@ -72,6 +72,7 @@ fn assemble<
         + ma2h_core::channels::outbox::NotificationStore
         + ma2h_core::messages::triage::TriageStore
         + ma2h_core::decisions::grant_store::GrantStore
+        + ma2h_core::audit::store::AuditStore
         + 'static,
 >(
     store: S,

@@ -1,0 +1,99 @@
+//! The audit ledger's records and store port (issue 42, docs/design/audit.md). Entries are stored
+//! unchained, keyed per (account, shard) by `{at ms, 13 digits}#{id}`; checkpoints by
+//! (account, seq), each with the sort key of the last entry it covers in every shard.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use ma2h_protocol::audit::{Entry, SignedCheckpoint};
+use ma2h_protocol::ids::AccountId;
+use ma2h_protocol::time::{self, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::kernel::error::StoreError;
+
+/// One recorded event, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// `aud_…`.
+    pub id: String,
+    pub account: AccountId,
+    pub shard: u16,
+    pub at: Timestamp,
+    pub kind: String,
+    pub principal: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub detail: Map<String, Value>,
+}
+
+impl AuditRecord {
+    /// Its place in its shard: time, then id (ids are unique, so no two keys tie).
+    pub fn sort_key(&self) -> String {
+        format!("{:013}#{}", self.at.timestamp_millis().max(0), self.id)
+    }
+
+    /// The export form, before the chain numbers it.
+    pub fn entry(&self) -> Entry {
+        Entry {
+            account: self.account.to_string(),
+            shard: self.shard,
+            seq: 0,
+            id: self.id.clone(),
+            at: time::format(self.at),
+            kind: self.kind.clone(),
+            principal: self.principal.clone(),
+            target: self.target.clone(),
+            digest: self.digest.clone(),
+            detail: self.detail.clone(),
+        }
+    }
+}
+
+/// A signed checkpoint and, per shard, the sort key of the last entry it covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCheckpoint {
+    pub signed: SignedCheckpoint,
+    pub at: Timestamp,
+    pub cursors: BTreeMap<u16, String>,
+}
+
+impl StoredCheckpoint {
+    pub fn seq(&self) -> u64 {
+        self.signed.body.seq
+    }
+}
+
+/// The store port of the ledger.
+#[async_trait]
+pub trait AuditStore: Send + Sync + 'static {
+    /// Store entries (all of one account or several; ids are unique).
+    async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError>;
+    /// One shard's entries after the sort key `after` (from the start without one) whose time is
+    /// at most `until`, in sort-key order, at most `limit`.
+    async fn audit_entries(
+        &self,
+        account: &AccountId,
+        shard: u16,
+        after: Option<&str>,
+        until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<AuditRecord>, StoreError>;
+    /// The account's latest checkpoint.
+    async fn last_audit_checkpoint(&self, account: &AccountId) -> Result<Option<StoredCheckpoint>, StoreError>;
+    /// The account's checkpoints from `from_seq` on, in order, at most `limit`.
+    async fn audit_checkpoints(
+        &self,
+        account: &AccountId,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredCheckpoint>, StoreError>;
+    /// Store a checkpoint unless one with its `seq` exists (`false`: another sealer made it).
+    async fn put_audit_checkpoint(&self, account: &AccountId, cp: &StoredCheckpoint) -> Result<bool, StoreError>;
+    /// Every account that has entries.
+    async fn audit_accounts(&self) -> Result<Vec<AccountId>, StoreError>;
+}

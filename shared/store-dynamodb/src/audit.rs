@@ -1,0 +1,189 @@
+//! [`AuditStore`] on DynamoDB (issue 42, docs/design/audit.md): entries in one partition per
+//! (account, shard), `AUD#{account}#{shard}` / `{at ms}#{id}`, so an account's ledger spreads
+//! over `ma2h_core::audit::SHARDS` partitions; checkpoints in `AUDCP#{account}` / `{seq, 20
+//! digits}`, put only if absent (two sweepers never fork the chain); the accounts with a ledger
+//! in `AUDACCOUNTS` / `{account}`, written once per account per process.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
+use ma2h_core::audit::store::{AuditRecord, AuditStore, StoredCheckpoint};
+use ma2h_core::ports::StoreError;
+use ma2h_protocol::ids::{AccountId, key_part};
+use ma2h_protocol::time::Timestamp;
+
+use crate::codec::*;
+use crate::mailbox::is_condition_failure;
+use crate::{DynamoStore, unavailable};
+
+type R<T> = Result<T, StoreError>;
+
+const ROSTER: &str = "AUDACCOUNTS";
+
+fn entry_pk(account: &AccountId, shard: u16) -> String {
+    format!("AUD#{}#{shard}", key_part(account.as_str()))
+}
+
+fn checkpoint_pk(account: &AccountId) -> String {
+    format!("AUDCP#{}", key_part(account.as_str()))
+}
+
+fn json<T: serde::Serialize>(v: &T) -> R<AttributeValue> {
+    serde_json::to_string(v).map(s).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn data<T: serde::de::DeserializeOwned>(item: &Item, what: &str) -> R<T> {
+    serde_json::from_str(get_s(item, "data")?).map_err(|_| corrupt(what))
+}
+
+impl DynamoStore {
+    async fn query_items(&self, q: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder) -> R<Vec<Item>> {
+        let out = q.send().await.map_err(|e| unavailable("Query", e))?;
+        Ok(out.items.unwrap_or_default())
+    }
+
+    /// List `account` in the roster the sealer walks (once per account per process).
+    async fn list_audit_account(&self, account: &AccountId) -> R<()> {
+        if self.audit_listed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(account.as_str()) {
+            return Ok(());
+        }
+        let mut item = key(ROSTER.into(), account.as_str());
+        item.insert("account".into(), s(account.as_str()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem", e))?;
+        self.audit_listed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(account.to_string());
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AuditStore for DynamoStore {
+    async fn append_audit(&self, records: &[AuditRecord]) -> R<()> {
+        for r in records {
+            self.list_audit_account(&r.account).await?;
+            let mut item = key(entry_pk(&r.account, r.shard), &r.sort_key());
+            item.insert("at".into(), n(ms(r.at)));
+            item.insert("data".into(), json(r)?);
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await
+                .map_err(|e| unavailable("PutItem", e))?;
+        }
+        Ok(())
+    }
+
+    async fn audit_entries(
+        &self,
+        account: &AccountId,
+        shard: u16,
+        after: Option<&str>,
+        until: Timestamp,
+        limit: usize,
+    ) -> R<Vec<AuditRecord>> {
+        // sort keys start with the time: bounded above by the first key past `until`
+        let upper = format!("{:013}$", ms(until).max(0));
+        // (a key attribute may not be empty: "0" sorts before every key, which starts with digits)
+        let lower = after.map_or_else(|| "0".to_owned(), str::to_owned);
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        while out.len() < limit {
+            let q = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":pk", s(entry_pk(account, shard)))
+                .expression_attribute_values(":lo", s(lower.clone()))
+                .expression_attribute_values(":hi", s(upper.clone()))
+                .consistent_read(true)
+                .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX).saturating_add(1))
+                .set_exclusive_start_key(start.take());
+            let page = q.send().await.map_err(|e| unavailable("Query", e))?;
+            for item in page.items.unwrap_or_default() {
+                if get_s(&item, "sk")? == lower {
+                    continue; // BETWEEN is inclusive; `after` is not
+                }
+                if out.len() < limit {
+                    out.push(data(&item, "audit entry")?);
+                }
+            }
+            match page.last_evaluated_key {
+                Some(k) if out.len() < limit => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn last_audit_checkpoint(&self, account: &AccountId) -> R<Option<StoredCheckpoint>> {
+        let q = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(checkpoint_pk(account)))
+            .scan_index_forward(false)
+            .limit(1)
+            .consistent_read(true);
+        self.query_items(q).await?.first().map(|i| data(i, "audit checkpoint")).transpose()
+    }
+
+    async fn audit_checkpoints(&self, account: &AccountId, from_seq: u64, limit: usize) -> R<Vec<StoredCheckpoint>> {
+        let q = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk >= :from")
+            .expression_attribute_values(":pk", s(checkpoint_pk(account)))
+            .expression_attribute_values(":from", s(format!("{from_seq:020}")))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .consistent_read(true);
+        self.query_items(q).await?.iter().map(|i| data(i, "audit checkpoint")).collect()
+    }
+
+    async fn put_audit_checkpoint(&self, account: &AccountId, cp: &StoredCheckpoint) -> R<bool> {
+        let mut item = key(checkpoint_pk(account), &format!("{:020}", cp.seq()));
+        item.insert("at".into(), n(ms(cp.at)));
+        item.insert("data".into(), json(cp)?);
+        match self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if is_condition_failure(&e) => Ok(false),
+            Err(e) => Err(unavailable("PutItem", e)),
+        }
+    }
+
+    async fn audit_accounts(&self) -> R<Vec<AccountId>> {
+        let q = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(ROSTER))
+            .consistent_read(true);
+        let mut out = Vec::new();
+        let mut items = q.into_paginator().items().send();
+        while let Some(item) = items.next().await {
+            let item = item.map_err(|e| unavailable("Query", e))?;
+            if let Some(a) = opt_s(&item, "account").and_then(|a| AccountId::parse(&a)) {
+                out.push(a);
+            }
+        }
+        Ok(out)
+    }
+}

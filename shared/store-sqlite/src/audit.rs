@@ -1,0 +1,113 @@
+//! [`AuditStore`] over SQLite (issue 42): `audit_entries` keyed (account, shard, sort key),
+//! `audit_checkpoints` keyed (account, seq); each row's record as JSON.
+
+use async_trait::async_trait;
+use ma2h_core::audit::store::{AuditRecord, AuditStore, StoredCheckpoint};
+use ma2h_core::ports::StoreError;
+use ma2h_protocol::ids::AccountId;
+use ma2h_protocol::time::Timestamp;
+use rusqlite::params;
+
+use crate::SqliteStore;
+use crate::codec::{DbError, limit, ms};
+
+fn json<T: serde::de::DeserializeOwned>(data: &str, what: &str) -> Result<T, DbError> {
+    serde_json::from_str(data).map_err(|e| DbError::Corrupt(format!("{what}: {e}")))
+}
+
+#[async_trait]
+impl AuditStore for SqliteStore {
+    async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
+        let rows = records
+            .iter()
+            .map(|r| Ok((r.account.to_string(), r.shard, r.sort_key(), ms(r.at), serde_json::to_string(r)?)))
+            .collect::<Result<Vec<_>, serde_json::Error>>()
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.write(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "INSERT INTO audit_entries (account, shard, sort_key, at, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for (account, shard, key, at, data) in &rows {
+                stmt.execute(params![account, shard, key, at, data])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn audit_entries(
+        &self,
+        account: &AccountId,
+        shard: u16,
+        after: Option<&str>,
+        until: Timestamp,
+        n: usize,
+    ) -> Result<Vec<AuditRecord>, StoreError> {
+        let (account, after, until) = (account.to_string(), after.unwrap_or("").to_owned(), ms(until));
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT data FROM audit_entries WHERE account = ?1 AND shard = ?2 AND sort_key > ?3 AND at <= ?4 \
+                 ORDER BY sort_key LIMIT ?5",
+            )?;
+            let rows = stmt.query_map(params![account, shard, after, until, limit(n)], |r| r.get::<_, String>(0))?;
+            rows.map(|r| json(&r?, "audit_entries.data")).collect()
+        })
+        .await
+    }
+
+    async fn last_audit_checkpoint(&self, account: &AccountId) -> Result<Option<StoredCheckpoint>, StoreError> {
+        let account = account.to_string();
+        self.read(move |conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT data FROM audit_checkpoints WHERE account = ?1 ORDER BY seq DESC LIMIT 1")?;
+            let mut rows = stmt.query_map(params![account], |r| r.get::<_, String>(0))?;
+            rows.next().map(|r| json(&r?, "audit_checkpoints.data")).transpose()
+        })
+        .await
+    }
+
+    async fn audit_checkpoints(
+        &self,
+        account: &AccountId,
+        from_seq: u64,
+        n: usize,
+    ) -> Result<Vec<StoredCheckpoint>, StoreError> {
+        let (account, from) = (account.to_string(), i64::try_from(from_seq).unwrap_or(i64::MAX));
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT data FROM audit_checkpoints WHERE account = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![account, from, limit(n)], |r| r.get::<_, String>(0))?;
+            rows.map(|r| json(&r?, "audit_checkpoints.data")).collect()
+        })
+        .await
+    }
+
+    async fn put_audit_checkpoint(&self, account: &AccountId, cp: &StoredCheckpoint) -> Result<bool, StoreError> {
+        let data = serde_json::to_string(cp).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let (account, seq, at) = (account.to_string(), i64::try_from(cp.seq()).unwrap_or(i64::MAX), ms(cp.at));
+        self.write(move |conn| {
+            let n = conn
+                .prepare_cached(
+                    "INSERT INTO audit_checkpoints (account, seq, at, data) VALUES (?1, ?2, ?3, ?4) \
+                     ON CONFLICT (account, seq) DO NOTHING",
+                )?
+                .execute(params![account, seq, at, data])?;
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    async fn audit_accounts(&self) -> Result<Vec<AccountId>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached("SELECT DISTINCT account FROM audit_entries ORDER BY account")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.map(|r| {
+                let a = r?;
+                AccountId::parse(&a).ok_or_else(|| DbError::Corrupt(format!("audit_entries.account `{a}`")))
+            })
+            .collect()
+        })
+        .await
+    }
+}
