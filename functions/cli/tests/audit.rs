@@ -1,6 +1,8 @@
 //! `ma2h audit verify` (issue 42) on an export built as the Hub builds one: exit 0 when it
 //! verifies; exit 5 naming the first bad line when an entry is edited or the Hub's key is not
-//! the one given.
+//! the one given; and on a running Hub's own export, with the keys it publishes.
+
+mod support;
 
 use std::process::Command;
 
@@ -67,4 +69,20 @@ fn an_export_verifies_and_an_edited_entry_is_named_with_exit_5() {
     let (code, out) = verify(&lines, &public(&other));
     assert_eq!(code, 5, "{out}");
     assert!(out.contains("signature"), "{out}");
+}
+
+#[test]
+fn a_hubs_export_verifies_with_the_keys_it_publishes() {
+    let hub = support::TestHub::start();
+    let (status, body) = support::http(&hub.addr, "GET", "/v1/operator/audit", &hub.op_key, None);
+    assert_eq!(status, 200, "{body}");
+    // (a ledger with no entries yet is one line: the export seal, signed now)
+    assert_eq!(body["type"], "export", "{body}");
+    let path = hub.tmp.path().join("export.jsonl");
+    std::fs::write(&path, format!("{body}\n")).unwrap();
+    let out = hub.run(&["audit", "verify", path.to_str().unwrap(), "--discover-keys", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let verdict: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!((verdict["verified"].as_bool(), verdict["entries"].as_u64()), (Some(true), Some(0)));
 }

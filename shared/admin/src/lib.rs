@@ -10,6 +10,7 @@
 use std::io::Read;
 
 pub mod approvals;
+pub mod audit;
 pub mod channels;
 pub mod passkeys;
 
@@ -158,6 +159,9 @@ pub enum AdminCommand {
     /// An operator's passkeys: list, remove (issue 41; operators add them in the inbox). Always
     /// prints JSON.
     Passkeys(crate::passkeys::PasskeysArgs),
+    /// The audit ledger (issue 42): `export` as JSON Lines for `ma2h audit verify`; `seal`
+    /// settled entries under a checkpoint now.
+    Audit(crate::audit::AuditArgs),
     /// When each operator was last active in the inbox or a channel, and who is away (issue 40:
     /// what on-call ladders read). Always prints JSON.
     Presence {
@@ -308,6 +312,10 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         AdminCommand::Away(args) => (crate::approvals::execute_away(hub, args.command).await?, true),
         AdminCommand::Grants(args) => (crate::approvals::execute_grants(hub, args.command).await?, true),
         AdminCommand::Passkeys(args) => (crate::passkeys::execute(hub, args.command).await?, true),
+        AdminCommand::Audit(args) => match crate::audit::execute(hub, args.command).await? {
+            Some(v) => (v, true),
+            None => return Ok(()), // the export wrote its lines
+        },
         AdminCommand::Presence { account, .. } => {
             let account = ma2h_protocol::ids::AccountId::parse(&account)
                 .ok_or_else(|| anyhow::anyhow!("--account: not an account id"))?;

@@ -4,6 +4,7 @@
 //! its API Gateway events to it, so there is exactly one HTTP behaviour to test.
 
 mod approvals;
+mod audit;
 mod discovery;
 pub mod error;
 pub mod extract;
@@ -56,6 +57,7 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/operator/grants", get(approvals::grants_list).post(approvals::grants_create))
         .route("/v1/operator/grants/{id}", axum::routing::delete(approvals::grants_revoke))
         .route("/v1/operator/presence", get(approvals::presence))
+        .route("/v1/operator/audit", get(audit::export))
         .route("/v1/agents/{*rest}", get(sessions::agent_get).post(sessions::agent_post).delete(sessions::agent_delete))
         .route("/v1/sessions", post(sessions::register).get(sessions::list))
         .route("/v1/sessions/{id}", get(sessions::read).delete(sessions::close))

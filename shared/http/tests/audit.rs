@@ -4,6 +4,7 @@
 
 mod common;
 
+use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use common::*;
 use ma2h_core::audit::seal::{Sealed, seal_account};
@@ -60,4 +61,28 @@ async fn settled_entries_are_checkpointed_and_an_export_verifies_whole_or_from_a
     // another account's export holds none of these
     let other = export(&t.hub, &AccountId::parse("other").unwrap(), None, None).await.unwrap();
     assert_eq!(verify(other.iter().map(String::as_str), &keys).unwrap().entries, 0);
+}
+
+#[tokio::test]
+async fn an_operator_reads_the_export_over_http_and_others_may_not() {
+    let t = hub().await;
+    let acct = AccountId::parse("acme").unwrap();
+    append(&t, &acct, 3, "credential.created").await;
+    t.advance(SETTLE + Duration::seconds(1));
+    assert!(matches!(seal_account(&t.hub, &acct).await.unwrap(), Sealed::Checkpoint { .. }));
+    append(&t, &acct, 2, "login").await;
+
+    let r = t.call(Method::GET, "/v1/operator/audit", Some(&t.operator), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(r.headers["content-type"], "application/jsonl");
+    let text = r.body.as_str().map_or_else(|| r.body.to_string(), str::to_owned);
+    let report = verify(text.lines(), &t.hub.keys.verifying_keys()).unwrap_or_else(|f| panic!("{f}\n{text}"));
+    assert_eq!((report.entries, report.checkpoints, report.account.as_str()), (5, 1, "acme"));
+
+    let r = t.call(Method::GET, "/v1/operator/audit", Some(&t.agent), None).await;
+    assert_eq!((r.status, &r.body["error"]["code"]), (StatusCode::FORBIDDEN, &serde_json::json!("not_authorized")));
+    let r = t.call(Method::GET, "/v1/operator/audit?since=yesterday", Some(&t.operator), None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{:?}", r.body);
+    let r = t.call(Method::GET, "/v1/operator/audit", None, None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
 }

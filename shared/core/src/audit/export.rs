@@ -9,9 +9,30 @@ use ma2h_protocol::time::{self, Timestamp};
 
 use super::SHARDS;
 use super::store::StoredCheckpoint;
+use crate::kernel::auth::Principal;
+use crate::kernel::credentials::PrincipalId;
 use crate::{Hub, HubError};
 
 const PAGE: usize = 500;
+
+/// `GET /v1/operator/audit`: an operator's export of their own account (`since`/`until`:
+/// RFC 3339, optional).
+pub async fn export_for(
+    hub: &Hub,
+    principal: &Principal,
+    since: Option<&str>,
+    until: Option<&str>,
+) -> Result<Vec<String>, HubError> {
+    if !matches!(principal.id, PrincipalId::Operator(_)) {
+        return Err(HubError::NotAuthorized("the audit ledger needs an operator credential".into()));
+    }
+    let when = |name: &str, v: Option<&str>| {
+        v.filter(|s| !s.is_empty())
+            .map(|s| time::parse(s).ok_or_else(|| HubError::validation(format!("query `{name}` must be RFC 3339"))))
+            .transpose()
+    };
+    export(hub, &principal.account, when("since", since)?, when("until", until)?).await
+}
 
 /// The export's lines (JSON, one each). With `since`, it starts at the last checkpoint made at or
 /// before it (the file's anchor), else at the ledger's beginning; it ends at `until` (now).
