@@ -7,6 +7,7 @@
 //! `MA2H_COST_OPEN=100000 cargo test -p ma2h-aws --test cost -- --nocapture`.
 //! Skipped loudly without `AWS_ENDPOINT_URL`, failed if `MA2H_REQUIRE_AWS_TESTS=1`.
 
+mod audit;
 mod channels;
 mod env;
 mod heat;
