@@ -48,11 +48,17 @@ pub async fn audit_entries_are_read_per_shard_in_order_and_checkpoints_stored_on
     let records = [record("aud_c", 0, 30), record("aud_a", 0, 10), record("aud_x", 1, 20), record("aud_b", 0, 20)];
     store.append_audit(&records).await.unwrap();
     store.append_audit(&[record("aud_d", 0, 40)]).await.unwrap();
+    // a retried append keeps one entry, unchanged
+    let mut again = record("aud_d", 0, 40);
+    store.append_audit(std::slice::from_ref(&again)).await.unwrap();
+    again.principal = "human:mallory".into();
+    store.append_audit(&[again]).await.unwrap();
 
     let ids = |v: Vec<AuditRecord>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
     let all = store.audit_entries(&acct, 0, None, at(100), 100).await.unwrap();
     assert_eq!(all[0], records[1], "a record round-trips");
-    assert_eq!(ids(all), ["aud_a", "aud_b", "aud_c", "aud_d"], "shard 0 in time order");
+    assert_eq!(all[3].principal, "human:alice", "never overwritten");
+    assert_eq!(ids(all), ["aud_a", "aud_b", "aud_c", "aud_d"], "shard 0 in time order, one of each");
     assert_eq!(ids(store.audit_entries(&acct, 1, None, at(100), 100).await.unwrap()), ["aud_x"]);
     assert!(store.audit_entries(&acct, 2, None, at(100), 100).await.unwrap().is_empty());
     let after = record("aud_b", 0, 20).sort_key();

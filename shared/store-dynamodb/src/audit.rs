@@ -68,14 +68,20 @@ impl AuditStore for DynamoStore {
             let mut item = key(entry_pk(&r.account, r.shard), &r.sort_key());
             item.insert("at".into(), n(ms(r.at)));
             item.insert("data".into(), json(r)?);
-            self.client
+            // never overwritten; the same record again (a retried append) is a no-op
+            match self
+                .client
                 .put_item()
                 .table_name(&self.table)
                 .set_item(Some(item))
                 .condition_expression("attribute_not_exists(pk)")
                 .send()
                 .await
-                .map_err(|e| unavailable("PutItem", e))?;
+            {
+                Ok(_) => {}
+                Err(e) if is_condition_failure(&e) => {}
+                Err(e) => return Err(unavailable("PutItem", e)),
+            }
         }
         Ok(())
     }

@@ -25,7 +25,8 @@ impl AuditStore for SqliteStore {
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         self.write(move |conn| {
             let mut stmt = conn.prepare_cached(
-                "INSERT INTO audit_entries (account, shard, sort_key, at, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO audit_entries (account, shard, sort_key, at, data) VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (account, shard, sort_key) DO NOTHING",
             )?;
             for (account, shard, key, at, data) in &rows {
                 stmt.execute(params![account, shard, key, at, data])?;

@@ -65,6 +65,8 @@ pub async fn export(
             }
         }
         lines.push(Line::Checkpoint(cp.signed.clone()).to_json());
+        // continue from the signed checkpoint: it carries the `prev` the next one (and the seal)
+        // names; a store whose entries disagree with it already fails verification at this line
         chains = Chainer::after(&cp.signed).unwrap_or(chains);
     }
     for shard in 0..SHARDS {

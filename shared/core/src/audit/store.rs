@@ -71,7 +71,8 @@ impl StoredCheckpoint {
 /// The store port of the ledger.
 #[async_trait]
 pub trait AuditStore: Send + Sync + 'static {
-    /// Store entries (all of one account or several; ids are unique).
+    /// Store entries (all of one account or several; ids are unique). An entry already stored
+    /// under its key is kept as it is: appending the same record again (a retry) is a no-op.
     async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError>;
     /// One shard's entries after the sort key `after` (from the start without one) whose time is
     /// at most `until`, in sort-key order, at most `limit`.
