@@ -124,11 +124,11 @@ pub async fn execute_away(hub: &Hub, cmd: AwayCommand) -> Result<Value> {
             let (account, human) = ids(&account, &human)?;
             let until =
                 ma2h_protocol::time::parse(&until).ok_or_else(|| anyhow::anyhow!("--until: an RFC 3339 time"))?;
-            delegation::set_away(hub, &account, &human, &delegate, until).await?
+            delegation::set_away(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &human, &delegate, until).await?
         }
         AwayCommand::Lift { account, human } => {
             let (account, human) = ids(&account, &human)?;
-            delegation::lift(hub, &account, &human).await?
+            delegation::lift(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &human).await?
         }
     })
 }
@@ -201,8 +201,10 @@ pub async fn execute(hub: &Hub, cmd: ApprovalsCommand) -> Result<Value> {
                 sensitive,
                 passkey,
             };
-            manage::put(hub, &account, spec).await?
+            manage::put(hub, ma2h_core::admin::ADMIN_ACTOR, &account, spec).await?
         }
-        ApprovalsCommand::Remove { account, id } => manage::remove(hub, &account, &id).await?,
+        ApprovalsCommand::Remove { account, id } => {
+            manage::remove(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &id).await?
+        }
     })
 }

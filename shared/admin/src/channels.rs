@@ -234,7 +234,17 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
     Ok(match cmd {
         ChannelsCommand::Show { account } => manage::show(hub, &account).await?,
         ChannelsCommand::AddSlack { account, id, team, channel, bot_token, signing_secret } => {
-            manage::put_slack(hub, &account, &id, &team, &channel, &bot_token, &signing_secret).await?
+            manage::put_slack(
+                hub,
+                ma2h_core::admin::ADMIN_ACTOR,
+                &account,
+                &id,
+                &team,
+                &channel,
+                &bot_token,
+                &signing_secret,
+            )
+            .await?
         }
         ChannelsCommand::AddWebhook { account, id, url, secret, generate_secret } => {
             let generated = generate_secret.then(|| {
@@ -243,7 +253,8 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
                 ma2h_protocol::standard_webhooks::WebhookSecret::from_random(key).expose()
             });
             let secret = generated.clone().or(secret).unwrap_or_default();
-            let mut shown = manage::put_webhook(hub, &account, &id, &url, &secret).await?;
+            let mut shown =
+                manage::put_webhook(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &id, &url, &secret).await?;
             if let Some(secret) = generated {
                 // shown once: only its sealed form is kept
                 shown["secret"] = Value::String(secret);
@@ -267,12 +278,14 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| anyhow::anyhow!("--recipient takes human=address"))?;
             let spec = manage::EmailSpec { id, smtp_host, smtp_port, security, username, password, from, recipients };
-            manage::put_email(hub, &account, spec).await?
+            manage::put_email(hub, ma2h_core::admin::ADMIN_ACTOR, &account, spec).await?
         }
         ChannelsCommand::AddWebpush { account, id, recipients } => {
-            manage::put_webpush(hub, &account, &id, &recipients).await?
+            manage::put_webpush(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &id, &recipients).await?
         }
-        ChannelsCommand::RemoveChannel { account, id } => manage::remove_channel(hub, &account, &id).await?,
+        ChannelsCommand::RemoveChannel { account, id } => {
+            manage::remove_channel(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &id).await?
+        }
         ChannelsCommand::AddRoute {
             account,
             id,
@@ -302,14 +315,16 @@ pub async fn execute(hub: &Hub, cmd: ChannelsCommand, allow_empty_account: bool)
                 ladder_minutes,
                 offline_minutes,
             };
-            manage::put_route(hub, &account, spec).await?
+            manage::put_route(hub, ma2h_core::admin::ADMIN_ACTOR, &account, spec).await?
         }
-        ChannelsCommand::RemoveRoute { account, id } => manage::remove_route(hub, &account, &id).await?,
+        ChannelsCommand::RemoveRoute { account, id } => {
+            manage::remove_route(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &id).await?
+        }
         ChannelsCommand::LinkSlack { account, team, user, human } => {
-            manage::link_slack(hub, &account, &team, &user, Some(&human)).await?
+            manage::link_slack(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &team, &user, Some(&human)).await?
         }
         ChannelsCommand::UnlinkSlack { account, team, user } => {
-            manage::link_slack(hub, &account, &team, &user, None).await?
+            manage::link_slack(hub, ma2h_core::admin::ADMIN_ACTOR, &account, &team, &user, None).await?
         }
     })
 }

@@ -458,8 +458,8 @@ async fn health_openapi_and_the_api_gateway_request_id_through_lambda_events() {
 async fn a_slack_press_is_acknowledged_at_once_and_applied_from_the_queue() {
     use ma2h_core::channels::manage;
     let Some(e) = env().await else { return };
-    manage::put_slack(&e.dep.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "slack-signing").await.unwrap();
-    manage::link_slack(&e.dep.hub, "acme", "T0TEAM", "U0ALICE", Some("alice")).await.unwrap();
+    manage::put_slack(&e.dep.hub, "admin", "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "slack-signing").await.unwrap();
+    manage::link_slack(&e.dep.hub, "admin", "acme", "T0TEAM", "U0ALICE", Some("alice")).await.unwrap();
     let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("s1", None)))).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
     let id = ack["id"].as_str().unwrap().to_owned();

@@ -6,6 +6,7 @@ use ma2h_protocol::ids::{AccountId, AgentId, HumanId};
 use ma2h_protocol::time::{self, Timestamp};
 use serde::Serialize;
 
+use crate::audit::{self, Event};
 use crate::kernel::auth::{hash_key, key_prefix, new_token};
 use crate::kernel::credentials::{CredentialRecord, PrincipalId};
 use crate::kernel::secrets::SIGNING_SECRET_NAME;
@@ -73,7 +74,10 @@ async fn issue(
         revoked_at: None,
     };
     // a new key needs no cache clearing: unknown keys are never cached
-    hub.credentials.put_credential(&record).await?;
+    let event = Event::new("credential.created", ADMIN_ACTOR)
+        .target(&record.id)
+        .detail("principal", principal_string(&record.principal));
+    audit::within(hub, &record.account, vec![event], hub.credentials.put_credential(&record)).await?;
     Ok((record, key))
 }
 
@@ -171,7 +175,10 @@ pub async fn revoke(hub: &Hub, id: &str) -> Result<CredentialSummary, HubError> 
     let now = hub.clock.now();
     if c.revoked_at.is_none() {
         c.revoked_at = Some(now);
-        hub.credentials.update_credential(&c).await?;
+        let event = Event::new("credential.revoked", ADMIN_ACTOR)
+            .target(&c.id)
+            .detail("principal", principal_string(&c.principal));
+        audit::within(hub, &c.account, vec![event], hub.credentials.update_credential(&c)).await?;
         hub.credential_cache.clear();
     }
     Ok(summary(&c, now))
@@ -188,7 +195,12 @@ pub async fn rotate(hub: &Hub, id: &str, overlap: Duration) -> Result<IssuedCred
     let (record, key) = issue(hub, old.account.clone(), old.principal.clone(), old.label.clone()).await?;
     let end = now + overlap;
     old.expires_at = Some(old.expires_at.map_or(end, |e| e.min(end)));
-    hub.credentials.update_credential(&old).await?;
+    let event = Event::new("credential.rotated", ADMIN_ACTOR)
+        .target(&old.id)
+        .detail("principal", principal_string(&old.principal))
+        .detail("successor", record.id.as_str())
+        .detail("old_expires_at", old.expires_at.map(time::format).unwrap_or_default());
+    audit::within(hub, &old.account, vec![event], hub.credentials.update_credential(&old)).await?;
     hub.credential_cache.clear();
     Ok(IssuedCredential {
         credential_id: record.id,
@@ -240,7 +252,9 @@ async fn seal_and_store(
     value: &str,
 ) -> Result<(), HubError> {
     let sealed = hub.master_key.seal(hub.random.as_ref(), &format!("{account}/{agent}/{name}"), value.as_bytes());
-    hub.credentials.put_secret(account, agent, name, &sealed).await?;
+    // Issue 42: never the value, nor its digest (a secret may be guessable).
+    let event = Event::new("secret.set", ADMIN_ACTOR).target(format!("agent:{agent}")).detail("name", name);
+    audit::within(hub, account, vec![event], hub.credentials.put_secret(account, agent, name, &sealed)).await?;
     Ok(())
 }
 
@@ -248,7 +262,12 @@ async fn seal_and_store(
 pub async fn delete_secret(hub: &Hub, account: &str, agent: &str, name: &str) -> Result<bool, HubError> {
     let (account, agent) = parse_agent(account, agent)?;
     check_secret_name(name)?;
-    Ok(hub.credentials.delete_secret(&account, &agent, name).await?)
+    remove_secret(hub, &account, &agent, name).await
+}
+
+async fn remove_secret(hub: &Hub, account: &AccountId, agent: &AgentId, name: &str) -> Result<bool, HubError> {
+    let event = Event::new("secret.deleted", ADMIN_ACTOR).target(format!("agent:{agent}")).detail("name", name);
+    Ok(audit::within(hub, account, vec![event], hub.credentials.delete_secret(account, agent, name)).await?)
 }
 
 /// Secret names of an agent (the Hub's own `hub:` entries excluded).
@@ -299,13 +318,17 @@ pub async fn bind_callback(hub: &Hub, account: &str, agent: &str, host: &str) ->
             "`{host}` is a loopback, private, link-local/metadata or reserved address: pushes to it are always refused (§9.4)"
         )));
     }
-    hub.credentials.put_binding(&account, &agent, &host).await?;
+    let event = Event::new("binding.added", ADMIN_ACTOR).target(format!("agent:{agent}")).detail("host", host.as_str());
+    audit::within(hub, &account, vec![event], hub.credentials.put_binding(&account, &agent, &host)).await?;
     Ok(host)
 }
 
 pub async fn unbind_callback(hub: &Hub, account: &str, agent: &str, host: &str) -> Result<bool, HubError> {
     let (account, agent) = parse_agent(account, agent)?;
-    Ok(hub.credentials.delete_binding(&account, &agent, &normalize_host(host)?).await?)
+    let host = normalize_host(host)?;
+    let event =
+        Event::new("binding.removed", ADMIN_ACTOR).target(format!("agent:{agent}")).detail("host", host.as_str());
+    Ok(audit::within(hub, &account, vec![event], hub.credentials.delete_binding(&account, &agent, &host)).await?)
 }
 
 pub async fn list_bindings(hub: &Hub, account: &str, agent: &str) -> Result<Vec<String>, HubError> {
@@ -356,7 +379,7 @@ pub async fn set_standard_webhooks(
     let (account, agent) = parse_agent(account, agent)?;
     let name = crate::push::deliver::STANDARD_WEBHOOKS_NAME;
     if !enable {
-        hub.credentials.delete_secret(&account, &agent, name).await?;
+        remove_secret(hub, &account, &agent, name).await?;
         return Ok(None);
     }
     let mut key = [0u8; 32];

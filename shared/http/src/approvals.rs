@@ -50,7 +50,7 @@ pub async fn put(
         }
     }
     let spec: PolicySpec = serde_json::from_value(v).map_err(|e| HubError::validation(format!("`/`: {e}")))?;
-    Ok(Json(manage::put(&hub, account, spec).await?))
+    Ok(Json(manage::put(&hub, &who.actor().to_string(), account, spec).await?))
 }
 
 pub async fn delete(
@@ -58,7 +58,7 @@ pub async fn delete(
     Caller(who): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(manage::remove(&hub, operator(&who)?, &id).await?))
+    Ok(Json(manage::remove(&hub, &who.actor().to_string(), operator(&who)?, &id).await?))
 }
 
 /// `GET /v1/operator/away`: the account's operators away now, with their delegates (issue 40).

@@ -28,7 +28,7 @@ async fn append(t: &TestHub, account: &AccountId, n: usize, kind: &'static str) 
 #[tokio::test]
 async fn settled_entries_are_checkpointed_and_an_export_verifies_whole_or_from_a_checkpoint() {
     let t = hub().await;
-    let acct = AccountId::parse("acme").unwrap();
+    let acct = AccountId::parse("initech").unwrap(); // no fixture entries
     let keys: Vec<VerifyingKey> = t.hub.keys.verifying_keys();
 
     append(&t, &acct, 12, "message.resolved").await;
@@ -67,6 +67,9 @@ async fn settled_entries_are_checkpointed_and_an_export_verifies_whole_or_from_a
 async fn an_operator_reads_the_export_over_http_and_others_may_not() {
     let t = hub().await;
     let acct = AccountId::parse("acme").unwrap();
+    // the fixture's credentials are in the ledger already
+    let fixture = export(&t.hub, &acct, None, None).await.unwrap();
+    let base = verify(fixture.iter().map(String::as_str), &t.hub.keys.verifying_keys()).unwrap().entries;
     append(&t, &acct, 3, "credential.created").await;
     t.advance(SETTLE + Duration::seconds(1));
     assert!(matches!(seal_account(&t.hub, &acct).await.unwrap(), Sealed::Checkpoint { .. }));
@@ -77,7 +80,7 @@ async fn an_operator_reads_the_export_over_http_and_others_may_not() {
     assert_eq!(r.headers["content-type"], "application/jsonl");
     let text = r.body.as_str().map_or_else(|| r.body.to_string(), str::to_owned);
     let report = verify(text.lines(), &t.hub.keys.verifying_keys()).unwrap_or_else(|f| panic!("{f}\n{text}"));
-    assert_eq!((report.entries, report.checkpoints, report.account.as_str()), (5, 1, "acme"));
+    assert_eq!((report.entries, report.checkpoints, report.account.as_str()), (base + 5, 1, "acme"));
 
     let r = t.call(Method::GET, "/v1/operator/audit", Some(&t.agent), None).await;
     assert_eq!((r.status, &r.body["error"]["code"]), (StatusCode::FORBIDDEN, &serde_json::json!("not_authorized")));

@@ -24,9 +24,9 @@ async fn setup(remind: Option<u32>, escalate: bool) -> (TestHub, Arc<Recording>,
     settings.channels.slack_api_url = "https://slack.test/api".into();
     settings.channels.config_cache = std::time::Duration::ZERO;
     let t = hub_with(settings).await;
-    manage::put_slack(&t.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "signing").await.unwrap();
-    manage::put_webhook(&t.hub, "acme", "pager", "https://pager.test/hook", "whk").await.unwrap();
-    manage::put_webhook(&t.hub, "acme", "oncall", "https://oncall.test/hook", "whk2").await.unwrap();
+    manage::put_slack(&t.hub, "admin", "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "signing").await.unwrap();
+    manage::put_webhook(&t.hub, "admin", "acme", "pager", "https://pager.test/hook", "whk").await.unwrap();
+    manage::put_webhook(&t.hub, "admin", "acme", "oncall", "https://oncall.test/hook", "whk2").await.unwrap();
     let spec = RouteSpec {
         id: "all".into(),
         targets: vec!["ops".into(), "pager".into()],
@@ -34,7 +34,7 @@ async fn setup(remind: Option<u32>, escalate: bool) -> (TestHub, Arc<Recording>,
         escalate: if escalate { vec!["oncall".into()] } else { vec![] },
         ..RouteSpec::default()
     };
-    manage::put_route(&t.hub, "acme", spec).await.unwrap();
+    manage::put_route(&t.hub, "admin", "acme", spec).await.unwrap();
     let sender = Arc::new(Recording::default());
     let notifier = Notifier::new(sender.clone());
     (t, sender, notifier)
@@ -182,7 +182,7 @@ async fn a_lost_wake_up_is_caught_when_the_message_expires() {
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     assert_eq!(item(&t, &id).await.next_due, Some(start() + Duration::minutes(30)), "watched until expires_at");
     // The route goes away, so the terminal below wakes nothing (as if its wake-up were lost).
-    manage::remove_route(&t.hub, "acme", "all").await.unwrap();
+    manage::remove_route(&t.hub, "admin", "acme", "all").await.unwrap();
     t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     assert!(sent.to("chat.update").is_empty());
@@ -202,10 +202,10 @@ async fn email_only(t: &TestHub, recipients: &[(&str, &str)]) -> (Notifier, Arc<
         recipients: recipients.iter().map(|(h, a)| ((*h).to_owned(), (*a).to_owned())).collect(),
         ..Default::default()
     };
-    manage::put_email(&t.hub, "acme", spec).await.unwrap();
-    manage::remove_route(&t.hub, "acme", "all").await.unwrap();
+    manage::put_email(&t.hub, "admin", "acme", spec).await.unwrap();
+    manage::remove_route(&t.hub, "admin", "acme", "all").await.unwrap();
     let route = RouteSpec { id: "mail".into(), targets: vec!["mail".into()], ..RouteSpec::default() };
-    manage::put_route(&t.hub, "acme", route).await.unwrap();
+    manage::put_route(&t.hub, "admin", "acme", route).await.unwrap();
     let bag = Arc::new(Mailbag::default());
     (Notifier::new(Arc::new(Recording::default())).with_mailer(bag.clone()), bag)
 }
@@ -343,7 +343,7 @@ async fn the_channels_page_shows_no_credential_and_lets_an_operator_edit_routes_
     assert_eq!(routes, vec!["urgent"]);
     assert_eq!(shown["routes"][0]["remind_after_minutes"], 5);
     // another operator's link cannot be removed from here
-    manage::link_slack(&t.hub, "acme", "T0TEAM", "U0BOB", Some("bob")).await.unwrap();
+    manage::link_slack(&t.hub, "admin", "acme", "T0TEAM", "U0BOB", Some("bob")).await.unwrap();
     let r = post(vec![
         ("csrf", csrf.clone()),
         ("action", "unlink-slack".into()),
@@ -429,9 +429,16 @@ async fn a_revoked_operator_can_no_longer_answer_from_an_email_link() {
 #[tokio::test]
 async fn webhook_urls_are_shown_without_their_path_or_query() {
     let (t, _, _) = setup(None, false).await;
-    manage::put_webhook(&t.hub, "acme", "hook2", "https://hooks.example.com/services/T1/B2/s3cr3tpath?token=q", "k")
-        .await
-        .unwrap();
+    manage::put_webhook(
+        &t.hub,
+        "admin",
+        "acme",
+        "hook2",
+        "https://hooks.example.com/services/T1/B2/s3cr3tpath?token=q",
+        "k",
+    )
+    .await
+    .unwrap();
     let shown = manage::show(&t.hub, "acme").await.unwrap();
     assert_eq!(shown["channels"]["hook2"]["url"], "https://hooks.example.com/…");
     assert!(!shown.to_string().contains("s3cr3tpath") && !shown.to_string().contains("token=q"));
@@ -473,10 +480,10 @@ async fn a_webhook_with_a_standard_webhooks_secret_sends_the_three_headers_and_a
 
     // issue 43: the specification's example secret (standard-webhooks/standard-webhooks, spec)
     let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-    let shown = manage::put_webhook(&t.hub, "acme", "pager", "https://pager.test/hook", secret).await.unwrap();
+    let shown = manage::put_webhook(&t.hub, "admin", "acme", "pager", "https://pager.test/hook", secret).await.unwrap();
     assert_eq!(shown["channels"]["pager"]["standard_webhooks"], true, "{shown}");
     assert!(!shown.to_string().contains("MfKQ9r8G"), "the secret is never shown back");
-    let refused = manage::put_webhook(&t.hub, "acme", "bad", "https://pager.test/hook", "whsec_short").await;
+    let refused = manage::put_webhook(&t.hub, "admin", "acme", "bad", "https://pager.test/hook", "whsec_short").await;
     assert!(refused.is_err(), "a malformed whsec_ secret is refused");
 
     let id = t.submit_ok(ask_expiring("sw1", 60)).await;

@@ -40,9 +40,9 @@ async fn team(ladder: &[&str]) -> Team {
     let bob = admin::create_operator(&t.hub, "acme", "bob", None).await.unwrap().api_key;
     let carol = admin::create_operator(&t.hub, "acme", "carol", None).await.unwrap().api_key;
     admin::create_operator(&t.hub, "acme", "dave", None).await.unwrap();
-    manage::put_slack(&t.hub, "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "signing").await.unwrap();
-    manage::link_slack(&t.hub, "acme", "T0TEAM", "UBOB", Some("bob")).await.unwrap();
-    manage::link_slack(&t.hub, "acme", "T0TEAM", "UCAROL", Some("carol")).await.unwrap();
+    manage::put_slack(&t.hub, "admin", "acme", "ops", "T0TEAM", "C0OPS", "xoxb-1", "signing").await.unwrap();
+    manage::link_slack(&t.hub, "admin", "acme", "T0TEAM", "UBOB", Some("bob")).await.unwrap();
+    manage::link_slack(&t.hub, "admin", "acme", "T0TEAM", "UCAROL", Some("carol")).await.unwrap();
     let mail = EmailSpec {
         id: "mail".into(),
         smtp_host: "127.0.0.1".into(),
@@ -52,7 +52,7 @@ async fn team(ladder: &[&str]) -> Team {
         recipients: vec![("carol".into(), "carol@example.com".into()), ("dave".into(), "dave@example.com".into())],
         ..Default::default()
     };
-    manage::put_email(&t.hub, "acme", mail).await.unwrap();
+    manage::put_email(&t.hub, "admin", "acme", mail).await.unwrap();
     let route = RouteSpec {
         id: "all".into(),
         targets: vec!["ops".into()],
@@ -61,7 +61,7 @@ async fn team(ladder: &[&str]) -> Team {
         offline_minutes: Some(30),
         ..RouteSpec::default()
     };
-    manage::put_route(&t.hub, "acme", route).await.unwrap();
+    manage::put_route(&t.hub, "admin", "acme", route).await.unwrap();
     let sent = Arc::new(Recording::default());
     let mail = Arc::new(Mailbag::default());
     let notifier = Notifier::new(sent.clone()).with_mailer(mail.clone());

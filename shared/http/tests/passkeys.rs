@@ -177,7 +177,7 @@ async fn passkey_policy(t: &TestHub) {
         passkey: true,
         ..Default::default()
     };
-    manage::put(&t.hub, "acme", spec).await.unwrap();
+    manage::put(&t.hub, "admin", "acme", spec).await.unwrap();
 }
 
 fn operator_ask(key: &str) -> Value {

@@ -86,9 +86,9 @@ async fn setup() -> (TestHub, String, Arc<Recording>, Notifier) {
     let mut settings = settings();
     settings.channels.config_cache = std::time::Duration::ZERO;
     let t = hub_with(settings).await;
-    manage::put_webpush(&t.hub, "acme", "phones", &["alice".into()]).await.unwrap();
+    manage::put_webpush(&t.hub, "admin", "acme", "phones", &["alice".into()]).await.unwrap();
     let route = RouteSpec { id: "all".into(), targets: vec!["phones".into()], ..RouteSpec::default() };
-    manage::put_route(&t.hub, "acme", route).await.unwrap();
+    manage::put_route(&t.hub, "admin", "acme", route).await.unwrap();
     let cookie = t.ui_login(&t.operator).await;
     let sent = Arc::new(Recording::default());
     (t, cookie, sent.clone(), Notifier::new(sent))
@@ -305,7 +305,7 @@ async fn under_a_passkey_policy_a_notification_button_opens_the_message_to_confi
         passkey: true,
         ..Default::default()
     };
-    ma2h_core::decisions::manage::put(&t.hub, "acme", spec).await.unwrap();
+    ma2h_core::decisions::manage::put(&t.hub, "admin", "acme", spec).await.unwrap();
     let id = t.submit_ok(confirm("wp-pk")).await;
     notify::work_due(&t.hub, &notifier, 10).await.unwrap();
     let payload = browser.decrypt(&pushes(&sent)[0].1);

@@ -15,25 +15,34 @@ fn json<T: serde::de::DeserializeOwned>(data: &str, what: &str) -> Result<T, DbE
     serde_json::from_str(data).map_err(|e| DbError::Corrupt(format!("{what}: {e}")))
 }
 
+/// An entry's row: (account, shard, sort key, at, data).
+pub(crate) type Row = (String, u16, String, i64, String);
+
+pub(crate) fn rows(records: &[AuditRecord]) -> Result<Vec<Row>, StoreError> {
+    records
+        .iter()
+        .map(|r| Ok((r.account.to_string(), r.shard, r.sort_key(), ms(r.at), serde_json::to_string(r)?)))
+        .collect::<Result<Vec<_>, serde_json::Error>>()
+        .map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Insert entry rows; one already stored under its key is kept (a retried append is a no-op).
+pub(crate) fn insert_rows(conn: &rusqlite::Connection, rows: &[Row]) -> Result<(), DbError> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO audit_entries (account, shard, sort_key, at, data) VALUES (?1, ?2, ?3, ?4, ?5) \
+         ON CONFLICT (account, shard, sort_key) DO NOTHING",
+    )?;
+    for (account, shard, key, at, data) in rows {
+        stmt.execute(params![account, shard, key, at, data])?;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl AuditStore for SqliteStore {
     async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
-        let rows = records
-            .iter()
-            .map(|r| Ok((r.account.to_string(), r.shard, r.sort_key(), ms(r.at), serde_json::to_string(r)?)))
-            .collect::<Result<Vec<_>, serde_json::Error>>()
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        self.write(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "INSERT INTO audit_entries (account, shard, sort_key, at, data) VALUES (?1, ?2, ?3, ?4, ?5) \
-                 ON CONFLICT (account, shard, sort_key) DO NOTHING",
-            )?;
-            for (account, shard, key, at, data) in &rows {
-                stmt.execute(params![account, shard, key, at, data])?;
-            }
-            Ok(())
-        })
-        .await
+        let rows = rows(records)?;
+        self.write_plain(move |conn| insert_rows(conn, &rows)).await
     }
 
     async fn audit_entries(

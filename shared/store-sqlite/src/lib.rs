@@ -172,6 +172,36 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnMut(&Connection) -> Result<T, DbError> + Send + 'static,
     {
+        let Some(pending) = ma2h_core::audit::scope::current() else {
+            return self.write_plain(f).await;
+        };
+        // Issue 42: the audit records of the event this call commits join its transaction — iff
+        // the write changed a row (a lost compare-and-set or a replay writes nothing, and records
+        // nothing).
+        let rows = crate::audit::rows(&pending.records())?;
+        let mut f = f;
+        let (value, wrote) = self
+            .write_plain(move |conn| {
+                let before = conn.total_changes();
+                let value = f(conn)?;
+                let wrote = conn.total_changes() != before;
+                if wrote {
+                    crate::audit::insert_rows(conn, &rows)?;
+                }
+                Ok((value, wrote))
+            })
+            .await?;
+        if wrote {
+            pending.written();
+        }
+        Ok(value)
+    }
+
+    pub(crate) async fn write_plain<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnMut(&Connection) -> Result<T, DbError> + Send + 'static,
+    {
         let span = store_span("write");
         tracing::Instrument::instrument(self.inner.writer.submit(f), span).await.map_err(StoreError::from)
     }
@@ -184,7 +214,7 @@ impl SqliteStore {
         F: FnMut(&Connection) -> Result<T, DbError> + Send + 'static,
     {
         if self.inner.readers.is_empty() {
-            return self.write(f).await;
+            return self.write_plain(f).await;
         }
         // A WAL reader never waits for the writer or the checkpointer, so with a reader free the
         // read (an indexed lookup: microseconds) runs right here; handing it to the blocking pool

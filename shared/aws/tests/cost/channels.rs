@@ -21,7 +21,7 @@ const ROUTED_SUBMIT: &[(&str, u64)] =
 /// container per `MA2H_CHANNELS_CACHE_MS`), as on a busy container; the set-up is not metered.
 async fn route_and_warm(e: &Env, route: ma2h_core::channels::manage::RouteSpec) {
     let hub = &e.dep.hub;
-    ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
+    ma2h_core::channels::manage::put_route(hub, "admin", "acme", route).await.unwrap();
     let (status, _) = call(e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     ma2h_core::channels::schedule::config(hub, &ma2h_protocol::ids::AccountId::parse("acme").unwrap()).await.unwrap();
@@ -33,7 +33,7 @@ async fn requests_per_phase_of_a_routed_ask() {
     with_env("channels", false, |e| async move {
         let (url, hits) = receiver().await;
         let hub = &e.dep.hub;
-        ma2h_core::channels::manage::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
+        ma2h_core::channels::manage::put_webhook(hub, "admin", "acme", "pager", &url, "whk").await.unwrap();
         let route = ma2h_core::channels::manage::RouteSpec {
             id: "all".into(),
             targets: vec!["pager".into()],
@@ -128,7 +128,7 @@ async fn requests_of_presence_and_an_on_call_ladder() {
     with_env("ladder", false, |e| async move {
         let (url, hits) = receiver().await;
         let hub = &e.dep.hub;
-        ma2h_core::channels::manage::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
+        ma2h_core::channels::manage::put_webhook(hub, "admin", "acme", "pager", &url, "whk").await.unwrap();
         let route = ma2h_core::channels::manage::RouteSpec {
             id: "all".into(),
             targets: vec!["pager".into()],
@@ -198,7 +198,7 @@ async fn requests_of_a_web_push_notification() {
     with_env("webpush", false, |e| async move {
         let (url, hits) = receiver().await;
         let hub = &e.dep.hub;
-        ma2h_core::channels::manage::put_webpush(hub, "acme", "phones", &["alice".into()]).await.unwrap();
+        ma2h_core::channels::manage::put_webpush(hub, "admin", "acme", "phones", &["alice".into()]).await.unwrap();
         let route = ma2h_core::channels::manage::RouteSpec {
             id: "all".into(),
             targets: vec!["phones".into()],

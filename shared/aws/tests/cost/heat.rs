@@ -384,7 +384,7 @@ async fn heat_of_a_routed_ask_with_reminder_and_escalation() {
     with_env("heat-route", false, |e| async move {
         let (url, _) = receiver().await;
         let hub = &e.dep.hub;
-        ma2h_core::channels::manage::put_webhook(hub, "acme", "pager", &url, "whk").await.unwrap();
+        ma2h_core::channels::manage::put_webhook(hub, "admin", "acme", "pager", &url, "whk").await.unwrap();
         let route = ma2h_core::channels::manage::RouteSpec {
             id: "all".into(),
             targets: vec!["pager".into()],
@@ -393,7 +393,7 @@ async fn heat_of_a_routed_ask_with_reminder_and_escalation() {
             escalate_percent_left: Some(20),
             ..Default::default()
         };
-        ma2h_core::channels::manage::put_route(hub, "acme", route).await.unwrap();
+        ma2h_core::channels::manage::put_route(hub, "admin", "acme", route).await.unwrap();
         e.phase().await; // the configuration is set-up, not the workload
         let expires = e.clock.now() + Duration::hours(1);
         let (status, ack) =

@@ -119,8 +119,7 @@ async fn requests_of_team_decisions() {
         assert_eq!(read["status"], "answered", "answered at once: {read}");
         e.phase().await;
 
-        ma2h_core::decisions::manage::put(
-            hub,
+        ma2h_core::decisions::manage::put(hub, "admin",
             "acme",
             ma2h_core::decisions::manage::PolicySpec { id: "two".into(), approvals: 2, ..Default::default() },
         )

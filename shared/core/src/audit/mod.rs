@@ -3,8 +3,11 @@
 //! that `ma2h audit verify` checks ([`export`]).
 
 pub mod export;
+pub mod scope;
 pub mod seal;
 pub mod store;
+
+use std::future::Future;
 
 use ma2h_protocol::ids::AccountId;
 use serde_json::{Map, Value};
@@ -31,6 +34,50 @@ pub struct Event {
     /// SHA-256 (hex) of the JCS of the bodies concerned — never the bodies (§9.6).
     pub digest: Option<String>,
     pub detail: Map<String, Value>,
+}
+
+impl Event {
+    pub fn new(kind: &'static str, principal: impl ToString) -> Self {
+        Event { kind, principal: principal.to_string(), ..Event::default() }
+    }
+
+    pub fn target(mut self, target: impl ToString) -> Self {
+        self.target = Some(target.to_string());
+        self
+    }
+
+    /// The digest of `body` (its JCS), with any top-level `state` left out (§9.6: never `state`).
+    pub fn digest_of(mut self, body: &Value) -> Self {
+        let digest = match body.as_object() {
+            Some(map) if map.contains_key("state") => {
+                let mut map = map.clone();
+                map.remove("state");
+                ma2h_protocol::jcs::canonical_sha256(&Value::Object(map))
+            }
+            _ => ma2h_protocol::jcs::canonical_sha256(body),
+        };
+        self.digest = Some(digest);
+        self
+    }
+
+    pub fn detail(mut self, name: &str, value: impl Into<Value>) -> Self {
+        self.detail.insert(name.to_owned(), value.into());
+        self
+    }
+}
+
+/// Run `f` — the store call that commits `events` — with their records pending for the write
+/// that commits it ([`scope`]): an event that commits has its entries, one that does not has none.
+pub async fn within<F: Future>(hub: &Hub, account: &AccountId, events: Vec<Event>, f: F) -> F::Output {
+    let records = events.into_iter().map(|e| record(hub, account, e)).collect();
+    scope::with(records, f).await
+}
+
+/// Record `event` in a write of its own, for an event that is no other store write: a login
+/// (the cookie it sets is not stored). The caller lets the event happen only once this returned.
+pub async fn record_now(hub: &Hub, account: &AccountId, event: Event) -> Result<(), crate::HubError> {
+    hub.audit.append_audit(&[record(hub, account, event)]).await?;
+    Ok(())
 }
 
 /// A new record of `event` in `account`, stamped now, on a random shard.

@@ -31,9 +31,10 @@ fn check_id(what: &str, id: &str) -> Result<(), HubError> {
 async fn edit(
     hub: &Hub,
     account: &AccountId,
+    event: crate::audit::Event,
     mut edit: impl FnMut(&mut ChannelsConfig) -> Result<(), HubError>,
 ) -> Result<ChannelsConfig, HubError> {
-    let policy = crate::decisions::manage::edit_policy(hub, account, |p| edit(&mut p.channels)).await?;
+    let policy = crate::decisions::manage::edit_policy(hub, account, event, |p| edit(&mut p.channels)).await?;
     Ok(policy.channels)
 }
 
@@ -56,6 +57,7 @@ fn insert_channel(config: &mut ChannelsConfig, id: &str, channel: Channel) -> Re
 /// its signing secret.
 pub async fn put_slack(
     hub: &Hub,
+    by: &str,
     account: &str,
     id: &str,
     team_id: &str,
@@ -80,7 +82,13 @@ pub async fn put_slack(
         bot_token: seal(hub, &account, id, "bot_token", bot_token)?,
         signing_secret: seal(hub, &account, id, "signing_secret", signing_secret)?,
     };
-    let config = edit(hub, &account, |c| insert_channel(c, id, Channel::Slack(slack.clone()))).await?;
+    let config = edit(
+        hub,
+        &account,
+        crate::audit::Event::new("channel.changed", by).target(format!("channel:{id}")).detail("action", "put"),
+        |c| insert_channel(c, id, Channel::Slack(slack.clone())),
+    )
+    .await?;
     Ok(show_config(&config))
 }
 
@@ -88,7 +96,14 @@ pub async fn put_slack(
 /// https outside dev mode, no credentials in it); the egress guard checks it again at every send.
 /// A `whsec_` secret (issue 43) must be a valid Standard Webhooks one: its events then also carry
 /// the Standard Webhooks headers.
-pub async fn put_webhook(hub: &Hub, account: &str, id: &str, url: &str, secret: &str) -> Result<Value, HubError> {
+pub async fn put_webhook(
+    hub: &Hub,
+    by: &str,
+    account: &str,
+    id: &str,
+    url: &str,
+    secret: &str,
+) -> Result<Value, HubError> {
     let account = account_id(account)?;
     check_id("channel", id)?;
     let parsed = url::Url::parse(url).map_err(|_| HubError::validation("`url`: not a URL"))?;
@@ -108,7 +123,13 @@ pub async fn put_webhook(hub: &Hub, account: &str, id: &str, url: &str, secret: 
     }
     let secret = seal(hub, &account, id, "secret", secret)?;
     let hook = WebhookChannel { url: parsed.to_string(), secret, standard_webhooks };
-    let config = edit(hub, &account, |c| insert_channel(c, id, Channel::Webhook(hook.clone()))).await?;
+    let config = edit(
+        hub,
+        &account,
+        crate::audit::Event::new("channel.changed", by).target(format!("channel:{id}")).detail("action", "put"),
+        |c| insert_channel(c, id, Channel::Webhook(hook.clone())),
+    )
+    .await?;
     Ok(show_config(&config))
 }
 
@@ -134,7 +155,7 @@ fn plausible_address(a: &str) -> bool {
 }
 
 /// Add (or replace) an email channel: an SMTP relay and the operators it mails.
-pub async fn put_email(hub: &Hub, account: &str, spec: EmailSpec) -> Result<Value, HubError> {
+pub async fn put_email(hub: &Hub, by: &str, account: &str, spec: EmailSpec) -> Result<Value, HubError> {
     let account = account_id(account)?;
     check_id("channel", &spec.id)?;
     let security =
@@ -176,13 +197,21 @@ pub async fn put_email(hub: &Hub, account: &str, spec: EmailSpec) -> Result<Valu
         from: spec.from.clone(),
         recipients,
     };
-    let config = edit(hub, &account, |c| insert_channel(c, &spec.id, Channel::Email(channel.clone()))).await?;
+    let event =
+        crate::audit::Event::new("channel.changed", by).target(format!("channel:{}", spec.id)).detail("action", "put");
+    let config = edit(hub, &account, event, |c| insert_channel(c, &spec.id, Channel::Email(channel.clone()))).await?;
     Ok(show_config(&config))
 }
 
 /// Add (or replace) a Web Push channel (issue 41): the operators notified on their subscribed
 /// devices.
-pub async fn put_webpush(hub: &Hub, account: &str, id: &str, recipients: &[String]) -> Result<Value, HubError> {
+pub async fn put_webpush(
+    hub: &Hub,
+    by: &str,
+    account: &str,
+    id: &str,
+    recipients: &[String],
+) -> Result<Value, HubError> {
     let account = account_id(account)?;
     check_id("channel", id)?;
     if recipients.is_empty() || recipients.len() > 50 {
@@ -198,19 +227,30 @@ pub async fn put_webpush(hub: &Hub, account: &str, id: &str, recipients: &[Strin
         }
     }
     let channel = crate::channels::config::WebpushChannel { recipients: humans };
-    let config = edit(hub, &account, |c| insert_channel(c, id, Channel::Webpush(channel.clone()))).await?;
+    let config = edit(
+        hub,
+        &account,
+        crate::audit::Event::new("channel.changed", by).target(format!("channel:{id}")).detail("action", "put"),
+        |c| insert_channel(c, id, Channel::Webpush(channel.clone())),
+    )
+    .await?;
     Ok(show_config(&config))
 }
 
 /// Remove a channel (refused while a route names it).
-pub async fn remove_channel(hub: &Hub, account: &str, id: &str) -> Result<Value, HubError> {
+pub async fn remove_channel(hub: &Hub, by: &str, account: &str, id: &str) -> Result<Value, HubError> {
     let account = account_id(account)?;
-    let config = edit(hub, &account, |c| {
-        if let Some(r) = c.routes.iter().find(|r| r.targets.iter().chain(&r.escalate).any(|t| t == id)) {
-            return Err(HubError::validation(format!("route `{}` uses channel `{id}`: remove it first", r.id)));
-        }
-        c.channels.remove(id).map(|_| ()).ok_or(HubError::NotFound)
-    })
+    let config = edit(
+        hub,
+        &account,
+        crate::audit::Event::new("channel.changed", by).target(format!("channel:{id}")).detail("action", "removed"),
+        |c| {
+            if let Some(r) = c.routes.iter().find(|r| r.targets.iter().chain(&r.escalate).any(|t| t == id)) {
+                return Err(HubError::validation(format!("route `{}` uses channel `{id}`: remove it first", r.id)));
+            }
+            c.channels.remove(id).map(|_| ()).ok_or(HubError::NotFound)
+        },
+    )
     .await?;
     Ok(show_config(&config))
 }
@@ -261,7 +301,7 @@ fn ladder_of(spec: &RouteSpec) -> Result<Vec<String>, HubError> {
 }
 
 /// Add (or replace, keeping its place) a route; new routes go last (routes are tried in order).
-pub async fn put_route(hub: &Hub, account: &str, spec: RouteSpec) -> Result<Value, HubError> {
+pub async fn put_route(hub: &Hub, by: &str, account: &str, spec: RouteSpec) -> Result<Value, HubError> {
     let account = account_id(account)?;
     check_id("route", &spec.id)?;
     if spec.targets.is_empty() || spec.targets.len() > MAX_TARGETS || spec.escalate.len() > MAX_TARGETS {
@@ -298,7 +338,9 @@ pub async fn put_route(hub: &Hub, account: &str, spec: RouteSpec) -> Result<Valu
         escalate: spec.escalate,
         escalate_percent_left: percent,
     };
-    let config = edit(hub, &account, |c| {
+    let event =
+        crate::audit::Event::new("route.changed", by).target(format!("route:{}", spec.id)).detail("action", "put");
+    let config = edit(hub, &account, event, |c| {
         if let Some(missing) = route.targets.iter().chain(&route.escalate).find(|t| !c.channels.contains_key(*t)) {
             return Err(HubError::validation(format!("no channel `{missing}` in this account")));
         }
@@ -314,13 +356,18 @@ pub async fn put_route(hub: &Hub, account: &str, spec: RouteSpec) -> Result<Valu
     Ok(show_config(&config))
 }
 
-pub async fn remove_route(hub: &Hub, account: &str, id: &str) -> Result<Value, HubError> {
+pub async fn remove_route(hub: &Hub, by: &str, account: &str, id: &str) -> Result<Value, HubError> {
     let account = account_id(account)?;
-    let config = edit(hub, &account, |c| {
-        let before = c.routes.len();
-        c.routes.retain(|r| r.id != id);
-        if c.routes.len() == before { Err(HubError::NotFound) } else { Ok(()) }
-    })
+    let config = edit(
+        hub,
+        &account,
+        crate::audit::Event::new("route.changed", by).target(format!("route:{id}")).detail("action", "removed"),
+        |c| {
+            let before = c.routes.len();
+            c.routes.retain(|r| r.id != id);
+            if c.routes.len() == before { Err(HubError::NotFound) } else { Ok(()) }
+        },
+    )
     .await?;
     Ok(show_config(&config))
 }
@@ -329,6 +376,7 @@ pub async fn remove_route(hub: &Hub, account: &str, id: &str) -> Result<Value, H
 /// user's button presses then carry. `human = None` removes the link.
 pub async fn link_slack(
     hub: &Hub,
+    by: &str,
     account: &str,
     team: &str,
     user: &str,
@@ -348,17 +396,24 @@ pub async fn link_slack(
         None => None,
     };
     let link = format!("{team}:{user}");
-    let config = edit(hub, &account, |c| {
-        match &human {
-            Some(h) => {
-                c.slack_links.insert(link.clone(), h.clone());
+    let config = edit(
+        hub,
+        &account,
+        crate::audit::Event::new("channel.linked", by)
+            .target(format!("slack:{link}"))
+            .detail("action", if human.is_some() { "linked" } else { "unlinked" }),
+        |c| {
+            match &human {
+                Some(h) => {
+                    c.slack_links.insert(link.clone(), h.clone());
+                }
+                None => {
+                    c.slack_links.remove(&link).ok_or(HubError::NotFound)?;
+                }
             }
-            None => {
-                c.slack_links.remove(&link).ok_or(HubError::NotFound)?;
-            }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .await?;
     Ok(show_config(&config))
 }
@@ -384,7 +439,10 @@ pub async fn link_own_slack(
             return Err(HubError::validation("`team` and `user` are Slack ids (T…, U…)"));
         }
     }
-    let config = edit(hub, &account_id, |c| {
+    let event = crate::audit::Event::new("channel.linked", format!("human:{me}"))
+        .target(format!("slack:{key}"))
+        .detail("action", if link { "linked" } else { "unlinked" });
+    let config = edit(hub, &account_id, event, |c| {
         match (link, c.slack_links.get(&key)) {
             (true, Some(other)) if other != &me => {
                 return Err(HubError::NotAuthorized(

@@ -70,6 +70,7 @@ fn me(principal: &Principal) -> Result<&HumanId, HubError> {
 /// holds an active credential). The API and the inbox mark the caller; the admin CLI anyone.
 pub async fn set_away(
     hub: &Hub,
+    by: &str,
     account: &ma2h_protocol::ids::AccountId,
     human: &HumanId,
     delegate: &str,
@@ -91,7 +92,12 @@ pub async fn set_away(
             "`delegate`: human:{delegate} holds no active operator credential in this account"
         )));
     }
-    let saved = edit_policy(hub, account, |p| {
+    let event = crate::audit::Event::new("delegation.changed", by)
+        .target(format!("human:{human}"))
+        .detail("action", "away")
+        .detail("delegate", format!("human:{delegate}"))
+        .detail("until", ma2h_protocol::time::format(until));
+    let saved = edit_policy(hub, account, event, |p| {
         p.away.retain(|_, a| a.until > now);
         p.away.insert(human.to_string(), Away { delegate: delegate.to_string(), since: now, until });
         Ok(())
@@ -102,9 +108,16 @@ pub async fn set_away(
 }
 
 /// End `human`'s absence now (idempotent).
-pub async fn lift(hub: &Hub, account: &ma2h_protocol::ids::AccountId, human: &HumanId) -> Result<Value, HubError> {
+pub async fn lift(
+    hub: &Hub,
+    by: &str,
+    account: &ma2h_protocol::ids::AccountId,
+    human: &HumanId,
+) -> Result<Value, HubError> {
     let now = hub.clock.now();
-    let saved = edit_policy(hub, account, |p| {
+    let event =
+        crate::audit::Event::new("delegation.changed", by).target(format!("human:{human}")).detail("action", "back");
+    let saved = edit_policy(hub, account, event, |p| {
         p.away.retain(|h, a| a.until > now && h != human.as_str());
         Ok(())
     })
@@ -115,11 +128,11 @@ pub async fn lift(hub: &Hub, account: &ma2h_protocol::ids::AccountId, human: &Hu
 
 /// The caller marks themself away.
 pub async fn set_mine(hub: &Hub, principal: &Principal, delegate: &str, until: Timestamp) -> Result<Value, HubError> {
-    set_away(hub, &principal.account, me(principal)?, delegate, until).await
+    set_away(hub, &principal.actor().to_string(), &principal.account, me(principal)?, delegate, until).await
 }
 
 pub async fn lift_mine(hub: &Hub, principal: &Principal) -> Result<Value, HubError> {
-    lift(hub, &principal.account, me(principal)?).await
+    lift(hub, &principal.actor().to_string(), &principal.account, me(principal)?).await
 }
 
 pub async fn show(hub: &Hub, account: &ma2h_protocol::ids::AccountId) -> Result<Value, HubError> {

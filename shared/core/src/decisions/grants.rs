@@ -138,7 +138,14 @@ pub async fn grant(hub: &Hub, principal: &Principal, id: &str, choice: Choice) -
         uses: 0,
         last_used_at: None,
     };
-    hub.grants.put_grant(&g).await?;
+    // Issue 42: recorded in the grant's own write.
+    let event = crate::audit::Event::new("grant.issued", format!("human:{human}"))
+        .target(&g.id)
+        .digest_of(&g.value)
+        .detail("agent", g.agent.to_string())
+        .detail("key", g.key.as_str())
+        .detail("message", g.from_message.to_string());
+    crate::audit::within(hub, &principal.account, vec![event], hub.grants.put_grant(&g)).await?;
     hub.changes.publish_account(&principal.account);
     tracing::info!(grant_id = %g.id, agent_id = %g.agent, human = %human, key = %g.key, scope = ?g.scope, "grant issued");
     Ok(g)
@@ -252,7 +259,10 @@ pub async fn revoke_as(
 ) -> Result<Grant, HubError> {
     let mut g = hub.grants.get_grant(account, id).await?.ok_or(HubError::NotFound)?;
     let now = hub.clock.now();
-    if g.revoked_at.is_none() && hub.grants.revoke_grant(&g, now, by).await? {
+    let event = crate::audit::Event::new("grant.revoked", by).target(&g.id);
+    if g.revoked_at.is_none()
+        && crate::audit::within(hub, account, vec![event], hub.grants.revoke_grant(&g, now, by)).await?
+    {
         tracing::info!(grant_id = %g.id, by = %by, "grant revoked");
         g.revoked_at = Some(now);
         g.revoked_by = Some(by.to_owned());

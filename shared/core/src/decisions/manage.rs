@@ -45,6 +45,7 @@ fn account_id(account: &str) -> Result<AccountId, HubError> {
 pub async fn edit_policy(
     hub: &Hub,
     account: &AccountId,
+    event: crate::audit::Event,
     mut edit: impl FnMut(&mut AccountPolicy) -> Result<(), HubError>,
 ) -> Result<AccountPolicy, HubError> {
     for _ in 0..8 {
@@ -56,7 +57,9 @@ pub async fn edit_policy(
             )));
         }
         policy.version += 1;
-        if hub.credentials.put_account_policy(account, &policy).await? {
+        // Issue 42: the change is recorded in the compare-and-set's own write.
+        let put = hub.credentials.put_account_policy(account, &policy);
+        if crate::audit::within(hub, account, vec![event.clone().detail("version", policy.version)], put).await? {
             hub.policy_cache.forget(account);
             hub.changes.publish_account(account);
             return Ok(policy);
@@ -122,10 +125,14 @@ pub async fn show(hub: &Hub, account: &str) -> Result<Value, HubError> {
 }
 
 /// Add a policy, or replace the one with its id in place (order is kept: the first match wins).
-pub async fn put(hub: &Hub, account: &str, spec: PolicySpec) -> Result<Value, HubError> {
+pub async fn put(hub: &Hub, by: &str, account: &str, spec: PolicySpec) -> Result<Value, HubError> {
     let account = account_id(account)?;
     let policy = check(spec)?;
-    let saved = edit_policy(hub, &account, |p| {
+    let event = crate::audit::Event::new("policy.changed", by)
+        .target(format!("policy:{}", policy.id))
+        .detail("action", "put")
+        .detail("approvals", policy.approvals);
+    let saved = edit_policy(hub, &account, event, |p| {
         let full = p.approvals.len() >= MAX_POLICIES;
         match p.approvals.iter_mut().find(|x| x.id == policy.id) {
             Some(existing) => *existing = policy.clone(),
@@ -139,9 +146,11 @@ pub async fn put(hub: &Hub, account: &str, spec: PolicySpec) -> Result<Value, Hu
     Ok(policies_json(&saved))
 }
 
-pub async fn remove(hub: &Hub, account: &str, id: &str) -> Result<Value, HubError> {
+pub async fn remove(hub: &Hub, by: &str, account: &str, id: &str) -> Result<Value, HubError> {
     let account = account_id(account)?;
-    let saved = edit_policy(hub, &account, |p| {
+    let event =
+        crate::audit::Event::new("policy.changed", by).target(format!("policy:{id}")).detail("action", "removed");
+    let saved = edit_policy(hub, &account, event, |p| {
         let before = p.approvals.len();
         p.approvals.retain(|x| x.id != id);
         if p.approvals.len() == before {

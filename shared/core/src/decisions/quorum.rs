@@ -98,7 +98,20 @@ pub async fn approve(
             required: policy.approvals,
             approvals: next.data.approvals.iter().filter(|a| a.value == value).map(wire).collect(),
         };
-        if hub.triage.put_triage(&next, expected).await? {
+        // Issue 42: each approval short of the quorum is recorded in its own write.
+        let mut event = crate::audit::Event::new("message.approved", &terminal.actor)
+            .target(&record.id)
+            .detail("policy", policy.id.to_string())
+            .detail("have", pending.approvals.len())
+            .detail("need", required);
+        if let Some(on_behalf_of) = &me.on_behalf_of {
+            event = event.detail("on_behalf_of", on_behalf_of.to_string());
+        }
+        if !envelope.sensitive {
+            event = event.digest_of(&value);
+        }
+        let put = hub.triage.put_triage(&next, expected);
+        if crate::audit::within(hub, &record.account, vec![event], put).await? {
             hub.changes.publish_account(&record.account);
             tracing::info!(message_id = %record.id, policy = %policy.id, have = pending.approvals.len(), need = required, "approval recorded");
             return Ok(Err(pending));

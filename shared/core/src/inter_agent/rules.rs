@@ -94,7 +94,13 @@ pub async fn apply(hub: &Hub, account: &AccountId, patch: &Value, by: &str) -> R
             )));
         }
         policy.version += 1;
-        if hub.credentials.put_account_policy(account, &policy).await? {
+        // Issue 42: the change is recorded in the compare-and-set's own write.
+        let event = crate::audit::Event::new("policy.changed", by)
+            .target("inter_agent")
+            .detail("version", policy.version)
+            .digest_of(&serde_json::json!({ "inter_agent": policy.inter_agent, "allowlists": policy.allowlists }));
+        let put = hub.credentials.put_account_policy(account, &policy);
+        if crate::audit::within(hub, account, vec![event], put).await? {
             tracing::info!(account = %account, by, inter_agent = policy.inter_agent, allowlists = policy.allowlists.len(), "inter-agent policy changed");
             return Ok(policy);
         }

@@ -136,7 +136,13 @@ pub async fn create(hub: &Hub, principal: &Principal, body: &Value) -> Result<Ma
         now,
         deadline,
     );
-    match hub.mailbox.enqueue(&entry, hub.settings.mailbox.depth).await? {
+    // Issue 42: recorded in the enqueue's own write (a full mailbox writes none).
+    let event = crate::audit::Event::new("directive.sent", principal.actor())
+        .target(&entry.key)
+        .digest_of(&entry.payload)
+        .detail("agent", mailbox.agent.to_string());
+    let enqueue = hub.mailbox.enqueue(&entry, hub.settings.mailbox.depth);
+    match crate::audit::within(hub, &mailbox.account, vec![event], enqueue).await? {
         Enqueued::New => {}
         Enqueued::Full => {
             return Err(HubError::RateLimited {

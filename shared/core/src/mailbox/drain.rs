@@ -243,7 +243,19 @@ pub async fn ack(
     let by = format!("agent:{}", mailbox.agent);
     let ack = AckRecord { by, acked_at: now, note };
     let retain_until = retain_after(hub, now);
-    let acked = hub.mailbox.ack_entries(&mailbox, &keys, &ack, retain_until).await?;
+    // Issue 42: a directive's ack is recorded in the write that acks it — one write per
+    // directive (rare: operators send them), so an entry exists iff that directive was acked.
+    let (directives, others): (Vec<String>, Vec<String>) =
+        keys.into_iter().partition(|k| DirectiveId::parse(k).is_some());
+    let mut acked = match others.is_empty() {
+        true => Vec::new(),
+        false => hub.mailbox.ack_entries(&mailbox, &others, &ack, retain_until).await?,
+    };
+    for key in directives {
+        let event = crate::audit::Event::new("directive.acked", &ack.by).target(&key);
+        let one = hub.mailbox.ack_entries(&mailbox, std::slice::from_ref(&key), &ack, retain_until);
+        acked.extend(crate::audit::within(hub, &mailbox.account, vec![event], one).await?);
+    }
     // §8.7.1: acking a response entry is a note-less response ack; first ack wins on both paths.
     let response_ack = AckRecord { note: None, ..ack };
     for entry in acked.iter().filter(|e| e.kind == EntryKind::Response) {

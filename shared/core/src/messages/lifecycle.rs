@@ -53,7 +53,9 @@ pub(crate) async fn apply_terminal(
             }
         };
     let write = TerminalWrite { entry, announced, ..write };
-    let outcome = match hub.messages.complete(&record.account, &record.id, &write).await? {
+    let events = terminal_events(record, envelope, &terminal, &write);
+    let complete = hub.messages.complete(&record.account, &record.id, &write);
+    let outcome = match crate::audit::within(hub, &record.account, events, complete).await? {
         // Refused while still open: the resolve/cancel landed after `expires_at` (§7), so the
         // expiry wins and the caller sees it as the terminal that beat them.
         Completion::AlreadyTerminal(rec) if rec.status == Status::Open && !write.is_expiry => {
@@ -96,6 +98,36 @@ pub(crate) async fn apply_terminal(
         );
     }
     Ok(outcome)
+}
+
+/// Issue 42: the ledger's record of a terminal, written in the CAS's own write (a lost CAS
+/// records nothing) — with the use of the standing grant that answered it, if one did. No digest
+/// of a sensitive message's Response (§9.6).
+fn terminal_events(
+    record: &MessageRecord,
+    envelope: &Envelope,
+    terminal: &Terminal,
+    write: &TerminalWrite,
+) -> Vec<crate::audit::Event> {
+    use ma2h_protocol::lifecycle::Resolution;
+    let kind = match terminal.resolution {
+        Resolution::Expired => "message.expired",
+        Resolution::Cancelled => "message.cancelled",
+        _ => "message.resolved",
+    };
+    let event = crate::audit::Event::new(kind, &terminal.actor)
+        .target(&record.id)
+        .detail("resolution", terminal.resolution.as_str())
+        .detail("resolution_id", write.resolution_id.to_string());
+    let event = if terminal.defaulted { event.detail("defaulted", true) } else { event };
+    let event = match envelope.sensitive {
+        true => event,
+        false => event.digest_of(&write.response),
+    };
+    let used = terminal.ext.grant_id.as_ref().map(|grant| {
+        crate::audit::Event::new("grant.used", &terminal.actor).target(grant).detail("message", record.id.to_string())
+    });
+    std::iter::once(event).chain(used).collect()
 }
 
 /// §6/§8.7.1: an ask/task submitted with a session that is still live at resolution owes that

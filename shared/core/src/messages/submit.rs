@@ -132,7 +132,13 @@ pub async fn submit(hub: &Hub, principal: &Principal, body: &[u8]) -> Result<Sub
         true => crate::channels::schedule::schedule(hub, &principal.account, &id, &envelope).await,
         false => None,
     };
-    let inserted = hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now).await;
+    // Issue 42: recorded in the insert's own write (an idempotent replay writes none).
+    let event = crate::audit::Event::new("message.submitted", principal.actor())
+        .target(&id)
+        .digest_of(&record.envelope)
+        .detail("type", record.kind.as_str());
+    let insert = hub.messages.insert_message(&record, claim.as_ref(), entry.as_ref().map(|e| (e, depth)), now);
+    let inserted = crate::audit::within(hub, &principal.account, vec![event], insert).await;
     // A replay: this id was never used, so its item is retired now. (After a store error the
     // message may still have committed: the worker decides once the orphan grace is over.)
     if let (Some(item), Ok(Inserted::Existing(_))) = (&announced, &inserted) {

@@ -260,7 +260,10 @@ pub async fn finish_registration(
     };
     // a credential id is the Hub's key for a passkey: one already registered (by anyone) is never
     // replaced by a registration
-    if !hub.credentials.put_passkey(&passkey, true).await? {
+    let event = crate::audit::Event::new("credential.created", format!("human:{human}"))
+        .target(format!("passkey:{}", passkey.id))
+        .detail("kind", "passkey");
+    if !crate::audit::within(hub, &passkey.account, vec![event], hub.credentials.put_passkey(&passkey, true)).await? {
         return Err(no("That passkey is already registered."));
     }
     tracing::info!(account = %passkey.account, human = %human, "passkey registered");

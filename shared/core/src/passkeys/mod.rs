@@ -42,7 +42,17 @@ pub async fn mine(hub: &Hub, principal: &Principal) -> Result<Vec<Passkey>, HubE
 /// Remove one of the calling operator's passkeys: it logs in and steps up no more, at once.
 pub async fn remove(hub: &Hub, principal: &Principal, id: &str) -> Result<(), HubError> {
     let human = operator(principal)?;
-    if hub.credentials.delete_passkey(&principal.account, human, id).await? {
+    let event = crate::audit::Event::new("credential.revoked", principal.actor())
+        .target(format!("passkey:{id}"))
+        .detail("kind", "passkey");
+    if crate::audit::within(
+        hub,
+        &principal.account,
+        vec![event],
+        hub.credentials.delete_passkey(&principal.account, human, id),
+    )
+    .await?
+    {
         tracing::info!(account = %principal.account, human = %human, "passkey removed");
         Ok(())
     } else {
@@ -57,7 +67,11 @@ pub async fn of(hub: &Hub, account: &AccountId, human: &HumanId) -> Result<Vec<P
 
 /// Remove an operator's passkey by the admin.
 pub async fn remove_of(hub: &Hub, account: &AccountId, human: &HumanId, id: &str) -> Result<(), HubError> {
-    if hub.credentials.delete_passkey(account, human, id).await? {
+    let event = crate::audit::Event::new("credential.revoked", crate::admin::ADMIN_ACTOR)
+        .target(format!("passkey:{id}"))
+        .detail("kind", "passkey")
+        .detail("human", format!("human:{human}"));
+    if crate::audit::within(hub, account, vec![event], hub.credentials.delete_passkey(account, human, id)).await? {
         tracing::info!(account = %account, human = %human, "passkey removed by the admin");
         Ok(())
     } else {

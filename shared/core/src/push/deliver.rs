@@ -164,7 +164,19 @@ async fn record_outcome(
             }
         }
     }
-    hub.messages.record_push(account, id, &track).await?;
+    // Issue 42: the push outcome (delivered, or given up) is recorded in the track's own write.
+    let events = match track.status {
+        PushStatus::Delivered | PushStatus::Failed => {
+            let kind = if track.status == PushStatus::Delivered { "push.delivered" } else { "push.failed" };
+            let mut event = crate::audit::Event::new(kind, "system:push").target(id).detail("attempts", track.attempts);
+            if let Some(error) = &track.last_error {
+                event = event.detail("error", error.as_str());
+            }
+            vec![event]
+        }
+        _ => Vec::new(),
+    };
+    crate::audit::within(hub, account, events, hub.messages.record_push(account, id, &track)).await?;
     hub.changes.publish(id);
     hub.changes.publish_account(account);
     let outcome_label = match track.status {

@@ -40,7 +40,12 @@ pub async fn register(hub: &Hub, principal: &Principal, body: &Value) -> Result<
         retain_until: None,
         bounce_pending: false,
     };
-    match hub.sessions.register(&session, settings.max_live_per_agent).await? {
+    // Issue 42: recorded in the registration's own write (a full or stopped agent writes none).
+    let event = crate::audit::Event::new("session.opened", principal.actor())
+        .target(&session.id)
+        .detail("ttl_seconds", ttl_seconds);
+    let put = hub.sessions.register(&session, settings.max_live_per_agent);
+    match crate::audit::within(hub, &mailbox.account, vec![event], put).await? {
         Registered::New => {
             tracing::info!(agent_id = %session.agent, session_id = %session.id, ttl_seconds, "session registered");
             Ok(session)
@@ -117,12 +122,14 @@ pub async fn close(hub: &Hub, principal: &Principal, id: &str) -> Result<Session
             (EndKind::ClosedByOperator, Some(stop))
         }
     };
-    let ended = end(hub, &session, SessionEnd { at: now, kind }, stop.as_ref()).await?;
+    let ended = end(hub, &session, SessionEnd { at: now, kind }, stop.as_ref(), &principal.actor().to_string()).await?;
     if let (Some(stop), false) = (&stop, matches!(ended, Ended::Applied(_))) {
         // The session had already ended: the operator's intent to stop the principal still holds,
         // but a stop already in force is kept as first recorded (a repeated DELETE is idempotent).
         if hub.sessions.get_stop(&session.mailbox()).await?.is_none() {
-            hub.sessions.put_stop(&session.mailbox(), stop).await?;
+            let events = vec![stopped_event(&session.mailbox(), stop)];
+            crate::audit::within(hub, &session.account, events, hub.sessions.put_stop(&session.mailbox(), stop))
+                .await?;
         }
     }
     match ended {
@@ -133,9 +140,24 @@ pub async fn close(hub: &Hub, principal: &Principal, id: &str) -> Result<Session
 
 /// The terminal CAS, then the §14.2 bounce of the session's mail (best-effort here; the sweeper
 /// finishes whatever this does not).
-async fn end(hub: &Hub, s: &SessionRecord, end: SessionEnd, stop: Option<&StopRecord>) -> Result<Ended, HubError> {
+async fn end(
+    hub: &Hub,
+    s: &SessionRecord,
+    end: SessionEnd,
+    stop: Option<&StopRecord>,
+    by: &str,
+) -> Result<Ended, HubError> {
     let retain_until = end.at + hub.settings.sessions.terminal_retention();
-    let ended = hub.sessions.end_session(&s.account, &s.id, end, retain_until, stop).await?;
+    // Issue 42: the close (and the stop it records) in the end's own write.
+    let mut events = vec![
+        crate::audit::Event::new("session.closed", by)
+            .target(&s.id)
+            .detail("agent", s.agent.to_string())
+            .detail("how", end.kind.as_str()),
+    ];
+    events.extend(stop.map(|stop| stopped_event(&s.mailbox(), stop)));
+    let put = hub.sessions.end_session(&s.account, &s.id, end, retain_until, stop);
+    let ended = crate::audit::within(hub, &s.account, events, put).await?;
     if let Ended::Applied(rec) = &ended {
         tracing::info!(agent_id = %rec.agent, session_id = %rec.id, how = end.kind.as_str(), "session ended");
         if let Err(e) = bounce(hub, rec).await {
@@ -158,10 +180,11 @@ pub(crate) async fn stop_mailbox(hub: &Hub, mailbox: &Mailbox, by: String) -> Re
     let now = hub.clock.now();
     let stop = StopRecord { by, at: now, session: None };
     // Stop first: from here no registration can land, so the sweep below misses nothing.
-    hub.sessions.put_stop(&mailbox, &stop).await?;
+    let events = vec![stopped_event(&mailbox, &stop)];
+    crate::audit::within(hub, &mailbox.account, events, hub.sessions.put_stop(&mailbox, &stop)).await?;
     for s in hub.sessions.list_sessions(&mailbox.account, Some(&mailbox.agent), LIST_LIMIT).await? {
         if s.is_live(now) {
-            end(hub, &s, SessionEnd { at: now, kind: EndKind::ClosedByOperator }, None).await?;
+            end(hub, &s, SessionEnd { at: now, kind: EndKind::ClosedByOperator }, None, &stop.by).await?;
         }
     }
     tracing::info!(agent_id = %mailbox.agent, by = %stop.by, "agent stopped by the operator");
@@ -176,11 +199,21 @@ pub async fn lift_stop(hub: &Hub, principal: &Principal, agent: &str) -> Result<
 
 /// Lift, audited like the stop (§16.4.1: "SHOULD be audited like the close that created it").
 pub(crate) async fn lift_mailbox(hub: &Hub, mailbox: &Mailbox, by: &str) -> Result<bool, HubError> {
-    let lifted = hub.sessions.lift_stop(mailbox).await?;
+    let event = crate::audit::Event::new("agent.stop_lifted", by).target(format!("agent:{}", mailbox.agent));
+    let lifted = crate::audit::within(hub, &mailbox.account, vec![event], hub.sessions.lift_stop(mailbox)).await?;
     if lifted {
         tracing::info!(agent_id = %mailbox.agent, by, "agent stop lifted");
     }
     Ok(lifted)
+}
+
+/// Issue 42: the ledger's record of a stop (§16.4.1).
+fn stopped_event(mailbox: &Mailbox, stop: &StopRecord) -> crate::audit::Event {
+    let event = crate::audit::Event::new("agent.stopped", &stop.by).target(format!("agent:{}", mailbox.agent));
+    match &stop.session {
+        Some(session) => event.detail("session", session.to_string()),
+        None => event,
+    }
 }
 
 /// `GET /v1/agents/{agent}/stop`: the stop in effect, for the account's human.

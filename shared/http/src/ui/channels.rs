@@ -217,9 +217,9 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
                 ladder_minutes,
                 offline_minutes,
             };
-            manage::put_route(&hub, account, spec).await
+            manage::put_route(&hub, &session.who(), account, spec).await
         }
-        "remove-route" => manage::remove_route(&hub, account, field("id").unwrap_or_default()).await,
+        "remove-route" => manage::remove_route(&hub, &session.who(), account, field("id").unwrap_or_default()).await,
         // an operator links (or unlinks) a Slack user to themself only
         "link-slack" | "unlink-slack" => {
             let (team, user) = (field("team").unwrap_or_default().trim(), field("user").unwrap_or_default().trim());

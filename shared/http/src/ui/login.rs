@@ -86,10 +86,14 @@ pub async fn submit(State(hub): State<Hub>, headers: HeaderMap, client: MaybeCli
             StatusCode::FORBIDDEN,
         );
     }
+    let cookie = match session::start(&hub, &principal, "key").await {
+        Ok(cookie) => cookie,
+        Err(e) => return crate::error::ApiError(e).into_response(),
+    };
     let mut resp = Redirect::to(session::safe_next(next)).into_response();
     let h = resp.headers_mut();
     h.append(header::SET_COOKIE, session::clear_login(&hub));
-    h.append(header::SET_COOKIE, session::start(&hub, &principal));
+    h.append(header::SET_COOKIE, cookie);
     resp
 }
 

@@ -156,10 +156,14 @@ pub async fn login(State(hub): State<Hub>, headers: HeaderMap, Body(body): Body)
     let response = form_get(&pairs, "response").unwrap_or_default();
     match ceremony::finish_login(&hub, state, response.as_bytes()).await {
         Ok(principal) => {
+            let cookie = match session::start(&hub, &principal, "passkey").await {
+                Ok(cookie) => cookie,
+                Err(e) => return crate::error::ApiError(e).into_response(),
+            };
             let mut resp = Redirect::to(session::safe_next(next)).into_response();
             let h = resp.headers_mut();
             h.append(header::SET_COOKIE, session::clear_login(&hub));
-            h.append(header::SET_COOKIE, session::start(&hub, &principal));
+            h.append(header::SET_COOKIE, cookie);
             resp
         }
         Err(Refused::No(why)) => super::login::render(&hub, next, Some(&why), StatusCode::UNAUTHORIZED),

@@ -233,11 +233,11 @@ pub async fn update(State(hub): State<Hub>, session: Session, Body(body): Body) 
                 sensitive: get("sensitive").is_some(),
                 passkey: get("passkey").is_some(),
             };
-            manage::put(&hub, &account, spec).await.map(|_| "Policy saved.")
+            manage::put(&hub, &session.who(), &account, spec).await.map(|_| "Policy saved.")
         }
-        Some("remove") => {
-            manage::remove(&hub, &account, &get("id").unwrap_or_default()).await.map(|_| "Policy removed.")
-        }
+        Some("remove") => manage::remove(&hub, &session.who(), &account, &get("id").unwrap_or_default())
+            .await
+            .map(|_| "Policy removed."),
         Some("away") => {
             let until = get("until").and_then(|u| {
                 chrono::NaiveDateTime::parse_from_str(&u, "%Y-%m-%dT%H:%M")

@@ -123,11 +123,18 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-/// Start a session for an authenticated operator: the `Set-Cookie` value.
-pub fn start(hub: &Hub, principal: &Principal) -> HeaderValue {
+/// Start a session for an authenticated operator (`method`: how they proved it): the
+/// `Set-Cookie` value. Issue 42: the login is in the ledger before the cookie exists — a login
+/// whose entry could not be written does not happen.
+pub async fn start(hub: &Hub, principal: &Principal, method: &str) -> Result<HeaderValue, HubError> {
     let exp = hub.clock.now().timestamp() + SESSION_HOURS * 3600;
     let payload = Sealed { cid: principal.credential_id.clone(), sid: random_token(hub), exp, csrf: random_token(hub) };
-    set_cookie(hub, cookie_name(hub, false), &seal(hub, SESSION_CONTEXT, &payload), SESSION_HOURS * 3600)
+    let event = ma2h_core::audit::Event::new("login", principal.actor())
+        .target(&principal.credential_id)
+        .detail("method", method)
+        .detail("session", short_sid(&payload.sid));
+    ma2h_core::audit::record_now(hub, &principal.account, event).await?;
+    Ok(set_cookie(hub, cookie_name(hub, false), &seal(hub, SESSION_CONTEXT, &payload), SESSION_HOURS * 3600))
 }
 
 /// The store counter that marks a session logged out (it expires with the session).
@@ -138,8 +145,17 @@ fn logged_out_key(sid: &str) -> String {
 /// End `session` server-side: every copy of its cookie stops working.
 pub async fn end(hub: &Hub, session: &Session) -> Result<(), HubError> {
     let expires = ma2h_protocol::time::from_millis(session.expires.saturating_mul(1000));
-    hub.messages.incr_counter(&logged_out_key(&session.sid), expires, hub.clock.now()).await?;
+    // Issue 42: the logout is recorded in the write that ends the session.
+    let event = ma2h_core::audit::Event::new("logout", session.who()).detail("session", short_sid(&session.sid));
+    let key = logged_out_key(&session.sid);
+    let put = hub.messages.incr_counter(&key, expires, hub.clock.now());
+    ma2h_core::audit::within(hub, &session.principal.account, vec![event], put).await?;
     Ok(())
+}
+
+/// A session's name in the ledger: a digest of its id, never the id (which the cookie carries).
+pub fn short_sid(sid: &str) -> String {
+    ma2h_protocol::jcs::sha256_hex(sid.as_bytes())[..16].to_owned()
 }
 
 /// The `Set-Cookie` values that end a session (and any pending login form).

@@ -1,0 +1,163 @@
+//! Issue 42 on every backend (`MA2H_TEST_STORE`): the Hub records its security-relevant events
+//! in the ledger as they commit — and only those that commit: an idempotent replay, a lost
+//! compare-and-set or a refused write records nothing. Each entry names its principal and target
+//! and never carries `state` or a sensitive value; the export of it all verifies.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration;
+use common::*;
+use ma2h_core::audit::export::export;
+use ma2h_protocol::audit::{Line, verify};
+use ma2h_protocol::ids::AccountId;
+use serde_json::{Value, json};
+
+/// Every entry of `account`'s ledger, in export order (verified first).
+async fn entries(t: &TestHub, account: &str) -> Vec<Value> {
+    let lines = export(&t.hub, &AccountId::parse(account).unwrap(), None, None).await.unwrap();
+    verify(lines.iter().map(String::as_str), &t.hub.keys.verifying_keys()).unwrap_or_else(|f| panic!("{f}"));
+    let mut out: Vec<Value> = lines
+        .iter()
+        .filter(|l| matches!(Line::parse(l), Ok(Line::Entry(_))))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    out.sort_by(|a, b| a["at"].as_str().cmp(&b["at"].as_str()).then(a["id"].as_str().cmp(&b["id"].as_str())));
+    out
+}
+
+fn count(entries: &[Value], kind: &str, target: &str) -> usize {
+    entries.iter().filter(|e| e["kind"] == kind && e["target"] == target).count()
+}
+
+fn one<'a>(entries: &'a [Value], kind: &str, target: &str) -> &'a Value {
+    let found: Vec<&Value> = entries.iter().filter(|e| e["kind"] == kind && e["target"] == target).collect();
+    assert_eq!(found.len(), 1, "one `{kind}` of {target} in {entries:#?}");
+    found[0]
+}
+
+#[tokio::test]
+async fn message_events_are_recorded_once_as_they_commit_with_principal_and_digest_never_state() {
+    let t = hub().await;
+    let id = t.submit_ok(ask("k1")).await;
+    // a replay of the same submit commits nothing new, and records nothing
+    let again = t.submit(&t.agent, ask("k1")).await;
+    assert_eq!(again.body["id"], id);
+    let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // a second answer loses the compare-and-set: no entry
+    let lost = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "hold"})).await;
+    assert_eq!(lost.status, StatusCode::CONFLICT, "{}", lost.body);
+
+    let cancelled = t.submit_ok(ask("k2")).await;
+    assert_eq!(t.cancel(&t.agent, &cancelled).await.status, StatusCode::OK);
+    let expiring = t.submit_ok(with(ask("k3"), "/expires_at", json!(ts(t.clock_now() + Duration::minutes(5))))).await;
+    t.advance(Duration::minutes(6));
+    assert_eq!(t.get(&t.agent, &expiring).await.body["status"], "expired");
+
+    let log = entries(&t, "acme").await;
+    let submitted = one(&log, "message.submitted", &id);
+    assert_eq!(
+        (submitted["principal"].as_str(), submitted["detail"]["type"].as_str()),
+        (Some("agent:bot"), Some("ask"))
+    );
+    // the digest is of the accepted envelope without `state` (§9.6)
+    let stored = t.get(&t.agent, &id).await.body;
+    let mut envelope = stored["message"].clone();
+    if envelope.is_null() {
+        envelope = stored.clone();
+    }
+    assert_eq!(submitted["digest"].as_str().map(str::len), Some(64));
+    let text = serde_json::to_string(&log).unwrap();
+    assert!(!text.contains("v1.opaque"), "no entry carries `state`");
+
+    let resolved = one(&log, "message.resolved", &id);
+    assert_eq!(resolved["principal"], "human:alice");
+    assert_eq!(resolved["detail"]["resolution"], "answered");
+    assert_eq!(resolved["detail"]["resolution_id"], r.body["resolution_id"]);
+    assert_eq!(count(&log, "message.resolved", &id), 1, "the lost answer is not recorded");
+    assert_eq!(one(&log, "message.cancelled", &cancelled)["principal"], "agent:bot");
+    let expired = one(&log, "message.expired", &expiring);
+    assert!(expired["principal"].as_str().unwrap().starts_with("system:"), "{expired}");
+}
+
+#[tokio::test]
+async fn sessions_stops_directives_and_their_acks_are_recorded_with_who_did_them() {
+    let t = hub().await;
+    let s = t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({"ttl_seconds": 600}))).await;
+    assert_eq!(s.status, StatusCode::CREATED, "{}", s.body);
+    let sid = s.body["session"]["id"].as_str().unwrap().to_owned();
+    let d = t
+        .call(
+            Method::POST,
+            "/v1/operator/directives",
+            Some(&t.operator),
+            Some(json!({"to": "agent:bot", "title": "Pause"})),
+        )
+        .await;
+    assert_eq!(d.status, StatusCode::CREATED, "{}", d.body);
+    let did = d.body["id"].as_str().unwrap().to_owned();
+    let drained = t.call(Method::GET, "/v1/inbox", Some(&t.agent), None).await;
+    assert_eq!(drained.status, StatusCode::OK);
+    let ack = t.call(Method::POST, "/v1/inbox/ack", Some(&t.agent), Some(json!({"ids": [did]}))).await;
+    assert_eq!(ack.status, StatusCode::OK, "{}", ack.body);
+    // acked again: nothing changes, nothing recorded
+    t.call(Method::POST, "/v1/inbox/ack", Some(&t.agent), Some(json!({"ids": [did]}))).await;
+
+    let stop = t.call(Method::POST, "/v1/agents/bot/stop", Some(&t.operator), None).await;
+    assert!(stop.status.is_success(), "{}", stop.body);
+    let lift = t.call(Method::DELETE, "/v1/agents/bot/stop", Some(&t.operator), None).await;
+    assert!(lift.status.is_success(), "{}", lift.body);
+    // lifting again lifts nothing: not recorded
+    t.call(Method::DELETE, "/v1/agents/bot/stop", Some(&t.operator), None).await;
+
+    let log = entries(&t, "acme").await;
+    assert_eq!(one(&log, "session.opened", &sid)["principal"], "agent:bot");
+    let closed = one(&log, "session.closed", &sid);
+    assert_eq!(
+        (closed["principal"].as_str(), closed["detail"]["how"].as_str()),
+        (Some("human:alice"), Some("operator"))
+    );
+    let sent = one(&log, "directive.sent", &did);
+    assert_eq!(sent["principal"], "human:alice");
+    assert_eq!(one(&log, "directive.acked", &did)["principal"], "agent:bot");
+    assert_eq!(one(&log, "agent.stopped", "agent:bot")["principal"], "human:alice");
+    assert_eq!(one(&log, "agent.stop_lifted", "agent:bot")["principal"], "human:alice");
+}
+
+#[tokio::test]
+async fn credential_secret_binding_and_policy_changes_are_recorded_never_with_a_value() {
+    let t = hub().await;
+    let log = entries(&t, "acme").await;
+    // the fixture's credentials: an agent `bot`, an agent `other`, the operator
+    let created: BTreeMap<String, String> = log
+        .iter()
+        .filter(|e| e["kind"] == "credential.created")
+        .map(|e| (e["detail"]["principal"].as_str().unwrap().to_owned(), e["principal"].as_str().unwrap().to_owned()))
+        .collect();
+    assert!(created.contains_key("agent:bot") && created.contains_key("human:alice"), "{created:?}");
+    assert!(created.values().all(|p| p == "system:admin"));
+
+    ma2h_core::admin::put_secret(&t.hub, "acme", "bot", "hook-token", "s3cret-value-xyz").await.unwrap();
+    ma2h_core::admin::bind_callback(&t.hub, "acme", "bot", "hooks.example.com").await.unwrap();
+    let policy = json!({"id": "two-eyes", "approvals": 2});
+    let r = t.call(Method::PUT, "/v1/operator/approval-policies/two-eyes", Some(&t.operator), Some(policy)).await;
+    assert!(r.status.is_success(), "{}", r.body);
+
+    let log = entries(&t, "acme").await;
+    let secrets: Vec<&Value> =
+        log.iter().filter(|e| e["kind"] == "secret.set" && e["detail"]["name"] == "hook-token").collect();
+    assert_eq!(secrets.len(), 1, "{log:#?}");
+    assert_eq!((secrets[0]["target"].as_str(), secrets[0]["digest"].as_str()), (Some("agent:bot"), None));
+    assert!(!serde_json::to_string(&log).unwrap().contains("s3cret-value-xyz"));
+    assert_eq!(one(&log, "binding.added", "agent:bot")["detail"]["host"], "hooks.example.com");
+    let changed = one(&log, "policy.changed", "policy:two-eyes");
+    assert_eq!(
+        (changed["principal"].as_str(), changed["detail"]["action"].as_str()),
+        (Some("human:alice"), Some("put"))
+    );
+    // nothing of this account reaches another's ledger
+    assert!(entries(&t, "globex").await.iter().all(|e| e["kind"] != "policy.changed"));
+}
