@@ -5,7 +5,9 @@
 //! in `AUDACCOUNTS` / `{account}`, written once per account per process.
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use ma2h_core::audit::store::{AuditRecord, AuditStore, StoredCheckpoint};
 use ma2h_core::ports::StoreError;
 use ma2h_protocol::ids::{AccountId, key_part};
@@ -60,14 +62,93 @@ impl DynamoStore {
     }
 }
 
+/// An entry's item.
+fn entry_item(r: &AuditRecord) -> R<Item> {
+    let mut item = key(entry_pk(&r.account, r.shard), &r.sort_key());
+    item.insert("at".into(), n(ms(r.at)));
+    item.insert("data".into(), json(r)?);
+    Ok(item)
+}
+
+/// Issue 42: how an event's audit records join the write that commits it
+/// (`ma2h_core::audit::scope`). A method whose commit is one conditional write sends it alone
+/// when nothing is pending, and as a `TransactWriteItems` with the entries when something is.
+impl DynamoStore {
+    /// `transact`, with the pending audit records (if any) as further items of the same
+    /// transaction; they count as written once it commits.
+    pub(crate) async fn transact_audited(&self, mut items: Vec<TransactWriteItem>) -> R<bool> {
+        let Some(pending) = ma2h_core::audit::scope::current() else { return self.transact(items).await };
+        let records = pending.records();
+        for r in &records {
+            self.list_audit_account(&r.account).await?;
+            // unconditional: a transaction retried after a cancellation wrote nothing before
+            items.push(self.put(entry_item(r)?, None, HashMap::new())?);
+        }
+        let committed = self.transact(items).await?;
+        if committed {
+            pending.written();
+        }
+        Ok(committed)
+    }
+
+    /// `put_if`, or — with records pending — the same put in a transaction with them.
+    pub(crate) async fn put_if_audited(
+        &self,
+        item: Item,
+        condition: Option<&str>,
+        values: HashMap<String, AttributeValue>,
+    ) -> R<bool> {
+        if ma2h_core::audit::scope::current().is_none() {
+            return self.put_if(item, condition, values).await;
+        }
+        self.transact_audited(vec![self.put(item, condition, values)?]).await
+    }
+
+    /// `delete_key` (whether the item existed), or — with records pending — a delete on the
+    /// condition that it exists, in a transaction with them.
+    pub(crate) async fn delete_key_audited(&self, pk: String, sk: &str) -> R<bool> {
+        if ma2h_core::audit::scope::current().is_none() {
+            return self.delete_key(pk, sk).await;
+        }
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(pk, sk)))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(|e| unavailable("delete", e))?;
+        self.transact_audited(vec![TransactWriteItem::builder().delete(delete).build()]).await
+    }
+
+    /// An `UpdateItem` as a transaction item (for a write that joins `transact_audited`).
+    pub(crate) fn update_tx(
+        &self,
+        key_item: Item,
+        expression: &str,
+        condition: Option<&str>,
+        names: HashMap<String, String>,
+        values: HashMap<String, AttributeValue>,
+    ) -> R<TransactWriteItem> {
+        let mut b = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item))
+            .update_expression(expression)
+            .set_condition_expression(condition.map(str::to_owned));
+        if !names.is_empty() {
+            b = b.set_expression_attribute_names(Some(names));
+        }
+        if !values.is_empty() {
+            b = b.set_expression_attribute_values(Some(values));
+        }
+        Ok(TransactWriteItem::builder().update(b.build().map_err(|e| unavailable("update", e))?).build())
+    }
+}
+
 #[async_trait]
 impl AuditStore for DynamoStore {
     async fn append_audit(&self, records: &[AuditRecord]) -> R<()> {
         for r in records {
             self.list_audit_account(&r.account).await?;
-            let mut item = key(entry_pk(&r.account, r.shard), &r.sort_key());
-            item.insert("at".into(), n(ms(r.at)));
-            item.insert("data".into(), json(r)?);
+            let item = entry_item(r)?;
             // never overwritten; the same record again (a retried append) is a no-op
             match self
                 .client

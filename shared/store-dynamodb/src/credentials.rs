@@ -3,6 +3,8 @@
 //! checks that one human's credentials, never a scan), and per-agent secrets and bindings under
 //! one partition per agent.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use ma2h_core::channels::devices::Device;
@@ -127,7 +129,7 @@ impl DynamoStore {
     }
 
     async fn delete_agent_item(&self, account: &AccountId, agent: &AgentId, sk: String) -> R<bool> {
-        self.delete_key(agent_pk(account, agent), &sk).await
+        self.delete_key_audited(agent_pk(account, agent), &sk).await
     }
 
     /// Delete one item; whether it existed.
@@ -155,7 +157,7 @@ impl DynamoStore {
         if let Some((k, v)) = extra {
             item.insert(k.to_owned(), v);
         }
-        self.put_if(item, None, std::collections::HashMap::new()).await.map(|_| ())
+        self.put_if_audited(item, None, HashMap::new()).await.map(|_| ())
     }
 }
 
@@ -170,16 +172,12 @@ impl CredentialStore for DynamoStore {
                 .map_err(|e| unavailable("put", e))?;
             Ok(TransactWriteItem::builder().put(p).build())
         };
-        let mut tx = self
-            .client
-            .transact_write_items()
-            .transact_items(put(credential_item(c))?)
-            .transact_items(put(id_pointer(c))?)
-            .transact_items(put(principal_pointer(c))?);
+        let mut items = vec![put(credential_item(c))?, put(id_pointer(c))?, put(principal_pointer(c))?];
         if let Some(entry) = roster_item(c) {
-            tx = tx.transact_items(put(entry)?);
+            items.push(put(entry)?);
         }
-        tx.send().await.map_err(|e| unavailable("TransactWriteItems", e))?;
+        // (no conditions: it commits, or fails as unavailable)
+        self.transact_audited(items).await?;
         Ok(())
     }
 
@@ -234,19 +232,7 @@ impl CredentialStore for DynamoStore {
 
     async fn update_credential(&self, c: &CredentialRecord) -> R<()> {
         // Only revocation and expiry change; the item is rewritten whole if it exists.
-        let res = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(credential_item(c)))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        match res {
-            Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(()),
-            Err(e) => Err(unavailable("PutItem", e)),
-        }
+        self.put_if_audited(credential_item(c), Some("attribute_exists(pk)"), HashMap::new()).await.map(|_| ())
     }
 
     async fn touch_operator(&self, account: &AccountId, human: &HumanId, at: Timestamp) -> R<()> {
@@ -286,7 +272,7 @@ impl CredentialStore for DynamoStore {
         item.insert("created_at".into(), n(ms(d.created_at)));
         item.insert("push_host".into(), s(d.push_host.clone()));
         item.insert("sealed".into(), s(d.sealed.clone()));
-        self.put_if(item, None, std::collections::HashMap::new()).await.map(|_| ())
+        self.put_if_audited(item, None, HashMap::new()).await.map(|_| ())
     }
 
     async fn devices_of(&self, account: &AccountId, human: &HumanId) -> R<Vec<Device>> {
@@ -358,16 +344,11 @@ impl CredentialStore for DynamoStore {
         item.insert("version".into(), n(i64::try_from(policy.version).unwrap_or(i64::MAX)));
         // Compare-and-set on the version: the first write, or exactly the next one.
         let version = i64::try_from(policy.version).unwrap_or(i64::MAX);
-        let mut req = self.client.put_item().table_name(&self.table).set_item(Some(item));
-        req = if version <= 1 {
-            req.condition_expression("attribute_not_exists(pk)")
+        if version <= 1 {
+            self.put_if_audited(item, Some("attribute_not_exists(pk)"), HashMap::new()).await
         } else {
-            req.condition_expression("version = :prev").expression_attribute_values(":prev", n(version - 1))
-        };
-        match req.send().await {
-            Ok(_) => Ok(true),
-            Err(e) if crate::mailbox::is_condition_failure(&e) => Ok(false),
-            Err(e) => Err(unavailable("PutItem", e)),
+            let prev = HashMap::from([(":prev".to_owned(), n(version - 1))]);
+            self.put_if_audited(item, Some("version = :prev"), prev).await
         }
     }
 

@@ -77,14 +77,7 @@ impl DynamoStore {
 #[async_trait]
 impl GrantStore for DynamoStore {
     async fn put_grant(&self, grant: &Grant) -> R<()> {
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item_of(grant)?))
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem", e))?;
-        Ok(())
+        self.put_if_audited(item_of(grant)?, None, HashMap::new()).await.map(|_| ())
     }
 
     async fn grants_for(&self, account: &AccountId, agent: &AgentId, key: &str) -> R<Vec<Grant>> {
@@ -136,19 +129,27 @@ impl GrantStore for DynamoStore {
     }
 
     async fn revoke_grant(&self, grant: &Grant, at: Timestamp, by: &str) -> R<bool> {
+        let expression = "SET revoked_at = :at, revoked_by = :by, #ttl = :ttl";
+        let condition = "attribute_exists(pk) AND attribute_not_exists(revoked_at)";
+        let names = HashMap::from([("#ttl".to_owned(), "ttl".to_owned())]);
+        let values = HashMap::from([
+            (":at".to_owned(), n(ms(at))),
+            (":by".to_owned(), AttributeValue::S(by.to_owned())),
+            (":ttl".to_owned(), ttl_secs(at + KEEP)),
+        ]);
+        if ma2h_core::audit::scope::current().is_some() {
+            let update = self.update_tx(Self::grant_key(grant), expression, Some(condition), names, values)?;
+            return self.transact_audited(vec![update]).await;
+        }
         let res = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(Self::grant_key(grant)))
-            .update_expression("SET revoked_at = :at, revoked_by = :by, #ttl = :ttl")
-            .condition_expression("attribute_exists(pk) AND attribute_not_exists(revoked_at)")
-            .expression_attribute_names("#ttl", "ttl")
-            .set_expression_attribute_values(Some(HashMap::from([
-                (":at".to_owned(), n(ms(at))),
-                (":by".to_owned(), AttributeValue::S(by.to_owned())),
-                (":ttl".to_owned(), ttl_secs(at + KEEP)),
-            ])))
+            .update_expression(expression)
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
             .send()
             .await;
         match res {

@@ -90,7 +90,9 @@ impl DynamoStore {
     /// message id exists already.
     async fn put_message_items(&self, m: &MessageRecord) -> R<bool> {
         // (The open count was raised by `admit`, before: see `admission.rs`.)
-        if !self.put_if(message_item(m, self.shards), Some("attribute_not_exists(pk)"), HashMap::new()).await? {
+        // issue 42: the message's commit carries its audit record (a transaction, then)
+        let item = message_item(m, self.shards);
+        if !self.put_if_audited(item, Some("attribute_not_exists(pk)"), HashMap::new()).await? {
             return Ok(false);
         }
         if m.status == ma2h_protocol::lifecycle::Status::Open {
@@ -161,7 +163,7 @@ impl DynamoStore {
         if let Some(r) = m.retain_until {
             items.push(self.put(tombstone_item(&m.account, &m.id, &m.agent_id, r), None, HashMap::new())?);
         }
-        if self.transact(items).await? {
+        if self.transact_audited(items).await? {
             if m.status == ma2h_protocol::lifecycle::Status::Open {
                 self.count_open_message(m, 1).await;
             }

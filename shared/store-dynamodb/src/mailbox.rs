@@ -13,6 +13,8 @@
 //!   within deadline.
 //! * Presence is `AGENT#{account}#{agent}` / `PRESENCE`, written only forwards.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, Select};
 use ma2h_core::mailbox::model::{
@@ -267,14 +269,13 @@ impl MailboxStore for DynamoStore {
         {
             return Ok(Enqueued::Full);
         }
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(entry_item(entry, self.shards)))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem", e))?;
+        // (entry keys are fresh ids: the condition only guards against a replayed write)
+        if !self
+            .put_if_audited(entry_item(entry, self.shards), Some("attribute_not_exists(pk)"), HashMap::new())
+            .await?
+        {
+            return Err(StoreError::Unavailable(format!("mailbox entry {} exists already", entry.key)));
+        }
         Ok(Enqueued::New)
     }
 
@@ -349,6 +350,13 @@ impl MailboxStore for DynamoStore {
     ) -> R<Vec<MailboxEntry>> {
         let mut acked = Vec::new();
         for entry_key in keys {
+            if ma2h_core::audit::scope::current().is_some() {
+                // issue 42: the same update in a transaction with the pending records
+                if let Some(entry) = self.ack_audited(mailbox, entry_key, ack, retain_until).await? {
+                    acked.push(entry);
+                }
+                continue;
+            }
             let res = self
                 .client
                 .update_item()
@@ -509,5 +517,40 @@ impl MailboxStore for DynamoStore {
     async fn last_seen(&self, mailbox: &Mailbox) -> R<Option<Timestamp>> {
         let item = self.get(key(agent_pk(&mailbox.account, &mailbox.agent), PRESENCE_SK)).await?;
         Ok(item.as_ref().map(|i| opt_n(i, "last_seen")).transpose()?.flatten().map(time::from_millis))
+    }
+}
+
+impl DynamoStore {
+    /// `ack_entries` for one entry with audit records pending: the ack and the records in one
+    /// transaction, then the entry read back (a transaction returns no item).
+    async fn ack_audited(
+        &self,
+        mailbox: &Mailbox,
+        entry_key: &str,
+        ack: &AckRecord,
+        retain_until: Timestamp,
+    ) -> R<Option<MailboxEntry>> {
+        let names = HashMap::from([("#ttl".to_owned(), "ttl".to_owned())]);
+        let values = HashMap::from([
+            (":me".to_owned(), s(mailbox.agent.as_str())),
+            (":zero".to_owned(), n(0)),
+            (":at".to_owned(), n(ms(ack.acked_at))),
+            (":why".to_owned(), s("acked")),
+            (":ret".to_owned(), n(ms(retain_until))),
+            (":ttl".to_owned(), ttl_secs(retain_until)),
+            (":by".to_owned(), s(ack.by.clone())),
+            (":note".to_owned(), ack.note.clone().map_or(AttributeValue::Null(true), AttributeValue::S)),
+        ]);
+        let update = self.update_tx(
+            key(entry_pk(&mailbox.account, entry_key), ENTRY_SK),
+            &Self::close_expression(true),
+            Some("agent_id = :me AND attribute_exists(mbx_pk) AND deliveries > :zero AND deadline >= :at"),
+            names,
+            values,
+        )?;
+        if !self.transact_audited(vec![update]).await? {
+            return Ok(None);
+        }
+        self.get_entry(&mailbox.account, entry_key).await
     }
 }

@@ -76,6 +76,43 @@ impl DynamoStore {
         self.get(key(msg_pk(account, id), MSG_SK)).await?.map(|i| message_from(&i)).transpose()
     }
 
+    /// `incr_counter` with audit records pending (a logout): the increment — or a new window —
+    /// in a transaction with them; the value read back after (a transaction returns none).
+    async fn incr_audited(&self, counter: &str, k: Item, expires_at: Timestamp, now: Timestamp) -> R<u64> {
+        let names = HashMap::from([("#v".to_owned(), "value".to_owned()), ("#ttl".to_owned(), "ttl".to_owned())]);
+        for _ in 0..5 {
+            let values = HashMap::from([
+                (":zero".to_owned(), n(0)),
+                (":one".to_owned(), n(1)),
+                (":exp".to_owned(), n(ms(expires_at))),
+                (":ttl".to_owned(), ttl_secs(expires_at + chrono::Duration::minutes(5))),
+                (":now".to_owned(), n(ms(now))),
+            ]);
+            let add = self.update_tx(
+                k.clone(),
+                "SET #v = if_not_exists(#v, :zero) + :one, expires_at = if_not_exists(expires_at, :exp), \
+                 #ttl = if_not_exists(#ttl, :ttl)",
+                Some("attribute_not_exists(pk) OR expires_at > :now"),
+                names.clone(),
+                values,
+            )?;
+            if self.transact_audited(vec![add]).await? {
+                let item = self.get(k.clone()).await?.unwrap_or_default();
+                return Ok(u64::try_from(get_n(&item, "value").unwrap_or(1)).unwrap_or(1));
+            }
+            // an expired window: start a new one at 1
+            let mut item = k.clone();
+            item.insert("value".into(), n(1));
+            item.insert("expires_at".into(), n(ms(expires_at)));
+            item.insert("ttl".into(), ttl_secs(expires_at + chrono::Duration::minutes(5)));
+            let fresh = self.put(item, Some("expires_at <= :now"), HashMap::from([(":now".to_owned(), n(ms(now)))]))?;
+            if self.transact_audited(vec![fresh]).await? {
+                return Ok(1);
+            }
+        }
+        Err(StoreError::Unavailable(format!("counter {counter}: too much contention")))
+    }
+
     /// Keys from a sparse time index, due at `now`, oldest first.
     /// Due message keys of one partition family, oldest first, across its shards.
     async fn due(
@@ -253,6 +290,20 @@ impl MessageStore for DynamoStore {
         if !remove.is_empty() {
             expr.push_str(&format!(" REMOVE {}", remove.join(", ")));
         }
+        if ma2h_core::audit::scope::current().is_some() {
+            // issue 42: a final outcome's record commits with it
+            let update = self.update_tx(
+                key(msg_pk(account, id), MSG_SK),
+                &expr,
+                Some("attribute_exists(pk)"),
+                HashMap::new(),
+                values,
+            )?;
+            if !self.transact_audited(vec![update]).await? {
+                return Err(StoreError::Unavailable(format!("message {id} is gone")));
+            }
+            return Ok(());
+        }
         self.client
             .update_item()
             .table_name(&self.table)
@@ -358,6 +409,9 @@ impl MessageStore for DynamoStore {
 
     async fn incr_counter(&self, counter: &str, expires_at: Timestamp, now: Timestamp) -> R<u64> {
         let k = key(format!("CNT#{counter}"), "CNT");
+        if ma2h_core::audit::scope::current().is_some() {
+            return self.incr_audited(counter, k, expires_at, now).await;
+        }
         for _ in 0..5 {
             // Within a live window: atomic ADD.
             let res = self

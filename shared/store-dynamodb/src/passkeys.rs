@@ -58,7 +58,7 @@ impl DynamoStore {
         let by_id = self.put(fields(id_key(&p.id), p), Some(condition), Default::default())?;
         let owner = key(owner_pk(&p.account, &p.human), &p.id);
         let by_owner = self.put(fields(owner, p), (!new).then_some(condition), Default::default())?;
-        self.transact(vec![by_id, by_owner]).await
+        self.transact_audited(vec![by_id, by_owner]).await
     }
 
     pub(crate) async fn passkeys_of_operator(&self, account: &AccountId, human: &HumanId) -> R<Vec<Passkey>> {
@@ -82,6 +82,6 @@ impl DynamoStore {
             }
             _ => {}
         }
-        self.delete_key(owner_pk(account, human), id).await
+        self.delete_key_audited(owner_pk(account, human), id).await
     }
 }

@@ -264,7 +264,7 @@ impl SessionStore for DynamoStore {
             TransactWriteItem::builder().condition_check(check).build(),
             self.put(session_item(session, self.shards), Some("attribute_not_exists(pk)"), HashMap::new())?,
         ];
-        if self.transact(items).await? { Ok(Registered::New) } else { Ok(Registered::Stopped) }
+        if self.transact_audited(items).await? { Ok(Registered::New) } else { Ok(Registered::Stopped) }
     }
 
     async fn get_session(&self, account: &AccountId, id: &SessionId) -> R<Option<SessionRecord>> {
@@ -351,7 +351,12 @@ impl SessionStore for DynamoStore {
                     TransactWriteItem::builder().update(self.end_update(account, id, end, retain_until)?).build(),
                     self.put(stop_item(&current.mailbox(), stop), None, HashMap::new())?,
                 ];
-                self.transact(items).await?
+                self.transact_audited(items).await?
+            }
+            // issue 42: with audit records pending, the same update in a transaction with them
+            None if ma2h_core::audit::scope::current().is_some() => {
+                let u = self.end_update(account, id, end, retain_until)?;
+                self.transact_audited(vec![TransactWriteItem::builder().update(u).build()]).await?
             }
             None => {
                 let u = self.end_update(account, id, end, retain_until)?;
@@ -449,14 +454,7 @@ impl SessionStore for DynamoStore {
     }
 
     async fn put_stop(&self, mailbox: &Mailbox, stop: &StopRecord) -> R<()> {
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(stop_item(mailbox, stop)))
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem", e))?;
-        Ok(())
+        self.put_if_audited(stop_item(mailbox, stop), None, HashMap::new()).await.map(|_| ())
     }
 
     async fn get_stop(&self, mailbox: &Mailbox) -> R<Option<StopRecord>> {
@@ -469,15 +467,6 @@ impl SessionStore for DynamoStore {
     }
 
     async fn lift_stop(&self, mailbox: &Mailbox) -> R<bool> {
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key(stop_pk(mailbox), STOP_SK)))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(|e| unavailable("DeleteItem", e))?;
-        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+        self.delete_key_audited(stop_pk(mailbox), STOP_SK).await
     }
 }

@@ -10,8 +10,8 @@
 //! only content is the agent id), so no terminal message ever lacks the tombstone that answers
 //! 410 once it is purged; a losing transition leaves a tombstone the winner writes anyway.
 //!
-//! Only a terminal carrying a §8.7.1 `response` entry stays a transaction: the entry commits with
-//! the terminal, or not at all.
+//! Only a terminal carrying a §8.7.1 `response` entry, or audit records (issue 42), stays a
+//! transaction: the entry and the records commit with the terminal, or not at all.
 
 use std::collections::HashMap;
 
@@ -72,7 +72,9 @@ impl DynamoStore {
             .set_expression_attribute_values(Some(Self::cas_values(current, w)))
             .build()
             .map_err(|e| unavailable("put", e))?;
-        if let Some(entry) = &w.entry {
+        // issue 42: with audit records pending, the transaction too (the records commit with it)
+        let audited = ma2h_core::audit::scope::current().is_some();
+        if w.entry.is_some() || audited {
             // Counted? (A transaction returns no old item; the CAS below makes this read the
             // state it replaces: `updated_at` unchanged means `cnt` unchanged.)
             let counted = self
@@ -88,16 +90,15 @@ impl DynamoStore {
                 .item
                 .is_some_and(|i| i.contains_key(crate::counts::COUNTED));
             // §8.7.1: the session's `response` entry commits with the terminal, or not at all.
-            let items = vec![
-                TransactWriteItem::builder().put(cas).build(),
-                self.put(tomb, None, HashMap::new())?,
-                self.put(
+            let mut items = vec![TransactWriteItem::builder().put(cas).build(), self.put(tomb, None, HashMap::new())?];
+            if let Some(entry) = &w.entry {
+                items.push(self.put(
                     crate::mailbox::entry_item(entry, self.shards),
                     Some("attribute_not_exists(pk)"),
                     HashMap::new(),
-                )?,
-            ];
-            if !self.transact(items).await? {
+                )?);
+            }
+            if !self.transact_audited(items).await? {
                 return Ok(None);
             }
             if counted {

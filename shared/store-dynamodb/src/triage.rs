@@ -61,10 +61,10 @@ impl TriageStore for DynamoStore {
     async fn put_triage(&self, record: &TriageRecord, expected: Option<u64>) -> Result<bool, StoreError> {
         let item = item_of(record)?;
         match expected {
-            None => self.put_if(item, Some("attribute_not_exists(pk)"), HashMap::new()).await,
+            None => self.put_if_audited(item, Some("attribute_not_exists(pk)"), HashMap::new()).await,
             Some(v) => {
                 let values = HashMap::from([(":v".to_owned(), n(i64::try_from(v).unwrap_or(i64::MAX)))]);
-                self.put_if(item, Some("version = :v"), values).await
+                self.put_if_audited(item, Some("version = :v"), values).await
             }
         }
     }
