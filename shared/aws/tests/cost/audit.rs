@@ -3,6 +3,7 @@
 //! `Query` per shard, one conditional `PutItem`), and an export (the checkpoints, the shards each
 //! checkpoint covers, then every shard after the last one).
 
+use axum::http::StatusCode;
 use chrono::Duration;
 use ma2h_core::audit::seal::{Sealed, seal_account};
 use ma2h_core::audit::store::AuditRecord;
@@ -11,6 +12,8 @@ use ma2h_protocol::ids::AccountId;
 
 use crate::env::*;
 use crate::metering::Tally;
+use crate::support::event;
+use serde_json::json;
 
 fn entry(e: &Env, n: usize, shard: u16) -> AuditRecord {
     AuditRecord {
@@ -66,4 +69,88 @@ async fn requests_of_the_audit_ledger_append_seal_and_export() {
         print_table("The audit ledger (counted on the wire, asserted)", &rows);
     })
     .await;
+}
+
+/// With the ledger on (the default), what each recorded event adds to its leg's requests: the
+/// write that commits the event becomes one `TransactWriteItems` carrying the entry (docs/COST.md
+/// "Audit ledger"); the legs' own tables are measured with it off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_ledger_on_an_events_write_carries_its_entry_in_one_transaction() {
+    let Some(e) = env_with("audit-on", true, ma2h_store_dynamodb::shards::DEFAULT_SHARDS, true).await else { return };
+    let e = std::sync::Arc::new(e);
+    let body = {
+        let e = e.clone();
+        async move {
+            let (url, _hits) = receiver().await;
+            let (status, _) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&notify("warm")))).await;
+            assert_eq!(status, StatusCode::ACCEPTED);
+            e.phase().await;
+            let mut rows: Vec<(String, Tally)> = Vec::new();
+            let mut phase = |name: &str, t: Tally, expected: &[(&str, u64)]| {
+                crate::cost_eq!(t.requests, expect(expected), "{name}");
+                rows.push((name.to_owned(), t));
+            };
+
+            let cb = json!({"mode": "push", "url": url, "auth": {"scheme": "hmac", "secret_ref": "cb"}});
+            let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("a1", Some(cb), None)))).await;
+            assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
+            let id = ack["id"].as_str().unwrap().to_owned();
+            // as with the ledger off, but the message's PutItem is a transaction with its entry
+            phase(
+                "submit (ask, push callback)",
+                e.phase().await,
+                &[
+                    ("dynamodb:GetItem", 1),
+                    ("dynamodb:Query", 1),
+                    ("dynamodb:UpdateItem", 2),
+                    ("dynamodb:PutItem", 1),
+                    ("dynamodb:TransactWriteItems", 1),
+                ],
+            );
+            let answer = json!({"resolution": "answered", "value": "ship"});
+            let (status, res) =
+                call(&e, event("POST", &format!("/v1/messages/{id}/resolve"), &e.operator, Some(&answer))).await;
+            assert_eq!(status, StatusCode::OK, "{res}");
+            // the tombstone, the CAS and the entry in one transaction; the counted check is a read
+            phase(
+                "resolve (operator)",
+                e.phase().await,
+                &[
+                    ("dynamodb:GetItem", 2),
+                    ("dynamodb:Query", 1),
+                    ("dynamodb:TransactWriteItems", 1),
+                    ("dynamodb:UpdateItem", 1),
+                    ("sqs:SendMessage", 1),
+                ],
+            );
+            assert_eq!(deliver_via_esm(&e).await, (1, 0));
+            // the push track and its `push.delivered` entry
+            phase(
+                "push (deliver function)",
+                e.phase().await,
+                &[("dynamodb:Query", 2), ("dynamodb:TransactWriteItems", 1)],
+            );
+            let acct = AccountId::parse("acme").unwrap();
+            let lines = ma2h_core::audit::export::export(&e.dep.hub, &acct, None, None).await.unwrap();
+            let kinds: Vec<String> = lines
+                .iter()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|v| v["type"] == "entry" && v["target"] == id.as_str())
+                .map(|v| v["kind"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            assert_eq!(kinds.len(), 3, "{kinds:?}");
+            print_table("With the audit ledger on (counted on the wire, asserted)", &rows);
+            // the entries spread over the account's audit shards: none near a partition's limit
+            // at the goal's 20,000 asks/s on one account (the legs' own partitions: heat.rs)
+            let phases: Vec<Tally> = rows.iter().map(|(_, t)| t.clone()).collect();
+            crate::heat::check_family("pushed ask, answered, with the audit ledger on", 20_000.0, &phases, "AUD#");
+        }
+    };
+    let result = tokio::spawn(body).await;
+    let (table, url) = (e.dep.store.table().to_owned(), e.dep.queue.queue_url().to_owned());
+    let _ = e.raw.delete_table().table_name(table).send().await;
+    let _ = e.esm_sqs.delete_queue().queue_url(url).send().await;
+    if let Err(err) = result {
+        std::panic::resume_unwind(err.into_panic());
+    }
 }

@@ -35,8 +35,15 @@ pub(crate) struct Env {
     indexes: Vec<IndexDef>,
 }
 
-/// A fresh table and queue over metered clients. `None` (skipped) without moto.
+/// A fresh table and queue over metered clients, the audit ledger off: each leg's lines are
+/// its own, and `audit.rs` adds the ledger's per event (docs/COST.md). `None` (skipped)
+/// without moto.
 pub(crate) async fn env(name: &str, capacity: bool, shards: u16) -> Option<Env> {
+    env_with(name, capacity, shards, false).await
+}
+
+/// [`env`], with the audit ledger on or off.
+pub(crate) async fn env_with(name: &str, capacity: bool, shards: u16, audit: bool) -> Option<Env> {
     let config = moto_config().await?;
     let table = unique(&format!("cost-{name}"));
     let meter = if capacity { Meter::default().ask_for_capacity() } else { Meter::default() };
@@ -55,6 +62,7 @@ pub(crate) async fn env(name: &str, capacity: bool, shards: u16) -> Option<Env> 
     let queue_url = raw_sqs(&config).create_queue().queue_name(&table).send().await.unwrap().queue_url.unwrap();
     // The production defaults for what submit checks: 600 requests/min, inbox depth 1000.
     let mut settings = test_settings();
+    settings.audit.enabled = audit;
     // Every request reads its credential, as on a cold or busy fleet of Lambdas (the in-process
     // cache only helps a warm instance that saw the same key within the last second).
     settings.credential_cache = std::time::Duration::ZERO;

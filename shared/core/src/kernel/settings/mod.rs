@@ -10,8 +10,10 @@ use std::time::Duration;
 use ma2h_protocol::rules::SizeLimits;
 
 mod env;
+mod audit;
 mod telemetry;
 pub use env::Env;
+pub use audit::AuditSettings;
 pub use telemetry::TelemetrySettings;
 
 /// `dev` relaxes what production forbids (plain-http public URL, dev credentials); production is
@@ -103,6 +105,8 @@ pub struct Settings {
     pub channels: ChannelSettings,
     /// OpenTelemetry trace export (issue 43; off by default).
     pub telemetry: TelemetrySettings,
+    /// The audit ledger (issue 42).
+    pub audit: AuditSettings,
 }
 
 /// Channel notifications (issue 20).
@@ -353,6 +357,7 @@ impl Default for Settings {
             inter_agent: InterAgentSettings::default(),
             channels: ChannelSettings::default(),
             telemetry: TelemetrySettings::default(),
+            audit: AuditSettings::default(),
         }
     }
 }
@@ -460,6 +465,7 @@ impl Settings {
         s.dev_egress_allow = e.list("MA2H_DEV_EGRESS_ALLOW").filter(|l| l != &["none"]).unwrap_or_default();
         e.bool("MA2H_LOG_JSON", &mut s.log_json);
         s.telemetry.read(e);
+        s.audit.read(e);
     }
 
     /// The local binary in dev mode reaches a receiver on this machine out of the box (`ma2h
