@@ -89,3 +89,27 @@ async fn an_operator_reads_the_export_over_http_and_others_may_not() {
     let r = t.call(Method::GET, "/v1/operator/audit", None, None).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn the_sweeper_seals_settled_entries_once_per_window_whichever_sweep_comes_first() {
+    let t = hub().await;
+    let acct = AccountId::parse("acme").unwrap();
+    append(&t, &acct, 4, "message.submitted").await;
+    let sweep = || async { ma2h_core::messages::sweep::sweep_once(&t.hub).await.unwrap().audit_checkpoints };
+    // the window's first sweep claims it: nothing is settled yet, so nothing is sealed
+    assert_eq!(sweep().await, 0, "nothing settled");
+    t.advance(SETTLE + Duration::seconds(1));
+    // settled now, but this window was claimed (the test clock starts on a window's first minute)
+    assert_eq!(sweep().await, 0, "the window is claimed");
+    assert!(t.hub.audit.last_audit_checkpoint(&acct).await.unwrap().is_none());
+    // the next window's first sweep seals every account with settled entries (the fixture's
+    // credentials made two), and no other sweep of that window does
+    t.advance(Duration::minutes(i64::from(t.hub.settings.audit.seal_minutes)));
+    assert_eq!(sweep().await, 2, "acme and globex");
+    assert_eq!(sweep().await, 0, "once a window");
+    let cp = t.hub.audit.last_audit_checkpoint(&acct).await.unwrap().expect("a checkpoint");
+    assert_eq!(cp.seq(), 0);
+    let lines = export(&t.hub, &acct, None, None).await.unwrap();
+    let report = verify(lines.iter().map(String::as_str), &t.hub.keys.verifying_keys()).unwrap();
+    assert_eq!(report.checkpoints, 1);
+}

@@ -92,7 +92,8 @@ async fn with_the_ledger_on_an_events_write_carries_its_entry_in_one_transaction
             };
 
             let cb = json!({"mode": "push", "url": url, "auth": {"scheme": "hmac", "secret_ref": "cb"}});
-            let (status, ack) = call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("a1", Some(cb), None)))).await;
+            let (status, ack) =
+                call(&e, event("POST", "/v1/messages", &e.agent, Some(&ask("a1", Some(cb), None)))).await;
             assert_eq!(status, StatusCode::ACCEPTED, "{ack}");
             let id = ack["id"].as_str().unwrap().to_owned();
             // as with the ledger off, but the message's PutItem is a transaction with its entry

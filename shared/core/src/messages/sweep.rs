@@ -20,6 +20,8 @@ pub struct SweepReport {
     pub sessions_expired: usize,
     pub entries_bounced: usize,
     pub sessions_purged: usize,
+    /// Audit checkpoints signed (issue 42: once per `MA2H_AUDIT_SEAL_MINUTES`).
+    pub audit_checkpoints: u64,
 }
 
 /// How many due rows of each kind one read of the sweeper takes (due expiries are read again
@@ -69,7 +71,23 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
     hub.notifications.purge_notifications(now, SWEEP_BATCH).await?;
     hub.triage.purge_triage(now, SWEEP_BATCH).await?;
     hub.grants.purge_grants(now, SWEEP_BATCH).await?;
+    report.audit_checkpoints = seal_due(hub, now).await?;
     Ok(report)
+}
+
+/// Issue 42: once per `MA2H_AUDIT_SEAL_MINUTES` window, the first sweep of the window — across
+/// every process and function, by a store counter — seals every account's settled entries.
+async fn seal_due(hub: &Hub, now: ma2h_protocol::time::Timestamp) -> Result<u64, HubError> {
+    if !hub.settings.audit.enabled {
+        return Ok(0);
+    }
+    let secs = i64::from(hub.settings.audit.seal_minutes.max(1)) * 60;
+    let window = now.timestamp().div_euclid(secs);
+    let end = ma2h_protocol::time::from_millis((window + 1) * secs * 1000);
+    if hub.messages.incr_counter(&format!("audit-seal/{window}"), end, now).await? != 1 {
+        return Ok(0);
+    }
+    crate::audit::seal::seal_all(hub).await
 }
 
 /// Issue 38: the sweeper's expiry throughput grows with the backlog. Due messages are read a

@@ -1,4 +1,5 @@
-//! The audit ledger (issue 42, docs/design/audit.md): on by default.
+//! The audit ledger (issue 42, docs/design/audit.md): on by default. Its entries are kept for
+//! good (no purge yet): message retention never removes them.
 
 use super::Env;
 
@@ -9,9 +10,6 @@ pub struct AuditSettings {
     /// the DynamoDB writes that would carry an entry stay single writes — and exports hold only
     /// what was recorded before.
     pub enabled: bool,
-    /// How long entries and checkpoints are kept (`MA2H_AUDIT_RETENTION_DAYS`, default 400, at
-    /// least 1): independent of message retention, so the ledger outlives message purges.
-    pub retention_days: u32,
     /// How often the sweeper seals an account's settled entries with a signed checkpoint
     /// (`MA2H_AUDIT_SEAL_MINUTES`, default 5, 1–1440).
     pub seal_minutes: u32,
@@ -19,18 +17,14 @@ pub struct AuditSettings {
 
 impl Default for AuditSettings {
     fn default() -> Self {
-        Self { enabled: true, retention_days: 400, seal_minutes: 5 }
+        Self { enabled: true, seal_minutes: 5 }
     }
 }
 
 impl AuditSettings {
     pub(super) fn read(&mut self, e: &mut Env<'_>) {
         e.bool("MA2H_AUDIT", &mut self.enabled);
-        e.int("MA2H_AUDIT_RETENTION_DAYS", &mut self.retention_days);
         e.int("MA2H_AUDIT_SEAL_MINUTES", &mut self.seal_minutes);
-        if self.retention_days == 0 {
-            e.refuse("MA2H_AUDIT_RETENTION_DAYS must be at least 1");
-        }
         if !(1..=1440).contains(&self.seal_minutes) {
             e.refuse("MA2H_AUDIT_SEAL_MINUTES must be 1–1440");
         }

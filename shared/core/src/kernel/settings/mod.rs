@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use ma2h_protocol::rules::SizeLimits;
 
-mod env;
 mod audit;
+mod env;
 mod telemetry;
-pub use env::Env;
 pub use audit::AuditSettings;
+pub use env::Env;
 pub use telemetry::TelemetrySettings;
 
 /// `dev` relaxes what production forbids (plain-http public URL, dev credentials); production is
