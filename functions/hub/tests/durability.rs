@@ -353,6 +353,62 @@ fn owed_not_pushed(ledger: &Ledger, pushes: &Pushes) -> usize {
         .count()
 }
 
+/// Issue 42: the ledger holds exactly the events that committed. After the final restart (every
+/// owed push delivered), the export verifies with the Hub's published key; every stored message
+/// has one `message.submitted` entry, every terminal one exactly one terminal entry naming its
+/// stored `resolution_id`, every delivered push one `push.delivered`; and no entry names a message
+/// that does not exist or a resolution that lost. Returns how many entries were checked.
+fn check_audit(
+    data: &std::path::Path,
+    hub: &Hub,
+    keys: &Keys,
+    final_state: &HashMap<String, (String, String)>,
+    owed: &[(&str, &str)],
+) -> usize {
+    let file = data.join("audit.jsonl");
+    let out = base_command(data)
+        .args(["admin", "audit", "export", "--account", "acme", "--output"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let cap = try_request(&hub.addr, "GET", "/.well-known/ma2h", None, None).unwrap().1;
+    let report = ma2h_protocol::audit::verify(text.lines(), &ma2h_protocol::signature::VerifyingKey::published(&cap))
+        .unwrap_or_else(|f| panic!("the export does not verify: {f}"));
+    let entries: Vec<Value> =
+        text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v["type"] == "entry").collect();
+    assert_eq!(entries.len() as u64, report.entries);
+    let of = |kind: &str, id: &str| -> Vec<&Value> {
+        entries.iter().filter(|e| e["kind"] == kind && e["target"] == id).collect()
+    };
+    for (id, (status, rid)) in final_state {
+        assert_eq!(of("message.submitted", id).len(), 1, "{id}: one submitted entry");
+        if status == "open" || status == "delivered" {
+            continue;
+        }
+        let terminals: Vec<&Value> =
+            ["message.resolved", "message.cancelled", "message.expired"].iter().flat_map(|k| of(k, id)).collect();
+        assert_eq!(terminals.len(), 1, "{id} ({status}): one terminal entry, got {terminals:?}");
+        assert_eq!(terminals[0]["detail"]["resolution_id"].as_str(), Some(rid.as_str()), "{id}: the stored resolution");
+    }
+    for (id, _) in owed {
+        assert_eq!(of("push.delivered", id).len(), 1, "{id}: one push.delivered entry");
+    }
+    // no entry of an event that did not commit: every message named exists, every terminal
+    // entry names the stored resolution (a cut-off submit that committed is in the ledger and
+    // in the store alike)
+    for e in entries.iter().filter(|e| e["kind"].as_str().is_some_and(|k| k.starts_with("message."))) {
+        let id = e["target"].as_str().unwrap();
+        let (status, body) = get(hub, &format!("/v1/messages/{id}"), &keys.agent);
+        assert_eq!(status, 200, "{id} is in the ledger but not in the store: {body}");
+        if e["kind"] != "message.submitted" {
+            assert_eq!(e["detail"]["resolution_id"], body["response"]["resolution_id"], "{id}: a terminal that lost");
+        }
+    }
+    entries.len()
+}
+
 #[test]
 fn kill_9_under_concurrent_load_loses_no_ack_and_every_owed_push_is_delivered() {
     let started = Instant::now();
@@ -479,8 +535,9 @@ fn kill_9_under_concurrent_load_loses_no_ack_and_every_owed_push_is_delivered() 
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let audited = check_audit(dir.path(), &hub, &keys, &final_state, &owed);
     eprintln!(
-        "{ITERATIONS} kill -9 cycles ({kills_under_load} under load): {} acked messages, {} acked resolutions, {} cut-off actions that had committed, {} pushes owed and delivered ({owed_at_kills} acked ones were still owed when a kill landed, {owed_at_restart} at the final restart), in {:.1?}",
+        "{ITERATIONS} kill -9 cycles ({kills_under_load} under load): {} acked messages, {} acked resolutions, {} cut-off actions that had committed, {} pushes owed and delivered ({owed_at_kills} acked ones were still owed when a kill landed, {owed_at_restart} at the final restart), {audited} audit entries matching them, in {:.1?}",
         l.acked.len(),
         l.resolved.len(),
         l.committed_unacked.len(),
