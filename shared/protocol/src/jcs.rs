@@ -107,6 +107,19 @@ pub fn write_object_omitting<W: std::io::Write>(
     )
 }
 
+/// Lowercase-hex SHA-256 of the JCS of `value` with its top-level members named in `omit` left
+/// out — as if absent — streamed through [`write`] into a [`HashWriter`]: no copy of the value
+/// and no canonical buffer (the audit ledger's digest of every submit, issue 42).
+pub fn canonical_sha256_omitting(value: &Value, omit: &[&str]) -> String {
+    let mut w = HashWriter::default();
+    let written = match value {
+        Value::Object(map) => write_members(map, |k| omit.contains(&k), |_, v, out| write(v, out), &mut w),
+        other => write(other, &mut w),
+    };
+    written.expect("a HashWriter never fails");
+    w.hex()
+}
+
 fn write_object<W: std::io::Write>(map: &serde_json::Map<String, Value>, out: &mut W) -> std::io::Result<()> {
     write_members(map, |_| false, |_, v, out| write(v, out), out)
 }
@@ -204,6 +217,16 @@ impl std::io::Write for HashWriter {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_streamed_digest_omitting_members_equals_the_digest_of_the_value_without_them() {
+        let v = json!({"state": {"n": 1e21}, "b": [1, "é", {"z": null, "a": true}], "a": "\u{0001}x", "😀": 1, "\u{e000}": 2});
+        let mut without = v.clone();
+        without.as_object_mut().unwrap().remove("state");
+        assert_eq!(canonical_sha256_omitting(&v, &["state"]), canonical_sha256(&without));
+        assert_eq!(canonical_sha256_omitting(&v, &[]), canonical_sha256(&v));
+        assert_eq!(canonical_sha256_omitting(&json!([1, 2]), &["state"]), canonical_sha256(&json!([1, 2])));
+    }
 
     #[test]
     fn numbers_follow_rfc8785() {

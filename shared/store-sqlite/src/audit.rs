@@ -1,5 +1,6 @@
 //! [`AuditStore`] over SQLite (issue 42): `audit_entries` keyed (account, shard, sort key),
-//! `audit_checkpoints` keyed (account, seq); each row's record as JSON.
+//! `audit_checkpoints` keyed (account, seq); an entry row's `data` is its record but the key and
+//! time columns, as JSON.
 
 use async_trait::async_trait;
 use ma2h_core::audit::store::{AuditRecord, AuditStore, StoredCheckpoint};
@@ -18,12 +19,66 @@ fn json<T: serde::de::DeserializeOwned>(data: &str, what: &str) -> Result<T, DbE
 /// An entry's row: (account, shard, sort key, at, data).
 pub(crate) type Row = (String, u16, String, i64, String);
 
+/// What `data` holds: the record but what the key and `at` columns say (the account, the shard,
+/// the id — the sort key's tail — and the time), so the row a submit adds stays small.
+#[derive(serde::Serialize)]
+struct Body<'a> {
+    kind: &'a str,
+    principal: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digest: Option<&'a str>,
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    detail: &'a serde_json::Map<String, serde_json::Value>,
+}
+
+/// [`Body`] read back (rows written before it was slimmed hold the whole record: the extra
+/// members are ignored).
+#[derive(serde::Deserialize)]
+struct Owned {
+    kind: String,
+    principal: String,
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    digest: Option<String>,
+    #[serde(default)]
+    detail: serde_json::Map<String, serde_json::Value>,
+}
+
 pub(crate) fn rows(records: &[AuditRecord]) -> Result<Vec<Row>, StoreError> {
     records
         .iter()
-        .map(|r| Ok((r.account.to_string(), r.shard, r.sort_key(), ms(r.at), serde_json::to_string(r)?)))
+        .map(|r| {
+            let body = Body {
+                kind: &r.kind,
+                principal: &r.principal,
+                target: r.target.as_deref(),
+                digest: r.digest.as_deref(),
+                detail: &r.detail,
+            };
+            Ok((r.account.to_string(), r.shard, r.sort_key(), ms(r.at), serde_json::to_string(&body)?))
+        })
         .collect::<Result<Vec<_>, serde_json::Error>>()
         .map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn record(account: &AccountId, shard: u16, sort_key: &str, at: i64, data: &str) -> Result<AuditRecord, DbError> {
+    let b: Owned = json(data, "audit_entries.data")?;
+    let id =
+        sort_key.split_once('#').map(|(_, id)| id).ok_or_else(|| DbError::Corrupt(format!("sort key {sort_key:?}")))?;
+    Ok(AuditRecord {
+        id: id.to_owned(),
+        account: account.clone(),
+        shard,
+        at: ma2h_protocol::time::from_millis(at),
+        kind: b.kind,
+        principal: b.principal,
+        target: b.target,
+        digest: b.digest,
+        detail: b.detail,
+    })
 }
 
 /// Insert entry rows; one already stored under its key is kept (a retried append is a no-op).
@@ -40,6 +95,10 @@ pub(crate) fn insert_rows(conn: &rusqlite::Connection, rows: &[Row]) -> Result<(
 
 #[async_trait]
 impl AuditStore for SqliteStore {
+    fn audit_shards(&self) -> u16 {
+        1
+    }
+
     async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
         let rows = rows(records)?;
         self.write_plain(move |conn| insert_rows(conn, &rows)).await
@@ -53,14 +112,20 @@ impl AuditStore for SqliteStore {
         until: Timestamp,
         n: usize,
     ) -> Result<Vec<AuditRecord>, StoreError> {
-        let (account, after, until) = (account.to_string(), after.unwrap_or("").to_owned(), ms(until));
+        let (acct, after, until) = (account.clone(), after.unwrap_or("").to_owned(), ms(until));
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT data FROM audit_entries WHERE account = ?1 AND shard = ?2 AND sort_key > ?3 AND at <= ?4 \
-                 ORDER BY sort_key LIMIT ?5",
+                "SELECT sort_key, at, data FROM audit_entries \
+                 WHERE account = ?1 AND shard = ?2 AND sort_key > ?3 AND at <= ?4 ORDER BY sort_key LIMIT ?5",
             )?;
-            let rows = stmt.query_map(params![account, shard, after, until, limit(n)], |r| r.get::<_, String>(0))?;
-            rows.map(|r| json(&r?, "audit_entries.data")).collect()
+            let rows = stmt.query_map(params![acct.as_str(), shard, after, until, limit(n)], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+            })?;
+            rows.map(|r| {
+                let (key, at, data) = r?;
+                record(&acct, shard, &key, at, &data)
+            })
+            .collect()
         })
         .await
     }

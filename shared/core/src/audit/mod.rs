@@ -15,7 +15,9 @@ use serde_json::{Map, Value};
 use crate::Hub;
 use store::AuditRecord;
 
-/// Chains per account: an event goes to one at random, so no single partition takes an
+/// Chains per account on DynamoDB ([`store::AuditStore::audit_shards`]: one on SQLite, whose
+/// single writer appends in time order): an event goes to one at random, so no single partition
+/// takes an
 /// account's whole ledger. DynamoDB gives a partition 1,000 WCU/s; an ask at the scale goal's
 /// 20,000/s on one account writes ~3 entries of 2 WRU each (in a transaction): 120,000 WRU/s,
 /// under 500 a partition over 256 (docs/COST.md "Audit ledger").
@@ -50,15 +52,8 @@ impl Event {
 
     /// The digest of `body` (its JCS), with any top-level `state` left out (§9.6: never `state`).
     pub fn digest_of(mut self, body: &Value) -> Self {
-        let digest = match body.as_object() {
-            Some(map) if map.contains_key("state") => {
-                let mut map = map.clone();
-                map.remove("state");
-                ma2h_protocol::jcs::canonical_sha256(&Value::Object(map))
-            }
-            _ => ma2h_protocol::jcs::canonical_sha256(body),
-        };
-        self.digest = Some(digest);
+        // streamed: no copy of the body (a submit's envelope), no canonical buffer
+        self.digest = Some(ma2h_protocol::jcs::canonical_sha256_omitting(body, &["state"]));
         self
     }
 
@@ -92,9 +87,10 @@ pub async fn record_now(hub: &Hub, account: &AccountId, event: Event) -> Result<
 pub fn record(hub: &Hub, account: &AccountId, event: Event) -> AuditRecord {
     let mut b = [0u8; 12];
     hub.random.fill(&mut b);
-    let shard = u16::from_be_bytes([b[0], b[1]]) % SHARDS;
-    let at = hub.clock.now();
-    let id = format!("aud_{:013}{}", at.timestamp_millis().max(0), hex_lower(&b[2..]));
+    let shard = u16::from_be_bytes([b[0], b[1]]) % hub.audit.audit_shards().max(1);
+    // to the millisecond: the export's time and the sort key's, so every store reads back the same
+    let at = ma2h_protocol::time::from_millis(hub.clock.now().timestamp_millis());
+    let id = format!("aud_{:013}{}", at.timestamp_millis().max(0), hex::encode(&b[2..]));
     AuditRecord {
         id,
         account: account.clone(),
@@ -106,8 +102,4 @@ pub fn record(hub: &Hub, account: &AccountId, event: Event) -> AuditRecord {
         digest: event.digest,
         detail: event.detail,
     }
-}
-
-fn hex_lower(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

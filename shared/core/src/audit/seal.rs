@@ -8,8 +8,8 @@ use ma2h_protocol::audit::Chainer;
 use ma2h_protocol::ids::AccountId;
 use ma2h_protocol::time;
 
+use super::SETTLE;
 use super::store::StoredCheckpoint;
-use super::{SETTLE, SHARDS};
 use crate::{Hub, HubError};
 
 /// Entries read per page.
@@ -53,7 +53,7 @@ pub async fn seal_account(hub: &Hub, account: &AccountId) -> Result<Sealed, HubE
         None => (Chainer::new(account.as_str()), BTreeMap::new()),
     };
     let mut entries = 0;
-    for shard in 0..SHARDS {
+    for shard in 0..hub.audit.audit_shards() {
         loop {
             let after = cursors.get(&shard).cloned();
             let page = hub.audit.audit_entries(account, shard, after.as_deref(), until, PAGE).await?;

@@ -71,6 +71,12 @@ impl StoredCheckpoint {
 /// The store port of the ledger.
 #[async_trait]
 pub trait AuditStore: Send + Sync + 'static {
+    /// How many chains an account's ledger has here: [`super::SHARDS`] unless the store has no
+    /// partition to spread (SQLite: one, so its entries append at the end of one index in time
+    /// order instead of dirtying a page in each of 256 places).
+    fn audit_shards(&self) -> u16 {
+        super::SHARDS
+    }
     /// Store entries (all of one account or several; ids are unique). An entry already stored
     /// under its key is kept as it is: appending the same record again (a retry) is a no-op.
     async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError>;
