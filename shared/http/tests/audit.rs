@@ -113,3 +113,47 @@ async fn the_sweeper_seals_settled_entries_once_per_window_whichever_sweep_comes
     let report = verify(lines.iter().map(String::as_str), &t.hub.keys.verifying_keys()).unwrap();
     assert_eq!(report.checkpoints, 1);
 }
+
+#[tokio::test]
+async fn a_paged_export_ends_each_page_at_a_checkpoint_and_every_page_verifies_on_its_own() {
+    let t = hub().await;
+    let acct = AccountId::parse("acme").unwrap();
+    let keys = t.hub.keys.verifying_keys();
+    // three sealed batches of 4, then 2 unsealed
+    for _ in 0..3 {
+        append(&t, &acct, 4, "message.resolved").await;
+        t.advance(SETTLE + Duration::seconds(1));
+        assert!(matches!(seal_account(&t.hub, &acct).await.unwrap(), Sealed::Checkpoint { .. }));
+    }
+    append(&t, &acct, 2, "login").await;
+    let whole = export(&t.hub, &acct, None, None).await.unwrap();
+    let total = verify(whole.iter().map(String::as_str), &keys).unwrap().entries;
+
+    let mut uri = "/v1/operator/audit?limit=4".to_owned();
+    let (mut pages, mut seen) = (0, 0);
+    loop {
+        let r = t.call(Method::GET, &uri, Some(&t.operator), None).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {:?}", r.body);
+        let text = r.body.as_str().map_or_else(|| r.body.to_string(), str::to_owned);
+        let report =
+            verify(text.lines(), &keys).unwrap_or_else(|f| panic!("page {pages} does not verify: {f}\n{text}"));
+        seen += report.entries;
+        pages += 1;
+        match r.headers.get("link").map(|v| v.to_str().unwrap().to_owned()) {
+            Some(link) => {
+                assert!(link.ends_with(">; rel=\"next\""), "{link}");
+                uri = link.trim_start_matches('<').split('>').next().unwrap().to_owned();
+                assert!(uri.contains("after=") && uri.contains("limit=4"), "{uri}");
+            }
+            None => break,
+        }
+        assert!(pages < 10, "the pages end");
+    }
+    assert!(pages >= 3, "the fixture's entries and three batches over pages of 4: {pages}");
+    assert_eq!(seen, total, "the pages hold every entry once");
+
+    for bad in ["limit=0", "limit=10001", "after=x", "after=99", "after=0&since=2026-06-04T12:00:00Z"] {
+        let r = t.call(Method::GET, &format!("/v1/operator/audit?{bad}"), Some(&t.operator), None).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}: {:?}", r.body);
+    }
+}
