@@ -161,7 +161,7 @@ test('no page scrolls sideways and no table cell breaks a word, at desktop and p
   assert.equal(r.status, 201);
   const id = await mine('Layout check', { body: 'See `users_legacy`.' });
   const paths = ['/inbox', '/inbox/history', '/inbox/fyi', '/inbox/agents', '/inbox/agents/uibot',
-    '/inbox/channels', `/inbox/${id}`];
+    '/inbox/channels', `/inbox/${id}`, '/inbox/audit'];
   for (const [ctx, size] of [[desktop, 'desktop'], [phone, 'phone']]) {
     const page = await ctx.newPage();
     for (const path of paths) {
@@ -363,5 +363,27 @@ test('channels: a route climbs an on-call ladder; the Policies page shows the te
   await page.locator('table.cards tbody tr', { hasText: 'ui-oncall' }).getByRole('button', { name: 'Remove' }).click();
   await page.waitForURL(/\/inbox\/channels$/);
   assert.equal(await page.locator('table.cards tbody tr', { hasText: 'ui-oncall' }).count(), 0);
+  await page.close();
+});
+
+test('the audit page lists what happened, filters by kind and who, and looks right on a phone', async () => {
+  const id = await mine(`Audit check ${Date.now()}`);
+  for (const [ctx, size] of [[desktop, 'desktop'], [phone, 'phone']]) {
+    const page = await ctx.newPage();
+    await page.goto(`${HUB}/inbox/audit`);
+    assert.ok(await page.getByText(id).first().isVisible(), `${size}: the submitted ask is listed`);
+    await page.screenshot({ path: `${SHOTS}/audit-${size}.png`, fullPage: true });
+    await page.close();
+  }
+  const page = await desktop.newPage();
+  await page.goto(`${HUB}/inbox/audit`);
+  await page.locator('select[name=kind]').selectOption('login');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.waitForURL(/kind=login/);
+  const kinds = await page.locator('table.audit tbody td[data-label=Event] code').allTextContents();
+  assert.ok(kinds.length > 0 && kinds.every((k) => k === 'login'), kinds.join(','));
+  await page.goto(`${HUB}/inbox/audit?actor=${encodeURIComponent('agent:uibot')}`);
+  const who = await page.locator('table.audit tbody td[data-label=Who]').allTextContents();
+  assert.ok(who.length > 0 && who.every((w) => w.trim() === 'agent:uibot'), who.join(','));
   await page.close();
 });

@@ -158,3 +158,38 @@ async fn credential_secret_binding_and_policy_changes_are_recorded_never_with_a_
     // nothing of this account reaches another's ledger
     assert!(entries(&t, "globex").await.iter().all(|e| e["kind"] != "policy.changed"));
 }
+
+#[tokio::test]
+async fn the_audit_page_shows_the_login_and_filters_by_kind_actor_agent_and_time() {
+    let t = hub().await;
+    let id = t.submit_ok(ask("k1")).await;
+    let r = t.resolve(&t.operator, &id, json!({"resolution": "answered", "value": "ship"})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let cookie = t.ui_login(&t.operator).await;
+
+    let all = t.page(Method::GET, "/inbox/audit", Some(&cookie), None).await;
+    assert_eq!(all.status, StatusCode::OK, "{}", all.html);
+    for shown in ["message.submitted", "message.resolved", "login", "credential.created", &id] {
+        assert!(all.html.contains(shown), "{shown} on the page");
+    }
+    let resolved = t.page(Method::GET, "/inbox/audit?kind=message.resolved", Some(&cookie), None).await;
+    assert!(resolved.html.contains("message.resolved") && !resolved.html.contains("<code>message.submitted</code>"));
+    let by_agent = t.page(Method::GET, "/inbox/audit?actor=agent%3Abot", Some(&cookie), None).await;
+    assert!(by_agent.html.contains("message.submitted") && !by_agent.html.contains("<code>login</code>"));
+    let family = t.page(Method::GET, "/inbox/audit?kind=message.&agent=other", Some(&cookie), None).await;
+    assert!(family.html.contains("No entries"), "nothing about agent `other` in messages");
+    let later = ts(t.clock_now() + Duration::hours(1));
+    let empty = t.page(Method::GET, &format!("/inbox/audit?since={later}"), Some(&cookie), None).await;
+    assert!(empty.html.contains("No entries") || empty.status == StatusCode::BAD_REQUEST, "{}", empty.status);
+    let bad = t.page(Method::GET, "/inbox/audit?since=yesterday", Some(&cookie), None).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+
+    let file = t.page(Method::GET, "/inbox/audit/export", Some(&cookie), None).await;
+    assert_eq!(file.status, StatusCode::OK);
+    assert_eq!(file.headers["content-type"], "application/jsonl");
+    let report = verify(file.html.lines(), &t.hub.keys.verifying_keys()).unwrap_or_else(|f| panic!("{f}"));
+    assert!(report.entries >= 3);
+    // without a session: the login page, never the ledger
+    let anon = t.page(Method::GET, "/inbox/audit", None, None).await;
+    assert!(anon.status.is_redirection() || anon.status == StatusCode::UNAUTHORIZED, "{}", anon.status);
+}

@@ -2,6 +2,7 @@
 //! account in [`SHARDS`] chains, sealed by signed checkpoints ([`seal`]), exported as JSON Lines
 //! that `ma2h audit verify` checks ([`export`]).
 
+pub mod browse;
 pub mod export;
 pub mod scope;
 pub mod seal;

@@ -14,6 +14,7 @@
 //! | `GET /inbox/next`, `POST /inbox/bulk` | [`triage`]: answer-and-next, bulk decline/dismiss |
 //! | `POST /inbox/{id}/claim`, `POST /inbox/{id}/snooze` | [`claims`]: "I'm on it", snooze |
 //! | `GET /inbox/search` | [`search`]: titles and bodies (SQLite), titles (DynamoDB) |
+//! | `GET /inbox/audit`, `GET /inbox/audit/export` | [`audit`]: the audit ledger, filtered; its signed export |
 //! | `GET/POST /inbox/policies` | [`policies`]: approval policies (quorum, who may never approve) |
 //! | `GET /inbox/{id}` | [`message`]: one message and its answer form (the ack's `review_url`) |
 //! | `POST /inbox/{id}/resolve` | [`answer`]: the §8.8 use case with actor `human:<id>` |
@@ -31,6 +32,7 @@ mod agent_sessions;
 mod agents;
 mod answer;
 mod approvals;
+mod audit;
 mod bidi;
 mod channels;
 mod claims;
@@ -100,6 +102,8 @@ pub fn routes() -> Router<Hub> {
         .route("/inbox/policies", get(policies::page_get).post(policies::update))
         .route("/inbox/next", get(triage::next))
         .route("/inbox/search", get(search::results))
+        .route("/inbox/audit", get(audit::page_get))
+        .route("/inbox/audit/export", get(audit::export))
         .route("/inbox/bulk", post(triage::bulk))
         .route("/inbox/directives/{id}", get(agents::directive))
         .route("/inbox/{id}", get(message::page))
@@ -184,6 +188,7 @@ fn page(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                             a href="/inbox/channels" { "Channels" }
                             a href="/inbox/policies" { "Policies" }
                             a href="/inbox/devices" { "Devices" }
+                            a href="/inbox/audit" { "Audit" }
                             button.link #alerts type="button" hidden aria-pressed="false" { "Desktop alerts: off" }
                             span.who { (s.who()) }
                             form.inline method="post" action="/logout" {

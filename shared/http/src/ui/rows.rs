@@ -35,6 +35,11 @@ pub fn stamp(t: Timestamp, now: Timestamp) -> Markup {
     html! { time datetime=(time::format(t)) title=(time::format(t)) { (rel) } span.abs { " · " (absolute(t)) } }
 }
 
+/// "5 min ago" (or "in 2 h"), as text (a tooltip).
+pub fn stamp_text(t: Timestamp, now: Timestamp) -> String {
+    if t > now { format!("in {}", human_duration(t - now)) } else { format!("{} ago", human_duration(now - t)) }
+}
+
 /// The expiry of an open message: "expires in 40 min · …" (highlighted when [`SOON`]), or
 /// "expired … ago" once past.
 pub fn expiry(e: Timestamp, now: Timestamp) -> Markup {
