@@ -1,6 +1,6 @@
 //! `ma2h-hub admin audit …` / `ma2h-admin-aws audit …` (issue 42): export an account's audit
-//! ledger as JSON Lines (for `ma2h audit verify`), and seal settled entries under a checkpoint
-//! now (what the sweeper does on its own).
+//! ledger as JSON Lines (for `ma2h audit verify`), seal settled entries under a checkpoint now,
+//! and prune past the ledger's retention now (both what the sweeper does on its own).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -40,6 +40,12 @@ pub enum AuditCommand {
     },
     /// Checkpoint the settled entries of one account (or of every account) now. Prints JSON.
     Seal {
+        #[arg(long)]
+        account: Option<String>,
+    },
+    /// Prune what the last checkpoint older than MA2H_AUDIT_RETENTION_DAYS covers, for one
+    /// account (or every account) now — what the sweeper does once a day. Prints JSON.
+    Prune {
         #[arg(long)]
         account: Option<String>,
     },
@@ -89,6 +95,18 @@ pub async fn execute(hub: &Hub, cmd: AuditCommand) -> Result<Option<Value>> {
                 out.push(sealed_json(&a, s));
             }
             Ok(Some(json!({ "sealed": out })))
+        }
+        AuditCommand::Prune { account } => {
+            let accounts = match account {
+                Some(a) => vec![account_id(&a)?],
+                None => hub.audit.audit_accounts().await?,
+            };
+            let mut out = Vec::new();
+            for a in accounts {
+                let deleted = ma2h_core::audit::retention::prune(hub, &a).await?;
+                out.push(json!({"account": a.as_str(), "entries_pruned": deleted}));
+            }
+            Ok(Some(json!({ "pruned": out, "retention_days": hub.settings.audit.retention_days })))
         }
     }
 }

@@ -157,3 +157,33 @@ async fn a_paged_export_ends_each_page_at_a_checkpoint_and_every_page_verifies_o
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}: {:?}", r.body);
     }
 }
+
+#[tokio::test]
+async fn retention_prunes_what_an_old_checkpoint_covers_and_the_export_starts_at_it() {
+    let mut settings = common::settings();
+    settings.audit.retention_days = 1;
+    let t = hub_with(settings).await;
+    let acct = AccountId::parse("initech").unwrap(); // no fixture entries
+    let keys = t.hub.keys.verifying_keys();
+    append(&t, &acct, 4, "message.resolved").await;
+    t.advance(SETTLE + Duration::seconds(1));
+    assert_eq!(seal_account(&t.hub, &acct).await.unwrap(), Sealed::Checkpoint { seq: 0, entries: 4 });
+    // nothing is older than the retention yet
+    assert_eq!(ma2h_core::audit::retention::prune(&t.hub, &acct).await.unwrap(), 0);
+
+    t.advance(Duration::days(1) + Duration::hours(1));
+    append(&t, &acct, 2, "login").await;
+    t.advance(SETTLE + Duration::seconds(1));
+    assert_eq!(seal_account(&t.hub, &acct).await.unwrap(), Sealed::Checkpoint { seq: 1, entries: 2 });
+    append(&t, &acct, 1, "logout").await; // unsealed: never pruned
+
+    assert_eq!(ma2h_core::audit::retention::prune(&t.hub, &acct).await.unwrap(), 4, "what checkpoint 0 covers");
+    assert_eq!(ma2h_core::audit::retention::prune(&t.hub, &acct).await.unwrap(), 0, "once");
+    let lines = export(&t.hub, &acct, None, None).await.unwrap();
+    assert!(lines[0].contains("\"checkpoint\""), "anchored at the kept checkpoint: {}", lines[0]);
+    let report = verify(lines.iter().map(String::as_str), &keys).unwrap_or_else(|f| panic!("{f}\n{lines:#?}"));
+    assert_eq!(report.entries, 3, "the entries after the anchor");
+    // a page from the beginning starts there too
+    let r = t.call(Method::GET, "/v1/operator/audit", Some(&t.operator), None).await;
+    assert_eq!(r.status, StatusCode::OK);
+}

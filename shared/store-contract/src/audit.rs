@@ -39,6 +39,7 @@ fn checkpoint(seq: u64, seconds: i64, head: &str) -> StoredCheckpoint {
         signed: SignedCheckpoint { body, signature: "sig".into() },
         at: at(seconds),
         cursors: BTreeMap::from([(0, format!("{head}-cursor"))]),
+        anchor: false,
     }
 }
 
@@ -82,4 +83,19 @@ pub async fn audit_entries_are_read_per_shard_in_order_and_checkpoints_stored_on
     assert!(store.last_audit_checkpoint(&account("other")).await.unwrap().is_none());
 
     assert!(store.audit_accounts().await.unwrap().contains(&acct), "the account is listed");
+
+    // retention: checkpoint 1 covers shard 0 up to `aud_b` and shard 1 up to `aud_x`
+    let covering = |seq: u64| StoredCheckpoint {
+        cursors: BTreeMap::from([(0, record("aud_b", 0, 20).sort_key()), (1, record("aud_x", 1, 20).sort_key())]),
+        ..checkpoint(seq, 60, "second")
+    };
+    let keep = covering(1);
+    assert_eq!(store.prune_audit(&acct, &keep, 2).await.unwrap(), 2, "a page of the covered entries");
+    let anchored = store.last_audit_checkpoint(&acct).await.unwrap().unwrap();
+    assert!(anchored.anchor, "kept as the anchor");
+    assert_eq!(from(0).await.unwrap().len(), 1, "older checkpoints gone");
+    assert_eq!(store.prune_audit(&acct, &keep, 2).await.unwrap(), 1, "the rest");
+    assert_eq!(store.prune_audit(&acct, &keep, 2).await.unwrap(), 0, "nothing left to prune");
+    assert_eq!(ids(store.audit_entries(&acct, 0, None, at(100), 100).await.unwrap()), ["aud_c", "aud_d"]);
+    assert!(store.audit_entries(&acct, 1, None, at(100), 100).await.unwrap().is_empty());
 }

@@ -273,4 +273,87 @@ impl AuditStore for DynamoStore {
         }
         Ok(out)
     }
+
+    async fn prune_audit(&self, account: &AccountId, keep: &StoredCheckpoint, limit: usize) -> R<usize> {
+        // the anchor first: an export from the beginning is valid at every step of the pruning
+        let anchored = StoredCheckpoint { anchor: true, ..keep.clone() };
+        let mut item = key(checkpoint_pk(account), &format!("{:020}", keep.seq()));
+        item.insert("at".into(), n(ms(keep.at)));
+        item.insert("data".into(), json(&anchored)?);
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("PutItem", e))?;
+        let older = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk < :keep")
+            .expression_attribute_values(":pk", s(checkpoint_pk(account)))
+            .expression_attribute_values(":keep", s(format!("{:020}", keep.seq())))
+            .projection_expression("pk, sk");
+        let mut doomed: Vec<Item> = self.query_items(older).await?;
+        let mut deleted = 0;
+        for (shard, cursor) in &keep.cursors {
+            if deleted >= limit {
+                break;
+            }
+            let q = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk <= :cursor")
+                .expression_attribute_values(":pk", s(entry_pk(account, *shard)))
+                .expression_attribute_values(":cursor", s(cursor.clone()))
+                .projection_expression("pk, sk")
+                .limit(i32::try_from(limit - deleted).unwrap_or(i32::MAX));
+            let keys = self.query_items(q).await?;
+            deleted += keys.len();
+            doomed.extend(keys);
+        }
+        self.delete_items(doomed).await?;
+        Ok(deleted)
+    }
+}
+
+impl DynamoStore {
+    /// Delete items by key, 25 to a `BatchWriteItem`, retrying what comes back unprocessed.
+    async fn delete_items(&self, keys: Vec<Item>) -> R<()> {
+        use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
+        for chunk in keys.chunks(25) {
+            let mut requests = chunk
+                .iter()
+                .map(|k| {
+                    let delete = DeleteRequest::builder()
+                        .set_key(Some(k.clone()))
+                        .build()
+                        .map_err(|e| unavailable("delete", e))?;
+                    Ok(WriteRequest::builder().delete_request(delete).build())
+                })
+                .collect::<R<Vec<_>>>()?;
+            for attempt in 0..8u32 {
+                if requests.is_empty() {
+                    break;
+                }
+                if attempt > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(10 << attempt.min(6))).await;
+                }
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(self.table.clone(), requests)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("BatchWriteItem", e))?;
+                requests = out.unprocessed_items.and_then(|mut u| u.remove(&self.table)).unwrap_or_default();
+            }
+            if !requests.is_empty() {
+                return Err(StoreError::Unavailable("audit pruning: deletes left unprocessed".into()));
+            }
+        }
+        Ok(())
+    }
 }

@@ -185,4 +185,32 @@ impl AuditStore for SqliteStore {
         })
         .await
     }
+
+    async fn prune_audit(&self, account: &AccountId, keep: &StoredCheckpoint, n: usize) -> Result<usize, StoreError> {
+        let anchored = StoredCheckpoint { anchor: true, ..keep.clone() };
+        let data = serde_json::to_string(&anchored).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let (acct, seq) = (account.to_string(), i64::try_from(keep.seq()).unwrap_or(i64::MAX));
+        let cursors: Vec<(u16, String)> = keep.cursors.iter().map(|(k, v)| (*k, v.clone())).collect();
+        self.write_plain(move |conn| {
+            conn.prepare_cached("UPDATE audit_checkpoints SET data = ?3 WHERE account = ?1 AND seq = ?2")?
+                .execute(params![acct, seq, data])?;
+            conn.prepare_cached("DELETE FROM audit_checkpoints WHERE account = ?1 AND seq < ?2")?
+                .execute(params![acct, seq])?;
+            let mut deleted = 0;
+            for (shard, cursor) in &cursors {
+                if deleted >= n {
+                    break;
+                }
+                deleted += conn
+                    .prepare_cached(
+                        "DELETE FROM audit_entries WHERE account = ?1 AND shard = ?2 AND sort_key IN \
+                         (SELECT sort_key FROM audit_entries WHERE account = ?1 AND shard = ?2 AND sort_key <= ?3 \
+                          ORDER BY sort_key LIMIT ?4)",
+                    )?
+                    .execute(params![acct, shard, cursor, limit(n - deleted)])?;
+            }
+            Ok(deleted)
+        })
+        .await
+    }
 }

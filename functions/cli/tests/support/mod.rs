@@ -171,6 +171,12 @@ pub fn spawn_listen(cmd: &mut Command) -> (Guard, String) {
 
 /// One HTTP/1.1 request over a plain socket.
 pub fn http(addr: &str, method: &str, path: &str, key: &str, body: Option<&Value>) -> (u16, Value) {
+    let (status, body) = http_text(addr, method, path, key, body);
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// [`http`], the body as text (JSON Lines, say).
+pub fn http_text(addr: &str, method: &str, path: &str, key: &str, body: Option<&Value>) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let payload = body.map(|b| serde_json::to_vec(b).unwrap()).unwrap_or_default();
@@ -187,7 +193,7 @@ pub fn http(addr: &str, method: &str, path: &str, key: &str, body: Option<&Value
     let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
     let body =
         if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.into() };
-    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    (status, body)
 }
 
 fn dechunk(mut s: &str) -> String {

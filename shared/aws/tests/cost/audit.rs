@@ -66,6 +66,14 @@ async fn requests_of_the_audit_ledger_append_seal_and_export() {
             e.phase().await,
             &[("dynamodb:Query", 1 + 2 + shards)],
         );
+        // retention: past it, the checkpoint is kept as the anchor and what it covers deleted
+        e.clock.advance(Duration::days(i64::from(hub.settings.audit.retention_days) + 1));
+        assert_eq!(ma2h_core::audit::retention::prune(hub, &acct).await.unwrap(), 3);
+        phase(
+            "retention (once a day): find the checkpoint, keep it as the anchor, delete the rest",
+            e.phase().await,
+            &[("dynamodb:Query", 1 + 1 + 2), ("dynamodb:PutItem", 1), ("dynamodb:BatchWriteItem", 1)],
+        );
         print_table("The audit ledger (counted on the wire, asserted)", &rows);
     })
     .await;

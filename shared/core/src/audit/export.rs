@@ -122,6 +122,16 @@ pub async fn export_page(
             if cp.at > until {
                 break 'checkpoints;
             }
+            // the ledger's anchor (retention pruned what it covers): a file from the beginning
+            // starts at it, as at any anchor
+            if cp.anchor && start == Start::Beginning && lines.is_empty() {
+                lines.push(Line::Checkpoint(cp.signed.clone()).to_json());
+                chains = Chainer::after(&cp.signed)
+                    .ok_or_else(|| HubError::Internal("a stored checkpoint is malformed".into()))?;
+                cursors = cp.cursors.clone();
+                from = cp.seq() + 1;
+                continue;
+            }
             for (shard, last) in &cp.cursors {
                 // a shard this checkpoint did not move has nothing new: not read
                 if cursors.get(shard) != Some(last) {
@@ -153,7 +163,11 @@ pub async fn export_page(
 
 /// The last checkpoint made at or before `t`: a binary search over the sequence (checkpoints are
 /// made in time order), so an anchor costs O(log n) reads, not every checkpoint.
-async fn anchor_at(hub: &Hub, account: &AccountId, t: Timestamp) -> Result<Option<StoredCheckpoint>, HubError> {
+pub(crate) async fn anchor_at(
+    hub: &Hub,
+    account: &AccountId,
+    t: Timestamp,
+) -> Result<Option<StoredCheckpoint>, HubError> {
     let Some(last) = hub.audit.last_audit_checkpoint(account).await? else { return Ok(None) };
     if last.at <= t {
         return Ok(Some(last));

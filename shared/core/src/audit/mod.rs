@@ -4,6 +4,7 @@
 
 pub mod browse;
 pub mod export;
+pub mod retention;
 pub mod scope;
 pub mod seal;
 pub mod store;

@@ -72,7 +72,7 @@ pub async fn seal_account(hub: &Hub, account: &AccountId) -> Result<Sealed, HubE
     }
     let signed = chains.checkpoint(&time::format(now), &hub.keys.current_kid, key);
     let seq = signed.body.seq;
-    let cp = StoredCheckpoint { signed, at: now, cursors };
+    let cp = StoredCheckpoint { signed, at: now, cursors, anchor: false };
     if !hub.audit.put_audit_checkpoint(account, &cp).await? {
         return Ok(Sealed::Lost);
     }

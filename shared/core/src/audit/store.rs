@@ -60,6 +60,10 @@ pub struct StoredCheckpoint {
     pub signed: SignedCheckpoint,
     pub at: Timestamp,
     pub cursors: BTreeMap<u16, String>,
+    /// The ledger's oldest kept checkpoint: the entries it covers and the checkpoints before it
+    /// were pruned past `MA2H_AUDIT_RETENTION_DAYS`, so an export from the beginning starts here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub anchor: bool,
 }
 
 impl StoredCheckpoint {
@@ -103,4 +107,13 @@ pub trait AuditStore: Send + Sync + 'static {
     async fn put_audit_checkpoint(&self, account: &AccountId, cp: &StoredCheckpoint) -> Result<bool, StoreError>;
     /// Every account that has entries.
     async fn audit_accounts(&self) -> Result<Vec<AccountId>, StoreError>;
+    /// Retention: store `keep` again marked as the anchor, delete every checkpoint before it,
+    /// then delete at most `limit` of the entries it covers (per shard, sort keys at or before
+    /// its cursor). Returns the entries deleted: called again while it returns `limit`.
+    async fn prune_audit(
+        &self,
+        account: &AccountId,
+        keep: &StoredCheckpoint,
+        limit: usize,
+    ) -> Result<usize, StoreError>;
 }

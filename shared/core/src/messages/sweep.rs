@@ -76,7 +76,8 @@ pub async fn sweep_once(hub: &Hub) -> Result<SweepReport, HubError> {
 }
 
 /// Issue 42: once per `MA2H_AUDIT_SEAL_MINUTES` window, the first sweep of the window — across
-/// every process and function, by a store counter — seals every account's settled entries.
+/// every process and function, by a store counter — seals every account's settled entries; once
+/// a day it also prunes the ledger past `MA2H_AUDIT_RETENTION_DAYS` (`audit::retention`).
 async fn seal_due(hub: &Hub, now: ma2h_protocol::time::Timestamp) -> Result<u64, HubError> {
     if !hub.settings.audit.enabled {
         return Ok(0);
@@ -87,7 +88,14 @@ async fn seal_due(hub: &Hub, now: ma2h_protocol::time::Timestamp) -> Result<u64,
     if hub.messages.incr_counter(&format!("audit-seal/{window}"), end, now).await? != 1 {
         return Ok(0);
     }
-    crate::audit::seal::seal_all(hub).await
+    let sealed = crate::audit::seal::seal_all(hub).await?;
+    // retention, once a day: the day's first sealing sweep prunes (its own counter)
+    let day = now.timestamp().div_euclid(86_400);
+    let day_end = ma2h_protocol::time::from_millis((day + 1) * 86_400_000);
+    if hub.messages.incr_counter(&format!("audit-prune/{day}"), day_end, now).await? == 1 {
+        crate::audit::retention::prune_all(hub).await?;
+    }
+    Ok(sealed)
 }
 
 /// Issue 38: the sweeper's expiry throughput grows with the backlog. Due messages are read a
