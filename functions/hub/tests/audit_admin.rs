@@ -15,14 +15,7 @@ fn audit_seal_reports_and_export_writes_a_file_that_verifies_with_the_published_
     let sealed = admin_json(path, &["audit", "seal", "--account", "acme"]);
     assert_eq!(sealed["sealed"][0]["outcome"], "nothing_new", "{sealed}");
 
-    let file = path.join("audit.jsonl");
-    let out = base_command(path)
-        .args(["admin", "audit", "export", "--account", "acme", "--output"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = audit_export(path, "acme");
 
     let hub = Hub::start(path);
     let cap = try_request(&hub.addr, "GET", "/.well-known/ma2h", None, None).unwrap().1;

@@ -365,14 +365,7 @@ fn check_audit(
     final_state: &HashMap<String, (String, String)>,
     owed: &[(&str, &str)],
 ) -> usize {
-    let file = data.join("audit.jsonl");
-    let out = base_command(data)
-        .args(["admin", "audit", "export", "--account", "acme", "--output"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = audit_export(data, "acme");
     let cap = try_request(&hub.addr, "GET", "/.well-known/ma2h", None, None).unwrap().1;
     let report = ma2h_protocol::audit::verify(text.lines(), &ma2h_protocol::signature::VerifyingKey::published(&cap))
         .unwrap_or_else(|f| panic!("the export does not verify: {f}"));

@@ -55,6 +55,14 @@ fn account_id(s: &str) -> Result<AccountId> {
     AccountId::parse(s).ok_or_else(|| anyhow::anyhow!("--account: not an account id"))
 }
 
+/// `--account`, or every account with a ledger.
+async fn accounts(hub: &Hub, account: Option<String>) -> Result<Vec<AccountId>> {
+    Ok(match account {
+        Some(a) => vec![account_id(&a)?],
+        None => hub.audit.audit_accounts().await?,
+    })
+}
+
 fn when(flag: &str, v: Option<&str>) -> Result<Option<ma2h_protocol::time::Timestamp>> {
     v.map(|s| ma2h_protocol::time::parse(s).ok_or_else(|| anyhow::anyhow!("{flag}: not an RFC 3339 time"))).transpose()
 }
@@ -85,24 +93,16 @@ pub async fn execute(hub: &Hub, cmd: AuditCommand) -> Result<Option<Value>> {
             Ok(None)
         }
         AuditCommand::Seal { account } => {
-            let accounts = match account {
-                Some(a) => vec![account_id(&a)?],
-                None => hub.audit.audit_accounts().await?,
-            };
             let mut out = Vec::new();
-            for a in accounts {
+            for a in accounts(hub, account).await? {
                 let s = seal_account(hub, &a).await?;
                 out.push(sealed_json(&a, s));
             }
             Ok(Some(json!({ "sealed": out })))
         }
         AuditCommand::Prune { account } => {
-            let accounts = match account {
-                Some(a) => vec![account_id(&a)?],
-                None => hub.audit.audit_accounts().await?,
-            };
             let mut out = Vec::new();
-            for a in accounts {
+            for a in accounts(hub, account).await? {
                 let deleted = ma2h_core::audit::retention::prune(hub, &a).await?;
                 out.push(json!({"account": a.as_str(), "entries_pruned": deleted}));
             }

@@ -50,16 +50,18 @@ impl DynamoStore {
         }
         let mut item = key(ROSTER.into(), account.as_str());
         item.insert("account".into(), s(account.as_str()));
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem", e))?;
+        self.put_if(item, None, HashMap::new()).await?;
         self.audit_listed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(account.to_string());
         Ok(())
     }
+}
+
+/// A checkpoint's item.
+fn checkpoint_item(account: &AccountId, cp: &StoredCheckpoint) -> R<Item> {
+    let mut item = key(checkpoint_pk(account), &format!("{:020}", cp.seq()));
+    item.insert("at".into(), n(ms(cp.at)));
+    item.insert("data".into(), json(cp)?);
+    Ok(item)
 }
 
 /// An entry's item.
@@ -237,9 +239,7 @@ impl AuditStore for DynamoStore {
     }
 
     async fn put_audit_checkpoint(&self, account: &AccountId, cp: &StoredCheckpoint) -> R<bool> {
-        let mut item = key(checkpoint_pk(account), &format!("{:020}", cp.seq()));
-        item.insert("at".into(), n(ms(cp.at)));
-        item.insert("data".into(), json(cp)?);
+        let item = checkpoint_item(account, cp)?;
         match self
             .client
             .put_item()
@@ -277,16 +277,7 @@ impl AuditStore for DynamoStore {
     async fn prune_audit(&self, account: &AccountId, keep: &StoredCheckpoint, limit: usize) -> R<usize> {
         // the anchor first: an export from the beginning is valid at every step of the pruning
         let anchored = StoredCheckpoint { anchor: true, ..keep.clone() };
-        let mut item = key(checkpoint_pk(account), &format!("{:020}", keep.seq()));
-        item.insert("at".into(), n(ms(keep.at)));
-        item.insert("data".into(), json(&anchored)?);
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|e| unavailable("PutItem", e))?;
+        self.put_if(checkpoint_item(account, &anchored)?, None, HashMap::new()).await?;
         let older = self
             .client
             .query()

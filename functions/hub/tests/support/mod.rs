@@ -27,6 +27,18 @@ pub fn base_command(data: &Path) -> Command {
 }
 
 /// `ma2h-hub admin <args> --json`, parsed.
+/// `admin audit export --account A` into a file under `data`: the JSON Lines written.
+pub fn audit_export(data: &Path, account: &str) -> String {
+    let file = data.join("audit.jsonl");
+    let out = base_command(data)
+        .args(["admin", "audit", "export", "--account", account, "--output"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_to_string(&file).unwrap()
+}
+
 pub fn admin_json(data: &Path, args: &[&str]) -> Value {
     admin_json_and_stderr(data, args).0
 }

@@ -17,13 +17,7 @@ use serde_json::{Map, Value};
 use crate::Hub;
 use store::AuditRecord;
 
-/// Chains per account on DynamoDB ([`store::AuditStore::audit_shards`]: one on SQLite, whose
-/// single writer appends in time order): an event goes to one at random, so no single partition
-/// takes an
-/// account's whole ledger. DynamoDB gives a partition 1,000 WCU/s; an ask at the scale goal's
-/// 20,000/s on one account writes ~3 entries of 2 WRU each (in a transaction): 120,000 WRU/s,
-/// under 500 a partition over 256 (docs/COST.md "Audit ledger").
-pub const SHARDS: u16 = 256;
+pub use store::SHARDS;
 
 /// Entries younger than this are not sealed yet: longer than any write takes between reading the
 /// clock and committing (a Lambda function times out first), so no entry can land before a

@@ -13,6 +13,13 @@ use serde_json::{Map, Value};
 
 use crate::kernel::error::StoreError;
 
+/// Chains per account on DynamoDB ([`AuditStore::audit_shards`]: one on SQLite, whose single
+/// writer appends in time order): an event goes to one at random, so no single partition takes an
+/// account's whole ledger. DynamoDB gives a partition 1,000 WCU/s; an ask at the scale goal's
+/// 20,000/s on one account writes ~3 entries of 2 WRU each (in a transaction): 120,000 WRU/s,
+/// under 500 a partition over 256 (docs/COST.md "Audit ledger").
+pub const SHARDS: u16 = 256;
+
 /// One recorded event, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
@@ -75,11 +82,11 @@ impl StoredCheckpoint {
 /// The store port of the ledger.
 #[async_trait]
 pub trait AuditStore: Send + Sync + 'static {
-    /// How many chains an account's ledger has here: [`super::SHARDS`] unless the store has no
+    /// How many chains an account's ledger has here: [`SHARDS`] unless the store has no
     /// partition to spread (SQLite: one, so its entries append at the end of one index in time
     /// order instead of dirtying a page in each of 256 places).
     fn audit_shards(&self) -> u16 {
-        super::SHARDS
+        SHARDS
     }
     /// Store entries (all of one account or several; ids are unique). An entry already stored
     /// under its key is kept as it is: appending the same record again (a retry) is a no-op.
