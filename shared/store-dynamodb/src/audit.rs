@@ -14,7 +14,6 @@ use ma2h_protocol::ids::{AccountId, key_part};
 use ma2h_protocol::time::Timestamp;
 
 use crate::codec::*;
-use crate::mailbox::is_condition_failure;
 use crate::{DynamoStore, unavailable};
 
 type R<T> = Result<T, StoreError>;
@@ -152,19 +151,7 @@ impl AuditStore for DynamoStore {
             self.list_audit_account(&r.account).await?;
             let item = entry_item(r)?;
             // never overwritten; the same record again (a retried append) is a no-op
-            match self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)")
-                .send()
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if is_condition_failure(&e) => {}
-                Err(e) => return Err(unavailable("PutItem", e)),
-            }
+            self.put_if(item, Some("attribute_not_exists(pk)"), HashMap::new()).await?;
         }
         Ok(())
     }
@@ -239,20 +226,8 @@ impl AuditStore for DynamoStore {
     }
 
     async fn put_audit_checkpoint(&self, account: &AccountId, cp: &StoredCheckpoint) -> R<bool> {
-        let item = checkpoint_item(account, cp)?;
-        match self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if is_condition_failure(&e) => Ok(false),
-            Err(e) => Err(unavailable("PutItem", e)),
-        }
+        // one checkpoint per seq: two sealers never fork the chain
+        self.put_if(checkpoint_item(account, cp)?, Some("attribute_not_exists(pk)"), HashMap::new()).await
     }
 
     async fn audit_accounts(&self) -> R<Vec<AccountId>> {
