@@ -16,6 +16,7 @@
 //! | [`channels`] | Slack, email and webhook notifications to humans, and their outbox |
 //! | [`admin`] | credentials, callback bindings, signing keys and secrets |
 //! | [`audit`] | the tamper-evident audit ledger: records, signed checkpoints, exports (issue 42) |
+//! | [`sso`] | single sign-on for the inbox: OpenID Connect login, identity → operator mapping |
 //!
 //! Imports run down the table's dependencies, never in a circle of more than two files
 //! (`scripts/import_graph.py shared/core/src` checks it; `make lint` runs it).
@@ -31,6 +32,7 @@ pub mod messages;
 pub mod passkeys;
 pub mod push;
 pub mod sessions;
+pub mod sso;
 
 pub use kernel::error::HubError;
 pub use kernel::hub::Hub;
@@ -46,6 +48,8 @@ pub mod ports {
     pub use crate::kernel::error::StoreError;
     pub use crate::mailbox::store::MailboxStore;
     pub use crate::messages::store::{Admission, MessageStore};
-    pub use crate::push::queue::{PushOutcome, PushQueue, PushRequest, PushSender, QueueError, WakeWorker};
+    pub use crate::push::queue::{
+        FetchReply, FetchRequest, MAX_FETCH_BYTES, PushOutcome, PushQueue, PushRequest, PushSender, QueueError, WakeWorker,
+    };
     pub use crate::sessions::store::SessionStore;
 }

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ma2h_core::ports::{PushOutcome, PushRequest, PushSender};
+use ma2h_core::ports::{FetchReply, FetchRequest, MAX_FETCH_BYTES, PushOutcome, PushRequest, PushSender};
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use reqwest::{StatusCode, redirect};
 use url::{Host, Url};
@@ -146,6 +146,38 @@ impl HttpPushSender {
         (classify(status), body)
     }
 
+    /// [`PushSender::fetch`]: the same URL check, vetting and pinning as a push; the answer is
+    /// read whatever its status (an identity provider's error is JSON too), a 3xx is refused.
+    async fn exchange(&self, request: &FetchRequest) -> Result<FetchReply, String> {
+        let url = check_callback_url(&request.url, self.policy.mode).map_err(|e| e.to_string())?;
+        let host = url.host_str().unwrap_or("-").to_owned();
+        let addrs = self.vet(&url).await.map_err(|o| format!("{host}: {o:?}"))?;
+        let _pin = match url.host() {
+            Some(Host::Domain(name)) => Some(self.pins.pin(name, addrs)),
+            _ => None,
+        };
+        let mut builder = match &request.body {
+            Some(body) => self.client.post(url.clone()).body(body.clone()),
+            None => self.client.get(url.clone()),
+        };
+        for (name, value) in &request.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| "invalid header name".to_owned())?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| format!("invalid value for header {name}"))?;
+            value.set_sensitive(true);
+            builder = builder.header(name, value);
+        }
+        let mut response = builder.send().await.map_err(|e| format!("{host}: {}", describe(e)))?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(format!("{host}: redirect not followed"));
+        }
+        let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let mut body = Vec::new();
+        drain(&mut response, MAX_FETCH_BYTES, Some(&mut body)).await;
+        tracing::debug!(host, status = status.as_u16(), "outbound fetch");
+        Ok(FetchReply { status: status.as_u16(), content_type, body })
+    }
+
     async fn send_checked(&self, request: &PushRequest, keep_body: bool) -> (PushOutcome, Vec<u8>) {
         // §9.4 at delivery time: the shape is re-checked on every attempt, not only at submit.
         let (host, (outcome, body)) = match check_callback_url(&request.url, self.policy.mode) {
@@ -166,6 +198,10 @@ impl PushSender for HttpPushSender {
     /// The first `max_response_bytes` of a 2xx answer's body are kept (a Slack Web API reply).
     async fn send_reading(&self, request: &PushRequest) -> (PushOutcome, Vec<u8>) {
         self.send_checked(request, true).await
+    }
+
+    async fn fetch(&self, request: &FetchRequest) -> Result<FetchReply, String> {
+        self.exchange(request).await
     }
 }
 

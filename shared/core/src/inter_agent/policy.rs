@@ -40,6 +40,9 @@ pub struct AccountPolicy {
     /// Issue 40: operators away, by operator id, with their delegate.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub away: BTreeMap<String, crate::decisions::policy::Away>,
+    /// Issue 42: the account's identity provider for the inbox, and its operator mapping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sso: Option<crate::sso::SsoConfig>,
 }
 
 impl AccountPolicy {

@@ -93,4 +93,31 @@ pub trait PushSender: Send + Sync + 'static {
     async fn send_reading(&self, request: &PushRequest) -> (PushOutcome, Vec<u8>) {
         (self.send(request).await, Vec::new())
     }
+
+    /// One request whose answer is read whatever its status (issue 42: an identity provider's
+    /// discovery document, keys and token endpoint), behind the same egress guard. The default
+    /// (a process that sends nothing) refuses.
+    async fn fetch(&self, _request: &FetchRequest) -> Result<FetchReply, String> {
+        Err("this process has no outbound HTTP".into())
+    }
 }
+
+/// A request [`PushSender::fetch`] makes: `GET` when `body` is `None`, else `POST`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    pub url: String,
+    /// Header name and value pairs (`Accept`, `Content-Type`, `Authorization`).
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+/// What came back: the status, the `Content-Type` and the body (at most 256 KiB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchReply {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// The most of an answer [`PushSender::fetch`] reads.
+pub const MAX_FETCH_BYTES: usize = 256 * 1024;
