@@ -49,7 +49,8 @@ pub mod ports {
     pub use crate::mailbox::store::MailboxStore;
     pub use crate::messages::store::{Admission, MessageStore};
     pub use crate::push::queue::{
-        FetchReply, FetchRequest, MAX_FETCH_BYTES, PushOutcome, PushQueue, PushRequest, PushSender, QueueError, WakeWorker,
+        FetchReply, FetchRequest, MAX_FETCH_BYTES, PushOutcome, PushQueue, PushRequest, PushSender, QueueError,
+        WakeWorker,
     };
     pub use crate::sessions::store::SessionStore;
 }

@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod authenticator;
+pub mod idp;
 
 /// A fixed master key for test Hubs (32 bytes 0..=31, base64). Never a production value.
 pub const MASTER_KEY_B64: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";

@@ -81,16 +81,15 @@ pub async fn begin(hub: &Hub, account: &AccountId, redirect_uri: &str) -> Result
     let metadata = provider(hub, &config.issuer, false).await?;
     let client = CoreClient::from_provider_metadata(metadata, ClientId::new(config.client_id.clone()), None)
         .set_redirect_uri(redirect(redirect_uri)?);
-    let pending = Pending {
-        account: account.clone(),
-        state: random(hub),
-        nonce: random(hub),
-        verifier: random(hub),
-    };
+    let pending = Pending { account: account.clone(), state: random(hub), nonce: random(hub), verifier: random(hub) };
     let challenge = PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(pending.verifier.clone()));
     let (state, nonce) = (pending.state.clone(), pending.nonce.clone());
     let mut request = client
-        .authorize_url(CoreAuthenticationFlow::AuthorizationCode, move || CsrfToken::new(state), move || Nonce::new(nonce))
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            move || CsrfToken::new(state),
+            move || Nonce::new(nonce),
+        )
         .set_pkce_challenge(challenge);
     for scope in config.scope_list().into_iter().skip(1) {
         request = request.add_scope(Scope::new(scope));
@@ -248,7 +247,8 @@ impl<'c> AsyncHttpClient<'c> for Http {
                 .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
                 .collect();
             let body = (parts.method == openidconnect::http::Method::POST).then_some(body);
-            let reply = sender.fetch(&FetchRequest { url: parts.uri.to_string(), headers, body }).await.map_err(FetchFailed)?;
+            let reply =
+                sender.fetch(&FetchRequest { url: parts.uri.to_string(), headers, body }).await.map_err(FetchFailed)?;
             let mut response = openidconnect::http::Response::builder().status(reply.status);
             if let Some(ct) = reply.content_type {
                 response = response.header(openidconnect::http::header::CONTENT_TYPE, ct);

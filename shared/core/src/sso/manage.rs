@@ -61,7 +61,9 @@ pub async fn set(hub: &Hub, by: &str, account: &AccountId, spec: SsoSpec) -> Res
         Some(list) if list.len() > MAX_DOMAINS => {
             return Err(HubError::validation(format!("`email_domains`: at most {MAX_DOMAINS}")));
         }
-        Some(list) => Some(list.iter().filter(|d| !d.trim().is_empty()).map(|d| check_domain(d)).collect::<Result<Vec<_>, _>>()?),
+        Some(list) => {
+            Some(list.iter().filter(|d| !d.trim().is_empty()).map(|d| check_domain(d)).collect::<Result<Vec<_>, _>>()?)
+        }
         None => None,
     };
     let secret = nonblank(spec.client_secret)
@@ -81,9 +83,15 @@ pub async fn set(hub: &Hub, by: &str, account: &AccountId, spec: SsoSpec) -> Res
                 .clone()
                 .or_else(|| current.as_ref().map(|c| c.client_secret.clone()))
                 .ok_or_else(|| HubError::validation("`client_secret` is required"))?,
-            scopes: scopes.clone().or_else(|| current.as_ref().map(|c| c.scopes.clone())).unwrap_or_else(super::default_scopes),
+            scopes: scopes
+                .clone()
+                .or_else(|| current.as_ref().map(|c| c.scopes.clone()))
+                .unwrap_or_else(super::default_scopes),
             links: current.as_ref().map(|c| c.links.clone()).unwrap_or_default(),
-            email_domains: domains.clone().or_else(|| current.as_ref().map(|c| c.email_domains.clone())).unwrap_or_default(),
+            email_domains: domains
+                .clone()
+                .or_else(|| current.as_ref().map(|c| c.email_domains.clone()))
+                .unwrap_or_default(),
             key_login: spec.key_login.or(current.as_ref().map(|c| c.key_login)).unwrap_or(true),
         };
         p.sso = Some(next);
@@ -147,7 +155,8 @@ pub async fn link(
         .transpose()?;
     let what = if human.is_some() { "linked" } else { "unlinked" };
     let policy = edit_policy(hub, account, event(by, what).detail("subject", short(subject)), |p| {
-        let sso = p.sso.as_mut().ok_or_else(|| HubError::validation("this account has no SSO: `admin sso set` first"))?;
+        let sso =
+            p.sso.as_mut().ok_or_else(|| HubError::validation("this account has no SSO: `admin sso set` first"))?;
         match &human {
             Some(h) => {
                 if !sso.links.contains_key(subject) && sso.links.len() >= MAX_LINKS {

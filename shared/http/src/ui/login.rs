@@ -1,6 +1,7 @@
 //! `GET/POST /login` and `POST /logout`. Logging in takes an operator API key (the same
-//! credential as `Authorization: Bearer` on the API) or a passkey the operator added
-//! ([`super::passkeys`], `POST /login/passkey`); an agent key is refused. The key is never
+//! credential as `Authorization: Bearer` on the API), a passkey the operator added
+//! ([`super::passkeys`], `POST /login/passkey`) or the account's identity provider
+//! ([`super::sso`], issue 42); an agent key is refused. The key is never
 //! stored in the cookie — only the credential id, sealed.
 
 use axum::extract::State;
@@ -43,6 +44,8 @@ pub(super) fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status:
         }
         // issue 41: a passkey instead of the key (shown when this browser can use one)
         (super::passkeys::login_form(hub, &csrf, next))
+        // issue 42: the account's identity provider
+        (super::sso::login_form(None, next))
     };
     let mut resp = respond(status, page("Log in", None, body));
     resp.headers_mut().append(header::SET_COOKIE, cookie);
@@ -85,6 +88,20 @@ pub async fn submit(State(hub): State<Hub>, headers: HeaderMap, client: MaybeCli
             Some("That is an agent key. The inbox needs an operator key (ma2h_op_…)."),
             StatusCode::FORBIDDEN,
         );
+    }
+    // Issue 42: an account on SSO may turn key login off (break-glass: `admin sso set
+    // --key-login true`); the API and the CLI keep their keys.
+    match ma2h_core::sso::flow::config(&hub, &principal.account).await {
+        Ok(Some(sso)) if !sso.key_login => {
+            return render(
+                &hub,
+                next,
+                Some("This account signs in with single sign-on (or a passkey): the key login is turned off."),
+                StatusCode::FORBIDDEN,
+            );
+        }
+        Ok(_) => {}
+        Err(e) => return crate::error::ApiError(e).into_response(),
     }
     let cookie = match session::start(&hub, &principal, "key").await {
         Ok(cookie) => cookie,

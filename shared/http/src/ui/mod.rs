@@ -7,6 +7,7 @@
 //! | route | page |
 //! |---|---|
 //! | `GET/POST /login`, `POST /logout` | [`login`]: operator API key → sealed session cookie |
+//! | `GET /login/sso`, `GET /login/sso/callback` | [`sso`]: single sign-on through the account's OpenID Connect provider |
 //! | `GET /inbox` | [`list`]: open messages, urgent/high first then oldest, with filters |
 //! | `GET /inbox/history` | [`list`]: resolved messages with outcome and push delivery state |
 //! | `GET /inbox/fyi` | [`list`]: the agents' notifies, newest first |
@@ -49,6 +50,7 @@ mod pwa;
 mod rows;
 mod search;
 mod session;
+mod sso;
 mod timeline;
 mod triage;
 
@@ -85,6 +87,8 @@ pub fn routes() -> Router<Hub> {
     Router::new()
         .route("/login", get(login::form).post(login::submit))
         .route("/login/passkey", post(passkeys::login))
+        .route("/login/sso", get(sso::begin))
+        .route("/login/sso/callback", get(sso::callback))
         .route("/logout", post(login::logout))
         .route("/inbox", get(list::inbox))
         .route("/inbox/history", get(list::history))

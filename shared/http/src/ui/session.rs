@@ -19,7 +19,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_core::kernel::auth::Principal;
 use ma2h_core::kernel::credentials::PrincipalId;
 use ma2h_core::kernel::settings::Mode;
+use ma2h_core::sso::Via;
 use ma2h_core::{Hub, HubError};
+use ma2h_protocol::ids::{AccountId, HumanId};
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
@@ -43,6 +45,17 @@ struct Sealed {
     exp: i64,
     /// The CSRF token (hex).
     csrf: String,
+    /// Issue 42: a session made by single sign-on — whose operator it is and how they were
+    /// mapped (`cid` is then `sso:…`, no credential). Re-checked on every request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sso: Option<SsoSeal>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SsoSeal {
+    a: String,
+    h: String,
+    v: Via,
 }
 
 /// An authenticated inbox session.
@@ -73,7 +86,7 @@ pub fn csrf_eq(expected: &str, presented: Option<&str>) -> bool {
     !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
 }
 
-fn secure(hub: &Hub) -> bool {
+pub(super) fn secure(hub: &Hub) -> bool {
     hub.settings.mode != Mode::Dev
 }
 
@@ -112,7 +125,7 @@ fn open(hub: &Hub, context: &str, value: &str) -> Option<Sealed> {
 }
 
 /// The value of cookie `name` in the request headers.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -127,8 +140,20 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// `Set-Cookie` value. Issue 42: the login is in the ledger before the cookie exists — a login
 /// whose entry could not be written does not happen.
 pub async fn start(hub: &Hub, principal: &Principal, method: &str) -> Result<HeaderValue, HubError> {
+    mint(hub, principal, method, None).await
+}
+
+/// [`start`] for a single sign-on (issue 42): the session remembers how its operator was mapped.
+pub async fn start_sso(hub: &Hub, login: &ma2h_core::sso::flow::Login) -> Result<HeaderValue, HubError> {
+    let PrincipalId::Operator(human) = &login.principal.id else { return Err(HubError::Unauthenticated) };
+    let seal = SsoSeal { a: login.principal.account.to_string(), h: human.to_string(), v: login.via.clone() };
+    mint(hub, &login.principal, "sso", Some(seal)).await
+}
+
+async fn mint(hub: &Hub, principal: &Principal, method: &str, sso: Option<SsoSeal>) -> Result<HeaderValue, HubError> {
     let exp = hub.clock.now().timestamp() + SESSION_HOURS * 3600;
-    let payload = Sealed { cid: principal.credential_id.clone(), sid: random_token(hub), exp, csrf: random_token(hub) };
+    let payload =
+        Sealed { cid: principal.credential_id.clone(), sid: random_token(hub), exp, csrf: random_token(hub), sso };
     let event = ma2h_core::audit::Event::new("login", principal.actor())
         .target(&principal.credential_id)
         .detail("method", method)
@@ -172,7 +197,7 @@ pub fn clear_login(hub: &Hub) -> HeaderValue {
 pub fn login_form(hub: &Hub) -> (String, HeaderValue) {
     let csrf = random_token(hub);
     let exp = hub.clock.now().timestamp() + LOGIN_FORM_MINUTES * 60;
-    let payload = Sealed { cid: String::new(), sid: String::new(), exp, csrf: csrf.clone() };
+    let payload = Sealed { cid: String::new(), sid: String::new(), exp, csrf: csrf.clone(), sso: None };
     let cookie = set_cookie(hub, cookie_name(hub, true), &seal(hub, LOGIN_CONTEXT, &payload), LOGIN_FORM_MINUTES * 60);
     (csrf, cookie)
 }
@@ -195,16 +220,35 @@ pub async fn current(hub: &Hub, headers: &HeaderMap) -> Result<Option<Session>, 
     if sealed.sid.is_empty() {
         return Ok(None);
     }
-    let Some(record) = hub.credentials.credential_by_id(&sealed.cid).await? else { return Ok(None) };
-    let now = hub.clock.now();
-    if !record.is_active(now) || !matches!(record.principal, PrincipalId::Operator(_)) {
+    let principal = match &sealed.sso {
+        Some(sso) => match sso_principal(hub, sso, &sealed.cid).await? {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+        None => {
+            let Some(record) = hub.credentials.credential_by_id(&sealed.cid).await? else { return Ok(None) };
+            if !record.is_active(hub.clock.now()) || !matches!(record.principal, PrincipalId::Operator(_)) {
+                return Ok(None);
+            }
+            Principal { account: record.account, id: record.principal, credential_id: record.id }
+        }
+    };
+    if hub.messages.read_counter(&logged_out_key(&sealed.sid), hub.clock.now()).await? > 0 {
         return Ok(None);
     }
-    if hub.messages.read_counter(&logged_out_key(&sealed.sid), now).await? > 0 {
-        return Ok(None);
-    }
-    let principal = Principal { account: record.account, id: record.principal, credential_id: record.id };
     Ok(Some(Session { principal, csrf: sealed.csrf, sid: sealed.sid, expires: sealed.exp }))
+}
+
+/// An SSO session's operator, iff the account still has SSO and the mapping that made the
+/// session still yields them (an admin's unlink or domain removal ends it at the next request —
+/// or within `MA2H_CHANNELS_CACHE_MS` on another process, which caches account policies).
+async fn sso_principal(hub: &Hub, sso: &SsoSeal, cid: &str) -> Result<Option<Principal>, HubError> {
+    let (Some(account), Some(human)) = (AccountId::parse(&sso.a), HumanId::parse(&sso.h)) else { return Ok(None) };
+    let Some(config) = ma2h_core::sso::flow::config(hub, &account).await? else { return Ok(None) };
+    if !config.still_maps(&human, &sso.v) {
+        return Ok(None);
+    }
+    Ok(Some(Principal { account, id: PrincipalId::Operator(human), credential_id: cid.to_owned() }))
 }
 
 /// The header live.js sends on its background page refreshes (not operator activity).

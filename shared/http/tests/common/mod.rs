@@ -271,6 +271,13 @@ impl Page {
 }
 
 impl TestHub {
+    /// The same Hub with outbound HTTP through `sender` (and a Router over it).
+    pub fn with_outbound(mut self, sender: Arc<dyn ma2h_core::ports::PushSender>) -> Self {
+        self.hub = self.hub.clone().with_outbound(sender);
+        self.app = ma2h_http::router(self.hub.clone());
+        self
+    }
+
     /// A browser-like request: optional cookie header and url-encoded form body.
     pub async fn page(&self, method: Method, uri: &str, cookie: Option<&str>, form: Option<&[(&str, &str)]>) -> Page {
         let mut req = Request::builder().method(method).uri(uri);

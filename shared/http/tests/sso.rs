@@ -1,0 +1,323 @@
+//! Issue 42 on every backend (`MA2H_TEST_STORE`): single sign-on to the inbox through the
+//! account's OpenID Connect provider — here the tests' local stand-in
+//! (`ma2h_test_support::idp`), reached through the Hub's outbound port without a socket.
+//!
+//! A good login lands in the inbox as the mapped operator, with a `login` ledger entry; a token
+//! with the wrong audience, issuer or nonce, expired, issued in the future or signed by another
+//! key, an unverified email, an unmapped subject, a replayed or foreign state and a callback
+//! without its cookie are each refused with nothing logged in. Key login can be turned off per
+//! account; unlinking or removing SSO ends its sessions; logout ends one server-side.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use common::*;
+use http_body_util::BodyExt;
+use ma2h_core::audit::export::export;
+use ma2h_core::ports::{FetchReply, FetchRequest, PushOutcome, PushRequest, PushSender};
+use ma2h_core::sso::manage::{self, SsoSpec};
+use ma2h_protocol::ids::AccountId;
+use ma2h_test_support::idp::{Alg, CLIENT_ID, CLIENT_SECRET, Idp};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const ISSUER: &str = "https://idp.test";
+
+/// The Hub's outbound HTTP, answered by the stand-in's Router (only its host).
+struct ToIdp(axum::Router);
+
+#[async_trait::async_trait]
+impl PushSender for ToIdp {
+    async fn send(&self, _: &PushRequest) -> PushOutcome {
+        PushOutcome::Refused { reason: "pushes are not part of these tests".into() }
+    }
+
+    async fn fetch(&self, request: &FetchRequest) -> Result<FetchReply, String> {
+        let rest = request.url.strip_prefix(ISSUER).ok_or_else(|| format!("unreachable: {}", request.url))?;
+        let method = if request.body.is_some() { Method::POST } else { Method::GET };
+        let mut req = Request::builder().method(method).uri(rest);
+        for (k, v) in &request.headers {
+            req = req.header(k, v);
+        }
+        let req = req.body(Body::from(request.body.clone().unwrap_or_default())).unwrap();
+        let resp = self.0.clone().oneshot(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let content_type = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned());
+        let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+        Ok(FetchReply { status, content_type, body })
+    }
+}
+
+fn acme() -> AccountId {
+    AccountId::parse("acme").unwrap()
+}
+
+/// A test Hub whose account `acme` signs in through the stand-in (verified `@acme.com` emails).
+async fn setup(alg: Alg) -> (TestHub, Idp) {
+    let t = hub().await;
+    let clock = t.clock.clone();
+    let idp = Idp::new(ISSUER, alg, move || ma2h_core::ports::Clock::now(clock.as_ref()).timestamp());
+    let t = t.with_outbound(Arc::new(ToIdp(idp.router())));
+    let spec = SsoSpec {
+        issuer: Some(ISSUER.into()),
+        client_id: Some(CLIENT_ID.into()),
+        client_secret: Some(CLIENT_SECRET.into()),
+        email_domains: Some(vec!["acme.com".into()]),
+        ..SsoSpec::default()
+    };
+    manage::set(&t.hub, "admin", &acme(), spec).await.unwrap();
+    (t, idp)
+}
+
+/// The path and query of an absolute URL.
+fn path_of(url: &str) -> String {
+    let u = url::Url::parse(url).unwrap();
+    format!("{}?{}", u.path(), u.query().unwrap_or(""))
+}
+
+struct Leg {
+    /// The callback's path and query, as the provider sent the browser back.
+    callback: String,
+    /// The `ma2h_sso` cookie pair leg one set.
+    cookie: String,
+}
+
+/// Leg one and the provider's part: the browser's way back to the Hub, signed in at the
+/// provider as `hint` (an email or a subject).
+async fn to_provider_and_back(t: &TestHub, idp: &Idp, hint: &str) -> Leg {
+    let begin = t.page(Method::GET, "/login/sso?account=acme&next=/inbox/history", None, None).await;
+    assert_eq!(begin.status, StatusCode::SEE_OTHER, "{}", begin.html);
+    let authorize = begin.location().to_owned();
+    assert!(authorize.starts_with("https://idp.test/authorize?"), "{authorize}");
+    for must in ["code_challenge_method=S256", "code_challenge=", "nonce=", "state=", "scope=openid+email+profile"] {
+        assert!(authorize.contains(must), "{must} in {authorize}");
+    }
+    assert!(authorize.contains("redirect_uri=https%3A%2F%2Fhub.test%2Flogin%2Fsso%2Fcallback"), "{authorize}");
+    let set = begin.set_cookies().into_iter().find(|c| c.starts_with("ma2h_sso=")).expect("the sso cookie");
+    assert!(set.contains("SameSite=Lax") && set.contains("HttpOnly"), "{set}");
+    let hinted = format!("{}&login_hint={}", path_of(&authorize), ma2h_test_support::form_encode(hint));
+    let resp = idp.router().oneshot(Request::get(hinted).body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    let back = resp.headers()["location"].to_str().unwrap().to_owned();
+    assert!(back.starts_with("https://hub.test/login/sso/callback?code="), "{back}");
+    Leg { callback: path_of(&back), cookie: cookie_pair(&set) }
+}
+
+/// The session cookie pair a callback reply set, if any.
+fn session_of(page: &Page) -> Option<String> {
+    page.set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("ma2h_inbox=") && !c.starts_with("ma2h_inbox=;"))
+        .map(|c| cookie_pair(&c))
+}
+
+/// A whole login as `hint`: the callback's reply.
+async fn sso_login(t: &TestHub, idp: &Idp, hint: &str) -> Page {
+    let leg = to_provider_and_back(t, idp, hint).await;
+    t.page(Method::GET, &leg.callback, Some(&leg.cookie), None).await
+}
+
+async fn ledger(t: &TestHub) -> Vec<Value> {
+    export(&t.hub, &acme(), None, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.get("kind").is_some())
+        .collect()
+}
+
+fn refused(page: &Page, status: StatusCode) {
+    assert_eq!(page.status, status, "{}", page.html);
+    assert_eq!(session_of(page), None, "no session for a refused login");
+    assert!(page.html.contains("login-error"), "the login page says why: {}", page.html);
+}
+
+#[tokio::test]
+async fn a_verified_email_in_the_domain_signs_in_as_its_operator_with_a_ledger_entry() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let done = sso_login(&t, &idp, "alice@acme.com").await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.html);
+    assert!(done.html.contains(r#"content="0;url=/inbox/history""#), "moves on to next: {}", done.html);
+    let cookie = session_of(&done).expect("a session");
+    let inbox = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    assert_eq!(inbox.status, StatusCode::OK);
+    assert!(inbox.html.contains("human:alice"), "signed in as alice");
+    let log = ledger(&t).await;
+    let login = log.iter().find(|e| e["kind"] == "login").expect("a login entry");
+    assert_eq!(login["principal"], "human:alice");
+    assert_eq!(login["detail"]["method"], "sso");
+    assert!(login["target"].as_str().unwrap().starts_with("sso:"));
+    assert!(!login.to_string().contains("alice@acme.com"), "no email in the ledger: {login}");
+    assert!(log.iter().any(|e| e["kind"] == "policy.changed" && e["target"] == "sso"), "the setup is recorded");
+    assert_eq!(idp.token_calls(), ["ok"], "PKCE, redirect URI and client credentials were right");
+}
+
+#[tokio::test]
+async fn an_es256_provider_works_too() {
+    let (t, idp) = setup(Alg::Es256).await;
+    let done = sso_login(&t, &idp, "bob@acme.com").await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.html);
+    assert!(session_of(&done).is_some());
+}
+
+#[tokio::test]
+async fn tokens_with_a_wrong_claim_or_key_are_refused() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let cases: Vec<(&str, Box<dyn Fn(&Idp)>)> = vec![
+        ("another audience", Box::new(|i: &Idp| i.reshape_next(|c| c["aud"] = json!("someone-else")))),
+        ("an extra audience", Box::new(|i: &Idp| i.reshape_next(|c| c["aud"] = json!([CLIENT_ID, "someone-else"])))),
+        ("another issuer", Box::new(|i: &Idp| i.reshape_next(|c| c["iss"] = json!("https://evil.test")))),
+        ("another nonce", Box::new(|i: &Idp| i.reshape_next(|c| c["nonce"] = json!("not-this-login")))),
+        ("no nonce", Box::new(|i: &Idp| i.reshape_next(|c| _ = c.as_object_mut().unwrap().remove("nonce")))),
+        ("expired", Box::new(|i: &Idp| i.reshape_next(|c| c["exp"] = json!(c["iat"].as_i64().unwrap() - 10)))),
+        (
+            "issued in the future",
+            Box::new(|i: &Idp| i.reshape_next(|c| c["iat"] = json!(c["iat"].as_i64().unwrap() + 600))),
+        ),
+        ("signed by another key", Box::new(|i: &Idp| i.sign_next_with_other_key())),
+        ("alg none", Box::new(|i: &Idp| i.reshape_next(|c| c["_header"]["alg"] = json!("none")))),
+        ("an unverified email", Box::new(|i: &Idp| i.reshape_next(|c| c["email_verified"] = json!(false)))),
+    ];
+    for (name, shape) in cases {
+        shape(&idp);
+        let page = sso_login(&t, &idp, "alice@acme.com").await;
+        let status = if name == "an unverified email" { StatusCode::FORBIDDEN } else { StatusCode::UNAUTHORIZED };
+        assert_eq!(page.status, status, "{name}: {}", page.html);
+        refused(&page, status);
+        assert_eq!(
+            idp.token_calls().last().map(String::as_str),
+            Some("ok"),
+            "{name}: refused by the Hub, not the provider"
+        );
+    }
+    assert!(!ledger(&t).await.iter().any(|e| e["kind"] == "login"), "nobody logged in");
+    // and the same provider still signs a good token in
+    assert!(session_of(&sso_login(&t, &idp, "alice@acme.com").await).is_some());
+}
+
+#[tokio::test]
+async fn a_subject_signs_in_only_once_linked_and_unlinking_ends_its_session() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let page = sso_login(&t, &idp, "00u-root").await;
+    refused(&page, StatusCode::FORBIDDEN);
+    assert!(page.html.contains("not an operator of this account"));
+    let log = ledger(&t).await;
+    let no = log.iter().find(|e| e["kind"] == "login.refused").expect("the refusal is recorded");
+    assert!(!no.to_string().contains("00u-root"), "the subject only as a digest: {no}");
+
+    manage::link(&t.hub, "admin", &acme(), "00u-root", Some("human:root")).await.unwrap();
+    let done = sso_login(&t, &idp, "00u-root").await;
+    let cookie = session_of(&done).expect("a session once linked");
+    assert!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.html.contains("human:root"));
+
+    manage::link(&t.hub, "admin", &acme(), "00u-root", None).await.unwrap();
+    let after = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    assert_eq!(after.status, StatusCode::SEE_OTHER, "the unlinked session is over");
+    assert!(after.location().starts_with("/login"));
+}
+
+#[tokio::test]
+async fn removing_sso_or_the_domain_ends_email_sessions() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let cookie = session_of(&sso_login(&t, &idp, "alice@acme.com").await).unwrap();
+    let spec = SsoSpec { email_domains: Some(vec!["other.com".into()]), ..SsoSpec::default() };
+    manage::set(&t.hub, "admin", &acme(), spec).await.unwrap();
+    assert_eq!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.status, StatusCode::SEE_OTHER);
+
+    let spec = SsoSpec { email_domains: Some(vec!["acme.com".into()]), ..SsoSpec::default() };
+    manage::set(&t.hub, "admin", &acme(), spec).await.unwrap();
+    let cookie = session_of(&sso_login(&t, &idp, "alice@acme.com").await).unwrap();
+    manage::remove(&t.hub, "admin", &acme()).await.unwrap();
+    assert_eq!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.status, StatusCode::SEE_OTHER);
+    let page = t.page(Method::GET, "/login/sso?account=acme", None, None).await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND);
+    assert!(page.html.contains("does not use single sign-on"));
+}
+
+#[tokio::test]
+async fn a_replayed_foreign_or_cookieless_callback_is_refused() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let leg = to_provider_and_back(&t, &idp, "alice@acme.com").await;
+    // without the cookie leg one set
+    refused(&t.page(Method::GET, &leg.callback, None, None).await, StatusCode::BAD_REQUEST);
+    // with another login's cookie (its state differs)
+    let other = to_provider_and_back(&t, &idp, "alice@acme.com").await;
+    refused(&t.page(Method::GET, &leg.callback, Some(&other.cookie), None).await, StatusCode::BAD_REQUEST);
+    // the real pair works once
+    assert!(session_of(&t.page(Method::GET, &leg.callback, Some(&leg.cookie), None).await).is_some());
+    refused(&t.page(Method::GET, &leg.callback, Some(&leg.cookie), None).await, StatusCode::BAD_REQUEST);
+    // the provider's own error
+    let error = leg.callback.replace("code=", "error=access_denied&x=");
+    refused(&t.page(Method::GET, &error, Some(&other.cookie), None).await, StatusCode::UNAUTHORIZED);
+    let logins = ledger(&t).await.iter().filter(|e| e["kind"] == "login").count();
+    assert_eq!(logins, 1);
+}
+
+#[tokio::test]
+async fn key_login_can_be_turned_off_per_account_and_back_on() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let off = SsoSpec { key_login: Some(false), ..SsoSpec::default() };
+    manage::set(&t.hub, "admin", &acme(), off).await.unwrap();
+    let form = t.page(Method::GET, "/login", None, None).await;
+    let login_cookie = cookie_pair(&form.set_cookies()[0]);
+    let key = t.operator.clone();
+    let r =
+        t.page(Method::POST, "/login", Some(&login_cookie), Some(&[("csrf", &form.csrf()), ("api_key", &key)])).await;
+    refused(&r, StatusCode::FORBIDDEN);
+    assert!(r.html.contains("single sign-on"));
+    // the API keeps the key
+    let api = t.call(Method::GET, "/v1/operator/messages", Some(&t.operator), None).await;
+    assert_eq!(api.status, StatusCode::OK);
+    // SSO works
+    assert!(session_of(&sso_login(&t, &idp, "alice@acme.com").await).is_some());
+    // break-glass
+    manage::set(&t.hub, "admin", &acme(), SsoSpec { key_login: Some(true), ..SsoSpec::default() }).await.unwrap();
+    t.ui_login(&t.operator).await;
+    let shown = manage::show(&t.hub, &acme()).await.unwrap();
+    assert_eq!(shown["sso"]["key_login"], true);
+    assert_eq!(shown["sso"]["client_secret"], "(set)");
+    assert!(!shown.to_string().contains(CLIENT_SECRET));
+}
+
+#[tokio::test]
+async fn logout_ends_an_sso_session_server_side() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let cookie = session_of(&sso_login(&t, &idp, "alice@acme.com").await).unwrap();
+    let inbox = t.page(Method::GET, "/inbox", Some(&cookie), None).await;
+    let out = t.page(Method::POST, "/logout", Some(&cookie), Some(&[("csrf", &inbox.csrf())])).await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    // a copy of the cookie taken before logout is dead too
+    assert_eq!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.status, StatusCode::SEE_OTHER);
+    assert!(ledger(&t).await.iter().any(|e| e["kind"] == "logout" && e["principal"] == "human:alice"));
+}
+
+#[tokio::test]
+async fn bad_configuration_is_a_clear_4xx() {
+    let (t, _idp) = setup(Alg::EdDsa).await;
+    let bad = |spec: SsoSpec| {
+        let hub = t.hub.clone();
+        async move { manage::set(&hub, "admin", &acme(), spec).await.unwrap_err().to_string() }
+    };
+    assert!(bad(SsoSpec { issuer: Some("ftp://idp".into()), ..SsoSpec::default() }).await.contains("issuer"));
+    assert!(
+        bad(SsoSpec { issuer: Some("https://idp.test/?x=1".into()), ..SsoSpec::default() }).await.contains("issuer")
+    );
+    assert!(
+        bad(SsoSpec { email_domains: Some(vec!["not a domain".into()]), ..SsoSpec::default() })
+            .await
+            .contains("domain")
+    );
+    let fresh = AccountId::parse("globex").unwrap();
+    let e = manage::set(&t.hub, "admin", &fresh, SsoSpec { issuer: Some(ISSUER.into()), ..SsoSpec::default() }).await;
+    assert!(e.unwrap_err().to_string().contains("client_id"));
+    let e = manage::link(&t.hub, "admin", &fresh, "s", Some("bob")).await;
+    assert!(e.unwrap_err().to_string().contains("no SSO"));
+    let page = t.page(Method::GET, "/login/sso", None, None).await;
+    assert_eq!(page.status, StatusCode::BAD_REQUEST);
+    let page = t.page(Method::GET, "/login/sso?account=globex", None, None).await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND);
+}
