@@ -13,6 +13,7 @@ pub mod approvals;
 pub mod audit;
 pub mod channels;
 pub mod passkeys;
+pub mod sso;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -159,6 +160,9 @@ pub enum AdminCommand {
     /// An operator's passkeys: list, remove (issue 41; operators add them in the inbox). Always
     /// prints JSON.
     Passkeys(crate::passkeys::PasskeysArgs),
+    /// Single sign-on to the inbox: the account's OpenID Connect provider, subject links, key
+    /// login on/off (issue 42). Always prints JSON, never the client secret.
+    Sso(crate::sso::SsoArgs),
     /// The audit ledger (issue 42): `export` as JSON Lines for `ma2h audit verify`; `seal`
     /// settled entries under a checkpoint now.
     Audit(crate::audit::AuditArgs),
@@ -312,6 +316,7 @@ pub async fn execute(hub: &Hub, cmd: AdminCommand) -> Result<()> {
         AdminCommand::Away(args) => (crate::approvals::execute_away(hub, args.command).await?, true),
         AdminCommand::Grants(args) => (crate::approvals::execute_grants(hub, args.command).await?, true),
         AdminCommand::Passkeys(args) => (crate::passkeys::execute(hub, args.command).await?, true),
+        AdminCommand::Sso(args) => (crate::sso::execute(hub, args.command).await?, true),
         AdminCommand::Audit(args) => match crate::audit::execute(hub, args.command).await? {
             Some(v) => (v, true),
             None => return Ok(()), // the export wrote its lines
