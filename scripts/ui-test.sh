@@ -2,7 +2,7 @@
 # Browser test of the web inbox: build the Hub (debug), create an operator and an agent in a temp
 # data dir, start `ma2h-hub serve` on a free port, submit asks with curl, drive headless Chromium
 # (playwright-core) against it, stop the Hub. Screenshots land in ui-tests/artifacts/ (ignored).
-# Needs /usr/bin/chromium (Debian `chromium`) and node/npm.
+# Needs /usr/bin/chromium (Debian `chromium`) and node/npm. UI_TESTS=test/sso.test.mjs runs one file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -51,6 +51,18 @@ for _ in $(seq 50); do grep -q listening "$TMP/push.err" 2>/dev/null && break; s
 PUSH_URL=$(sed -n 's/^listening on //p' "$TMP/push.err")
 [ -n "$PUSH_URL" ] || { echo "ui-test: the push stand-in did not start:" >&2; cat "$TMP/push.err" >&2; exit 1; }
 
+# issue 42: single sign-on through the tests' OpenID Connect provider (ma2h-test-idp: anyone who
+# types an email is signed in as it); verified @ui.test emails are operators of account ui
+"$(dirname "$BIN")/ma2h-test-idp" >"$TMP/idp.out" 2>"$TMP/idp.err" &
+IDP_PID=$!
+trap 'kill "$PUSH_PID" "$IDP_PID" 2>/dev/null || true; hub_cleanup' EXIT
+for _ in $(seq 50); do [ -s "$TMP/idp.out" ] && break; sleep 0.1; done
+IDP_URL=$(head -1 "$TMP/idp.out")
+[ -n "$IDP_URL" ] || { echo "ui-test: the identity provider stand-in did not start:" >&2; cat "$TMP/idp.err" >&2; exit 1; }
+printf '%s\n' test-client-secret >"$TMP/idp-secret"
+"$BIN" admin sso set --account ui --issuer "$IDP_URL" --client-id ma2h-hub-test \
+  --client-secret-file "$TMP/idp-secret" --email-domains ui.test >/dev/null
+
 "$BIN" serve >"$TMP/hub.out" 2>"$TMP/hub.err" &
 HUB_PID=$!
 HUB_URL="http://$(hub_address "$HUB_PID" "$TMP/hub.out" "$TMP/hub.err" ui-test)"
@@ -95,10 +107,10 @@ curl -sS --fail-with-body -X POST "$HUB_URL/v1/messages/$PUSHFAIL_ID/resolve" -H
   -H 'Content-Type: application/json' -d '{"resolution":"answered","value":"approve"}' >/dev/null
 
 export HUB_URL AGENT_KEY OPERATOR_KEY SELECT_ID INPUT_ID XSS_ID CHROMIUM
-export URGENT_ID PROPOSED_ID NOT_MINE_ID PUSHFAIL_ID PUSH_URL
+export URGENT_ID PROPOSED_ID NOT_MINE_ID PUSHFAIL_ID PUSH_URL IDP_URL
 export SCREENSHOT_DIR="$ROOT/ui-tests/artifacts"
 cd ui-tests
-if ! node --test --test-concurrency=1 test/; then
+if ! node --test --test-concurrency=1 ${UI_TESTS:-test/}; then
   echo "ui-test: failed; the Hub's warnings and errors, and the push stand-in's, follow" >&2
   grep -E 'WARN|ERROR' "$TMP/hub.err" | tail -40 >&2 || true
   tail -20 "$TMP/push.err" >&2 || true

@@ -157,6 +157,20 @@ async fn a_verified_email_in_the_domain_signs_in_as_its_operator_with_a_ledger_e
 }
 
 #[tokio::test]
+async fn from_the_login_form_the_provider_is_reached_by_a_page_not_a_redirect() {
+    // the login page's CSP says `form-action 'self'`, which also holds the form's redirects
+    let (t, _idp) = setup(Alg::EdDsa).await;
+    let login = t.page(Method::GET, "/login", None, None).await;
+    assert!(login.html.contains(r#"action="/login/sso""#) && login.html.contains(r#"name="form" value="1""#));
+    let csp = login.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("form-action 'self'"), "{csp}");
+    let page = t.page(Method::GET, "/login/sso?account=acme&form=1", None, None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.html.contains(r#"content="0;url=https://idp.test/authorize?"#), "{}", page.html);
+    assert!(page.set_cookies().iter().any(|c| c.starts_with("ma2h_sso=")));
+}
+
+#[tokio::test]
 async fn an_es256_provider_works_too() {
     let (t, idp) = setup(Alg::Es256).await;
     let done = sso_login(&t, &idp, "bob@acme.com").await;
@@ -205,6 +219,7 @@ async fn a_subject_signs_in_only_once_linked_and_unlinking_ends_its_session() {
     let page = sso_login(&t, &idp, "00u-root").await;
     refused(&page, StatusCode::FORBIDDEN);
     assert!(page.html.contains("not an operator of this account"));
+    assert!(page.html.contains("--subject 00u-root"), "the person sees the subject to hand to an admin");
     let log = ledger(&t).await;
     let no = log.iter().find(|e| e["kind"] == "login.refused").expect("the refusal is recorded");
     assert!(!no.to_string().contains("00u-root"), "the subject only as a digest: {no}");

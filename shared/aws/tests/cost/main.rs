@@ -17,6 +17,7 @@ mod mailbox;
 mod metering;
 mod passkeys;
 mod sessions;
+mod sso;
 mod standard_webhooks;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]

@@ -47,9 +47,9 @@ pub enum SsoError {
     /// The answer was not a valid login (bad token, state, nonce…).
     #[error("refused: {0}")]
     Refused(String),
-    /// A valid identity that is no operator of this account.
+    /// A valid identity that is no operator of this account (its subject, for the admin to link).
     #[error("not an operator of this account")]
-    Unmapped,
+    Unmapped { subject: String },
     #[error(transparent)]
     Hub(#[from] HubError),
 }
@@ -169,7 +169,7 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
             .detail("issuer", config.issuer.as_str())
             .detail("reason", "unmapped");
         crate::audit::record_now(hub, &pending.account, event).await?;
-        return Err(SsoError::Unmapped);
+        return Err(SsoError::Unmapped { subject: identity.subject });
     };
     let principal = Principal {
         account: pending.account.clone(),

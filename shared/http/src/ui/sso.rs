@@ -77,7 +77,19 @@ pub async fn begin(State(hub): State<Hub>, params: Params) -> Response {
             };
             let plain = serde_json::to_vec(&carried).expect("a plain struct serializes");
             let sealed = URL_SAFE_NO_PAD.encode(hub.master_key.seal(hub.random.as_ref(), CONTEXT, &plain));
-            let mut resp = Redirect::to(&url).into_response();
+            // From the login form, a page that moves on by itself: the login page's CSP
+            // (`form-action 'self'`) would block the form's redirect to another origin. A link
+            // or bookmark to this route gets the plain redirect.
+            let mut resp = if params.get("form").is_some() {
+                let body = html! {
+                    meta http-equiv="refresh" content=(format!("0;url={url}"));
+                    h1 { "Single sign-on" }
+                    p { "Continuing to " a #sso-continue href=(url) { "your identity provider" } "…" }
+                };
+                respond(StatusCode::OK, page("Single sign-on", None, body))
+            } else {
+                Redirect::to(&url).into_response()
+            };
             resp.headers_mut().append(header::SET_COOKIE, cookie(&hub, &sealed, MINUTES * 60));
             resp
         }
@@ -137,14 +149,15 @@ pub async fn callback(State(hub): State<Hub>, headers: HeaderMap, params: Params
     let login = match flow::finish(&hub, &pending, code, &redirect_uri(&hub)).await {
         Ok(login) => login,
         Err(SsoError::Hub(e)) => return crate::error::ApiError(e).into_response(),
-        Err(SsoError::Unmapped) => {
+        Err(SsoError::Unmapped { subject }) => {
             tracing::info!(account = %account, "sso: a valid identity that is no operator of the account");
-            return failed(
-                &hub,
-                Some(&next),
-                "Your identity provider signed you in, but you are not an operator of this account.",
-                StatusCode::FORBIDDEN,
+            // The person's own subject, so an admin can link it (`admin sso link`).
+            let subject: String = subject.chars().filter(|c| !c.is_control()).take(255).collect();
+            let msg = format!(
+                "Your identity provider signed you in, but you are not an operator of this account. \
+                 An admin can link you: admin sso link --account {account} --subject {subject} --human <you>"
             );
+            return failed(&hub, Some(&next), &msg, StatusCode::FORBIDDEN);
         }
         Err(e) => {
             tracing::warn!(account = %account, error = %e, "sso: login refused");
@@ -176,7 +189,9 @@ pub fn login_form(account: Option<&str>, next: &str) -> maud::Markup {
     html! {
         form.sso method="get" action="/login/sso" {
             h2 { "Single sign-on" }
+            p.hint { "If your team signs in with its identity provider (Google, Okta, Entra ID, Keycloak…), enter the account your Hub's admin gave you." }
             input type="hidden" name="next" value=(next);
+            input type="hidden" name="form" value="1";
             label for="sso_account" { "Account" }
             input #sso_account type="text" name="account" value=[account] autocomplete="organization" required;
             div.actions { button #sso-login.secondary type="submit" { "Sign in with your identity provider" } }
