@@ -161,3 +161,45 @@ async fn production_requires_https() {
     let creds = sender.send(&push("https://user:pw@agent.example/cb".into())).await;
     assert!(matches!(creds, PushOutcome::Refused { reason } if reason.contains("credentials")));
 }
+
+// Issue 42: `fetch`, the identity provider's path — the same guard, the answer read whatever
+// its status, a redirect refused.
+mod fetch {
+    use super::*;
+    use ma2h_core::ports::FetchRequest;
+
+    fn get(url: String) -> FetchRequest {
+        FetchRequest { url, headers: vec![("Accept".into(), "application/json".into())], body: None }
+    }
+
+    #[tokio::test]
+    async fn a_get_and_a_post_read_their_answer_with_its_type() {
+        let rx = receiver().await;
+        let reply = dev_sender().fetch(&get(format!("http://127.0.0.1:{}/ok", rx.port()))).await.unwrap();
+        assert_eq!((reply.status, reply.body.as_slice()), (200, b"thanks".as_slice()));
+        assert!(reply.content_type.unwrap().starts_with("text/plain"));
+        let form = FetchRequest {
+            url: format!("http://127.0.0.1:{}/bad", rx.port()),
+            headers: vec![("Content-Type".into(), "application/x-www-form-urlencoded".into())],
+            body: Some(b"grant_type=authorization_code".to_vec()),
+        };
+        let reply = dev_sender().fetch(&form).await.unwrap();
+        assert_eq!(reply.status, 400, "a provider's error answer is read, not dropped");
+        let seen = rx.requests();
+        assert_eq!(seen[0].headers["accept"], "application/json");
+        assert_eq!(seen[1].body, b"grant_type=authorization_code");
+        assert_eq!(seen[1].headers["content-type"], "application/x-www-form-urlencoded");
+    }
+
+    #[tokio::test]
+    async fn redirects_loopback_in_production_and_plain_http_are_refused() {
+        let rx = receiver().await;
+        let e = dev_sender().fetch(&get(format!("http://127.0.0.1:{}/redirect", rx.port()))).await.unwrap_err();
+        assert!(e.contains("redirect"), "{e}");
+        let prod = HttpPushSender::new(EgressPolicy::production()).unwrap();
+        assert!(prod.fetch(&get(format!("http://127.0.0.1:{}/ok", rx.port()))).await.is_err());
+        assert!(prod.fetch(&get("https://127.0.0.1/ok".into())).await.unwrap_err().contains("forbidden"));
+        assert!(prod.fetch(&get("https://169.254.169.254/latest".into())).await.is_err());
+        assert_eq!(rx.requests().iter().filter(|r| r.path == "/target").count(), 0, "never followed");
+    }
+}
