@@ -178,10 +178,13 @@ async fn an_es256_provider_works_too() {
     assert!(session_of(&done).is_some());
 }
 
+/// How a case bends the provider's next ID token.
+type Shape = Box<dyn Fn(&Idp)>;
+
 #[tokio::test]
 async fn tokens_with_a_wrong_claim_or_key_are_refused() {
     let (t, idp) = setup(Alg::EdDsa).await;
-    let cases: Vec<(&str, Box<dyn Fn(&Idp)>)> = vec![
+    let cases: Vec<(&str, Shape)> = vec![
         ("another audience", Box::new(|i: &Idp| i.reshape_next(|c| c["aud"] = json!("someone-else")))),
         ("an extra audience", Box::new(|i: &Idp| i.reshape_next(|c| c["aud"] = json!([CLIENT_ID, "someone-else"])))),
         ("another issuer", Box::new(|i: &Idp| i.reshape_next(|c| c["iss"] = json!("https://evil.test")))),
@@ -335,4 +338,38 @@ async fn bad_configuration_is_a_clear_4xx() {
     assert_eq!(page.status, StatusCode::BAD_REQUEST);
     let page = t.page(Method::GET, "/login/sso?account=globex", None, None).await;
     assert_eq!(page.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_sso_operator_without_a_key_can_confirm_an_answer_with_a_passkey() {
+    use ma2h_core::passkeys::{self, ceremony};
+    use ma2h_test_support::authenticator::Authenticator;
+    let (t, idp) = setup(Alg::EdDsa).await;
+    // carol has no operator key: the SSO session is her only standing
+    let cookie = session_of(&sso_login(&t, &idp, "carol@acme.com").await).expect("a session");
+    assert!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.html.contains("human:carol"));
+    let carol = |credential_id: &str| ma2h_core::kernel::auth::Principal {
+        account: acme(),
+        id: ma2h_core::kernel::credentials::PrincipalId::Operator(ma2h_protocol::ids::HumanId::parse("carol").unwrap()),
+        credential_id: credential_id.into(),
+    };
+    let sso = carol("sso:0123456789abcdef");
+    let mut device = Authenticator::default();
+    let started = ceremony::begin_registration(&t.hub, &sso, &passkeys::mine(&t.hub, &sso).await.unwrap()).unwrap();
+    let reply = device.create(&serde_json::from_str(&started.options).unwrap(), "https://hub.test").to_string();
+    ceremony::finish_registration(&t.hub, &sso, &started.state, reply.as_bytes(), "laptop").await.unwrap();
+
+    let step_up = |who: ma2h_core::kernel::auth::Principal, device: &mut Authenticator| {
+        let started = ceremony::begin_assertion(&t.hub, Some((&who, "msg_1"))).unwrap();
+        let reply = device.get(0, &serde_json::from_str(&started.options).unwrap(), "https://hub.test").to_string();
+        let hub = t.hub.clone();
+        async move { ceremony::finish_step_up(&hub, &who, "msg_1", &started.state, reply.as_bytes()).await }
+    };
+    assert!(step_up(sso.clone(), &mut device).await.is_ok(), "the SSO session vouches for carol");
+    let refused = step_up(carol("cred_gone"), &mut device).await;
+    assert!(refused.is_err(), "outside an SSO session a keyless operator is no operator");
+    // logging in with the passkey alone still needs a key (a passkey session stands on one)
+    let started = ceremony::begin_assertion(&t.hub, None).unwrap();
+    let reply = device.get(0, &serde_json::from_str(&started.options).unwrap(), "https://hub.test").to_string();
+    assert!(ceremony::finish_login(&t.hub, &started.state, reply.as_bytes()).await.is_err());
 }

@@ -293,7 +293,9 @@ pub fn begin_assertion(hub: &Hub, step_up: Option<(&Principal, &str)>) -> Result
 
 /// Verify an assertion against the stored passkey; the passkey and the operator key the session
 /// will stand on.
-async fn assert(hub: &Hub, sealed: &Sealed, response: &[u8]) -> Result<(Passkey, String), Refused> {
+/// The passkey and its operator's active key (`None`: the operator holds none — an SSO-only
+/// operator, issue 42, whose live session vouches for them instead).
+async fn assert(hub: &Hub, sealed: &Sealed, response: &[u8]) -> Result<(Passkey, Option<String>), Refused> {
     let rp = rp(hub)?;
     let server = unb64(&sealed.s)
         .and_then(|s| DiscoverableAuthenticationServerState::decode(s.as_slice()).ok())
@@ -326,9 +328,7 @@ async fn assert(hub: &Hub, sealed: &Sealed, response: &[u8]) -> Result<(Passkey,
     // a revoked operator's passkeys stop at once
     let now = hub.clock.now();
     let keys = hub.credentials.credentials_of(&passkey.account, &PrincipalId::Operator(passkey.human.clone())).await?;
-    let Some(active) = keys.iter().find(|c| c.is_active(now)) else {
-        return Err(no(format!("human:{} has no active operator key", passkey.human)));
-    };
+    let active = keys.iter().find(|c| c.is_active(now)).map(|c| c.id.clone());
     let day = |t: ma2h_protocol::time::Timestamp| t.date_naive();
     if changed || passkey.last_used_at.is_none_or(|t| day(t) != day(now)) {
         let d = credential.dynamic_state().encode().map_err(|e| HubError::Internal(format!("passkey state: {e:?}")))?;
@@ -336,13 +336,17 @@ async fn assert(hub: &Hub, sealed: &Sealed, response: &[u8]) -> Result<(Passkey,
         passkey.last_used_at = Some(now);
         hub.credentials.put_passkey(&passkey, false).await?;
     }
-    Ok((passkey, active.id.clone()))
+    Ok((passkey, active))
 }
 
 /// Finish a login: the operator the passkey belongs to.
 pub async fn finish_login(hub: &Hub, state: &str, response: &[u8]) -> Result<Principal, Refused> {
     let sealed = open(hub, state, Kind::Login).await?;
     let (passkey, credential_id) = assert(hub, &sealed, response).await?;
+    // A passkey login session stands on the operator's active key.
+    let Some(credential_id) = credential_id else {
+        return Err(no(format!("human:{} has no active operator key", passkey.human)));
+    };
     crate::decisions::presence::seen(hub, &passkey.account, &passkey.human).await;
     tracing::info!(account = %passkey.account, human = %passkey.human, "logged in with a passkey");
     Ok(Principal { account: passkey.account, id: PrincipalId::Operator(passkey.human), credential_id })
@@ -361,9 +365,14 @@ pub async fn finish_step_up(
     if sealed.a != principal.account.as_str() || sealed.h != human.as_str() || sealed.m != message {
         return Err(no("This passkey prompt was for another answer: reload the page."));
     }
-    let (passkey, _) = assert(hub, &sealed, response).await?;
+    let (passkey, active) = assert(hub, &sealed, response).await?;
     if passkey.account != principal.account || passkey.human != *human {
         return Err(no("That passkey belongs to another operator."));
+    }
+    // Issue 42: an SSO session (re-checked against the account's mapping on this very request)
+    // vouches for an operator who holds no key; any other needs an active one.
+    if active.is_none() && !principal.credential_id.starts_with(crate::sso::SESSION_PREFIX) {
+        return Err(no(format!("human:{human} has no active operator key")));
     }
     Ok(StepUp { account: principal.account.clone(), human: human.clone(), message: message.to_owned() })
 }

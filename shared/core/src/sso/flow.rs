@@ -174,7 +174,7 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
     let principal = Principal {
         account: pending.account.clone(),
         id: PrincipalId::Operator(human),
-        credential_id: format!("sso:{}", super::manage::short(&identity.subject)),
+        credential_id: format!("{}{}", super::SESSION_PREFIX, super::manage::short(&identity.subject)),
     };
     Ok(Login { principal, via })
 }

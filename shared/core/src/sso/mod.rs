@@ -20,6 +20,9 @@ use crate::channels::config::Sealed;
 /// The scopes asked for when none are set: the ID token then carries `email` and
 /// `email_verified` at the providers that have them.
 pub const DEFAULT_SCOPES: &str = "openid email profile";
+/// The `credential_id` of a principal an SSO session vouches for (`sso:{subject digest}`): it
+/// names no stored credential.
+pub const SESSION_PREFIX: &str = "sso:";
 /// At most this many explicit subject links per account (the policy document is bounded).
 pub const MAX_LINKS: usize = 200;
 /// At most this many allowed email domains per account.
