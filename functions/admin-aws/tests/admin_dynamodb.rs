@@ -57,4 +57,40 @@ async fn admin_commands_work_against_dynamodb() {
     // nothing open from before the counters either
     assert_eq!(admin(&table, &["backfill-counts"])["counted"], 0);
     assert_eq!(admin(&table, &["recount-open", "--account", "acme"])["counted"], 0);
+
+    // issue 42: the inbox's single sign-on, the secret sealed and never shown
+    let secret = tempfile_with("sso-secret", "client-secret-value\n");
+    let set = [
+        "sso",
+        "set",
+        "--account",
+        "acme",
+        "--issuer",
+        "https://idp.example.com",
+        "--client-id",
+        "hub",
+        "--client-secret-file",
+        secret.to_str().unwrap(),
+        "--email-domains",
+        "acme.com",
+    ];
+    let shown = admin(&table, &set);
+    assert_eq!(
+        (shown["sso"]["issuer"].as_str(), shown["sso"]["client_secret"].as_str()),
+        (Some("https://idp.example.com"), Some("(set)"))
+    );
+    assert!(!shown.to_string().contains("client-secret-value"));
+    let linked = admin(&table, &["sso", "link", "--account", "acme", "--subject", "00u1", "--human", "alice"]);
+    assert_eq!(linked["sso"]["links"][0]["human"], "human:alice");
+    assert_eq!(admin(&table, &["sso", "set", "--account", "acme", "--key-login", "false"])["sso"]["key_login"], false);
+    assert_eq!(admin(&table, &["sso", "show", "--account", "acme"])["sso"]["links"][0]["subject"], "00u1");
+    assert_eq!(admin(&table, &["sso", "remove", "--account", "acme"])["sso"], serde_json::Value::Null);
+    let _ = std::fs::remove_file(secret);
+}
+
+/// A file under the temp dir holding `contents` (unique per process).
+fn tempfile_with(name: &str, contents: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("{}-{name}", ma2h_test_support::unique("admin")));
+    std::fs::write(&path, contents).unwrap();
+    path
 }
