@@ -150,6 +150,7 @@ async fn a_verified_email_in_the_domain_signs_in_as_its_operator_with_a_ledger_e
     let login = log.iter().find(|e| e["kind"] == "login").expect("a login entry");
     assert_eq!(login["principal"], "human:alice");
     assert_eq!(login["detail"]["method"], "sso");
+    assert_eq!(login["detail"]["issuer"], ISSUER);
     assert!(login["target"].as_str().unwrap().starts_with("sso:"));
     assert!(!login.to_string().contains("alice@acme.com"), "no email in the ledger: {login}");
     assert!(log.iter().any(|e| e["kind"] == "policy.changed" && e["target"] == "sso"), "the setup is recorded");

@@ -68,6 +68,8 @@ pub struct Pending {
 pub struct Login {
     pub principal: Principal,
     pub via: Via,
+    /// The issuer that vouched (for the ledger's `login` entry).
+    pub issuer: String,
 }
 
 /// The account's SSO configuration (through the policy cache).
@@ -176,7 +178,7 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
         id: PrincipalId::Operator(human),
         credential_id: format!("{}{}", super::SESSION_PREFIX, super::manage::short(&identity.subject)),
     };
-    Ok(Login { principal, via })
+    Ok(Login { principal, via, issuer: config.issuer })
 }
 
 fn redirect(uri: &str) -> Result<RedirectUrl, SsoError> {

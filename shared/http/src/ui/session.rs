@@ -140,17 +140,23 @@ pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
 /// `Set-Cookie` value. Issue 42: the login is in the ledger before the cookie exists — a login
 /// whose entry could not be written does not happen.
 pub async fn start(hub: &Hub, principal: &Principal, method: &str) -> Result<HeaderValue, HubError> {
-    mint(hub, principal, method, None).await
+    mint(hub, principal, method, None, None).await
 }
 
 /// [`start`] for a single sign-on (issue 42): the session remembers how its operator was mapped.
 pub async fn start_sso(hub: &Hub, login: &ma2h_core::sso::flow::Login) -> Result<HeaderValue, HubError> {
     let PrincipalId::Operator(human) = &login.principal.id else { return Err(HubError::Unauthenticated) };
     let seal = SsoSeal { a: login.principal.account.to_string(), h: human.to_string(), v: login.via.clone() };
-    mint(hub, &login.principal, "sso", Some(seal)).await
+    mint(hub, &login.principal, "sso", Some(seal), Some(&login.issuer)).await
 }
 
-async fn mint(hub: &Hub, principal: &Principal, method: &str, sso: Option<SsoSeal>) -> Result<HeaderValue, HubError> {
+async fn mint(
+    hub: &Hub,
+    principal: &Principal,
+    method: &str,
+    sso: Option<SsoSeal>,
+    issuer: Option<&str>,
+) -> Result<HeaderValue, HubError> {
     let exp = hub.clock.now().timestamp() + SESSION_HOURS * 3600;
     let payload =
         Sealed { cid: principal.credential_id.clone(), sid: random_token(hub), exp, csrf: random_token(hub), sso };
@@ -158,6 +164,10 @@ async fn mint(hub: &Hub, principal: &Principal, method: &str, sso: Option<SsoSea
         .target(&principal.credential_id)
         .detail("method", method)
         .detail("session", short_sid(&payload.sid));
+    let event = match issuer {
+        Some(issuer) => event.detail("issuer", issuer),
+        None => event,
+    };
     ma2h_core::audit::record_now(hub, &principal.account, event).await?;
     Ok(set_cookie(hub, cookie_name(hub, false), &seal(hub, SESSION_CONTEXT, &payload), SESSION_HOURS * 3600))
 }
