@@ -19,7 +19,6 @@ use ma2h_core::ports::ManualClock;
 use ma2h_queue_sqs::SqsPushQueue;
 use ma2h_store_dynamodb::{DynamoStore, provision};
 use serde_json::{Value, json};
-use std::future::IntoFuture;
 use support::{event, event_from, moto_config, raw_event, sqs_event, test_settings, unique};
 use tower::ServiceExt;
 
@@ -659,38 +658,15 @@ async fn discovery_reads_only_the_public_keys_and_the_others_only_the_key_secret
 /// DynamoDB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_signs_in_by_sso_through_the_functions() {
-    use ma2h_core::sso::manage::{self, SsoSpec};
-    use ma2h_test_support::idp::{Alg, CLIENT_ID, CLIENT_SECRET, Idp};
     let Some(e) = env().await else { return };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let issuer = format!("http://{}", listener.local_addr().unwrap());
-    let clock = e.clock.clone();
-    let idp = Idp::new(&issuer, Alg::Es256, move || ma2h_core::ports::Clock::now(clock.as_ref()).timestamp());
-    tokio::spawn(axum::serve(listener, idp.router()).into_future());
-    let spec = SsoSpec {
-        issuer: Some(issuer.clone()),
-        client_id: Some(CLIENT_ID.into()),
-        client_secret: Some(CLIENT_SECRET.into()),
-        email_domains: Some(vec!["acme.com".into()]),
-        ..SsoSpec::default()
-    };
-    let acme = ma2h_protocol::ids::AccountId::parse("acme").unwrap();
-    manage::set(&e.dep.hub, "admin", &acme, spec).await.unwrap();
-
+    let (idp, issuer) = support::sso_provider(&e.dep.hub, e.clock.clone(), ma2h_test_support::idp::Alg::Es256).await;
     let routed = |req: lambda_http::Request| {
         let app = ma2h_aws::http_app(e.fns.for_request(&req));
         async move { app.oneshot(req).await.unwrap() }
     };
-    let first_cookie = |resp: &axum::response::Response, name: &str| {
-        resp.headers()
-            .get_all("set-cookie")
-            .iter()
-            .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
-            .find(|c| c.starts_with(&format!("{name}=")) && c.len() > name.len() + 1)
-    };
     let begin = routed(raw_event("GET", "/login/sso?account=acme", &[], "")).await;
     assert_eq!(begin.status(), StatusCode::SEE_OTHER);
-    let sso_cookie = first_cookie(&begin, "ma2h_sso").expect("the state cookie");
+    let sso_cookie = support::set_cookie(&begin, "ma2h_sso").expect("the state cookie");
     let authorize = begin.headers()["location"].to_str().unwrap().to_owned();
     let path = authorize.strip_prefix(&issuer).expect("to the provider");
     let req = axum::http::Request::get(format!("{path}&login_hint=alice%40acme.com")).body(axum::body::Body::empty());
@@ -699,7 +675,7 @@ async fn an_operator_signs_in_by_sso_through_the_functions() {
     let callback = back.strip_prefix("https://api.test").expect("to MA2H_PUBLIC_URL's callback");
     let done = routed(raw_event("GET", callback, &[("cookie", &sso_cookie)], "")).await;
     assert_eq!(done.status(), StatusCode::OK);
-    let session = first_cookie(&done, "ma2h_inbox").expect("a session");
+    let session = support::set_cookie(&done, "ma2h_inbox").expect("a session");
     let inbox = routed(raw_event("GET", "/inbox", &[("cookie", &session)], "")).await;
     assert_eq!(inbox.status(), StatusCode::OK);
     let html = inbox.into_body().collect().await.unwrap().to_bytes();

@@ -5,42 +5,18 @@
 //! request the logout counter — an SSO session has no credential to read, its mapping is in the
 //! account settings already cached.
 
-use std::future::IntoFuture;
-
 use axum::http::StatusCode;
-use ma2h_core::sso::manage::{self, SsoSpec};
-use ma2h_protocol::ids::AccountId;
-use ma2h_test_support::idp::{Alg, CLIENT_ID, CLIENT_SECRET, Idp};
+use ma2h_test_support::idp::Alg;
 use tower::ServiceExt;
 
 use crate::env::*;
 use crate::metering::Tally;
-use crate::support::raw_event;
-
-fn cookie(resp: &axum::response::Response, name: &str) -> Option<String> {
-    resp.headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
-        .find(|c| c.starts_with(&format!("{name}=")) && c.len() > name.len() + 1)
-}
+use crate::support::{raw_event, set_cookie, sso_provider};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_of_an_sso_login_and_of_its_session() {
     with_env("sso", false, |e| async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let issuer = format!("http://{}", listener.local_addr().unwrap());
-        let clock = e.clock.clone();
-        let idp = Idp::new(&issuer, Alg::EdDsa, move || ma2h_core::ports::Clock::now(clock.as_ref()).timestamp());
-        tokio::spawn(axum::serve(listener, idp.router()).into_future());
-        let spec = SsoSpec {
-            issuer: Some(issuer.clone()),
-            client_id: Some(CLIENT_ID.into()),
-            client_secret: Some(CLIENT_SECRET.into()),
-            email_domains: Some(vec!["acme.com".into()]),
-            ..SsoSpec::default()
-        };
-        manage::set(&e.dep.hub, "admin", &AccountId::parse("acme").unwrap(), spec).await.unwrap();
+        let (idp, issuer) = sso_provider(&e.dep.hub, e.clock.clone(), Alg::EdDsa).await;
         let app = ma2h_aws::http_app(&e.dep);
         e.phase().await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
@@ -57,7 +33,7 @@ async fn requests_of_an_sso_login_and_of_its_session() {
             &[("dynamodb:GetItem", 1)],
         );
 
-        let sso_cookie = cookie(&begin, "ma2h_sso").unwrap();
+        let sso_cookie = set_cookie(&begin, "ma2h_sso").unwrap();
         let authorize = begin.headers()["location"].to_str().unwrap().to_owned();
         let path = authorize.strip_prefix(&issuer).unwrap();
         let req =
@@ -73,7 +49,7 @@ async fn requests_of_an_sso_login_and_of_its_session() {
             &[("dynamodb:UpdateItem", 1), ("dynamodb:PutItem", 1)],
         );
 
-        let session = cookie(&done, "ma2h_inbox").unwrap();
+        let session = set_cookie(&done, "ma2h_inbox").unwrap();
         let check = app.clone().oneshot(raw_event("GET", "/login", &[("cookie", &session)], "")).await.unwrap();
         assert_eq!(check.status(), StatusCode::SEE_OTHER, "a live session goes on to the inbox");
         phase(

@@ -206,3 +206,38 @@ pub async fn call_routed(fns: &Functions, req: lambda_http::Request) -> (StatusC
     let dep = fns.for_request(&req);
     call_app(dep, req).await
 }
+
+/// Issue 42: the tests' OpenID Connect provider on a loopback port (telling time by `clock`), set
+/// as account `acme`'s SSO with verified `@acme.com` emails as operators. Returns it and its
+/// issuer URL.
+pub async fn sso_provider(
+    hub: &ma2h_core::Hub,
+    clock: std::sync::Arc<ma2h_core::ports::ManualClock>,
+    alg: ma2h_test_support::idp::Alg,
+) -> (ma2h_test_support::idp::Idp, String) {
+    use ma2h_core::sso::manage::{self, SsoSpec};
+    use ma2h_test_support::idp::{CLIENT_ID, CLIENT_SECRET, Idp};
+    use std::future::IntoFuture;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let idp = Idp::new(&issuer, alg, move || ma2h_core::ports::Clock::now(clock.as_ref()).timestamp());
+    tokio::spawn(axum::serve(listener, idp.router()).into_future());
+    let spec = SsoSpec {
+        issuer: Some(issuer.clone()),
+        client_id: Some(CLIENT_ID.into()),
+        client_secret: Some(CLIENT_SECRET.into()),
+        email_domains: Some(vec!["acme.com".into()]),
+        ..SsoSpec::default()
+    };
+    manage::set(hub, "admin", &ma2h_protocol::ids::AccountId::parse("acme").unwrap(), spec).await.unwrap();
+    (idp, issuer)
+}
+
+/// The value a response's `Set-Cookie` gives cookie `name` (`name=value`), unless it clears it.
+pub fn set_cookie(resp: &axum::response::Response, name: &str) -> Option<String> {
+    resp.headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+        .find(|c| c.starts_with(&format!("{name}=")) && c.len() > name.len() + 1)
+}
