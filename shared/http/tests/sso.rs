@@ -218,6 +218,18 @@ async fn tokens_with_a_wrong_claim_or_key_are_refused() {
 }
 
 #[tokio::test]
+async fn a_rotated_provider_key_is_fetched_once_and_accepted() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    assert!(session_of(&sso_login(&t, &idp, "alice@acme.com").await).is_some(), "k1, now cached");
+    idp.rotate();
+    let after = sso_login(&t, &idp, "alice@acme.com").await;
+    assert!(session_of(&after).is_some(), "k2 is unknown to the cached set: fetched again: {}", after.html);
+    // and the old key no longer signs in
+    idp.sign_next_with_other_key();
+    refused(&sso_login(&t, &idp, "alice@acme.com").await, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
 async fn a_subject_signs_in_only_once_linked_and_unlinking_ends_its_session() {
     let (t, idp) = setup(Alg::EdDsa).await;
     let page = sso_login(&t, &idp, "00u-root").await;
@@ -373,4 +385,38 @@ async fn an_sso_operator_without_a_key_can_confirm_an_answer_with_a_passkey() {
     let started = ceremony::begin_assertion(&t.hub, None).unwrap();
     let reply = device.get(0, &serde_json::from_str(&started.options).unwrap(), "https://hub.test").to_string();
     assert!(ceremony::finish_login(&t.hub, &started.state, reply.as_bytes()).await.is_err());
+}
+
+/// A provider that cannot be reached; counts the attempts.
+struct Down(std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl PushSender for Down {
+    async fn send(&self, _: &PushRequest) -> PushOutcome {
+        PushOutcome::Retry { reason: "down".into() }
+    }
+
+    async fn fetch(&self, _: &FetchRequest) -> Result<FetchReply, String> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Err("connection refused".into())
+    }
+}
+
+#[tokio::test]
+async fn a_provider_that_is_down_is_a_clear_page_and_is_not_asked_again_at_once() {
+    let down = Arc::new(Down(Default::default()));
+    let t = hub().await.with_outbound(down.clone());
+    let spec = SsoSpec {
+        issuer: Some("https://down.test".into()),
+        client_id: Some(CLIENT_ID.into()),
+        client_secret: Some(CLIENT_SECRET.into()),
+        ..SsoSpec::default()
+    };
+    manage::set(&t.hub, "admin", &acme(), spec).await.unwrap();
+    for _ in 0..3 {
+        let page = t.page(Method::GET, "/login/sso?account=acme", None, None).await;
+        assert_eq!(page.status, StatusCode::BAD_GATEWAY, "{}", page.html);
+        assert!(page.html.contains("did not complete"));
+    }
+    assert_eq!(down.0.load(std::sync::atomic::Ordering::SeqCst), 1, "one attempt, then a pause");
 }

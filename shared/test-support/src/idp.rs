@@ -51,6 +51,8 @@ struct Inner {
     next_code: u64,
     reshape: Option<Reshape>,
     other_key: bool,
+    /// After [`Idp::rotate`]: the second key signs (as `k2`) and is the one published.
+    rotated: bool,
     /// Every `/token` call, in order (`ok` or why it was refused).
     token_calls: Vec<String>,
 }
@@ -76,6 +78,7 @@ impl Idp {
             next_code: 0,
             reshape: None,
             other_key: false,
+            rotated: false,
             token_calls: Vec::new(),
         })))
     }
@@ -92,6 +95,12 @@ impl Idp {
     /// Sign the next ID token with a key the JWKS does not publish (same `kid`).
     pub fn sign_next_with_other_key(&self) {
         self.0.lock().unwrap().other_key = true;
+    }
+
+    /// Rotate the signing key: from now on tokens are signed by a new key (`kid: k2`), and the
+    /// key set publishes only it.
+    pub fn rotate(&self) {
+        self.0.lock().unwrap().rotated = true;
     }
 
     /// What each `/token` call came to.
@@ -139,15 +148,21 @@ fn p256_key(seed: &[u8; 32]) -> p256::ecdsa::SigningKey {
 }
 
 async fn jwks(State(idp): State<Idp>) -> Response {
-    let key = match idp.0.lock().unwrap().alg {
+    let (alg, rotated) = {
+        let inner = idp.0.lock().unwrap();
+        (inner.alg, inner.rotated)
+    };
+    let kid = if rotated { "k2" } else { "k1" };
+    let key = match alg {
         Alg::EdDsa => json!({
-            "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": "k1",
-            "x": URL_SAFE_NO_PAD.encode(ed_key(&ED_SEED).verifying_key().as_bytes()),
+            "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": kid,
+            "x": URL_SAFE_NO_PAD.encode(ed_key(if rotated { &ED_OTHER } else { &ED_SEED }).verifying_key().as_bytes()),
         }),
         Alg::Es256 => {
-            let point = p256_key(&P256_SEED).verifying_key().to_encoded_point(false);
+            let point =
+                p256_key(if rotated { &P256_OTHER } else { &P256_SEED }).verifying_key().to_encoded_point(false);
             json!({
-                "kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": "k1",
+                "kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": kid,
                 "x": URL_SAFE_NO_PAD.encode(point.x().unwrap()),
                 "y": URL_SAFE_NO_PAD.encode(point.y().unwrap()),
             })
@@ -248,7 +263,7 @@ fn sign(idp: &Idp, grant: &Grant) -> String {
     };
     let mut claims = json!({
         "iss": inner.issuer, "aud": CLIENT_ID, "sub": subject, "iat": now, "exp": now + 300,
-        "nonce": grant.nonce, "_header": { "alg": alg, "typ": "JWT", "kid": "k1" },
+        "nonce": grant.nonce, "_header": { "alg": alg, "typ": "JWT", "kid": if inner.rotated { "k2" } else { "k1" } },
     });
     if let Some(email) = email {
         claims["email"] = json!(email);
@@ -260,7 +275,8 @@ fn sign(idp: &Idp, grant: &Grant) -> String {
     let header = claims.as_object_mut().unwrap().remove("_header").unwrap();
     let input =
         format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
-    let other = std::mem::take(&mut inner.other_key);
+    // the key the JWKS does not publish: the other one of the pair (same `kid`)
+    let other = std::mem::take(&mut inner.other_key) != inner.rotated;
     let signature = match inner.alg {
         Alg::EdDsa => {
             use ed25519_dalek::Signer;

@@ -206,6 +206,11 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 type Providers = Mutex<HashMap<String, (CoreProviderMetadata, Instant)>>;
 static PROVIDERS: LazyLock<Providers> = LazyLock::new(Providers::default);
+/// Issuers whose discovery failed, and when: a login page hammered while the provider is down
+/// does not turn into a request to it per hit.
+static FAILED: LazyLock<Mutex<HashMap<String, Instant>>> = LazyLock::new(Mutex::default);
+/// How long a failed discovery is not retried.
+const FAILED_TTL: Duration = Duration::from_secs(10);
 
 /// The issuer's discovery document with its keys, cached for [`PROVIDER_TTL`] (`fresh`: fetch
 /// again). The crate refuses a document whose `issuer` is not exactly the configured one.
@@ -216,10 +221,23 @@ async fn provider(hub: &Hub, issuer: &str, fresh: bool) -> Result<CoreProviderMe
     {
         return Ok(m.clone());
     }
+    if let Some(at) = FAILED.lock().unwrap_or_else(PoisonError::into_inner).get(issuer)
+        && at.elapsed() < FAILED_TTL
+    {
+        return Err(SsoError::Provider("discovery failed moments ago; not retried yet".into()));
+    }
     let url = IssuerUrl::new(issuer.to_owned()).map_err(|e| SsoError::Provider(format!("issuer: {e}")))?;
-    let metadata = CoreProviderMetadata::discover_async(url, &Http(hub.outbound.clone()))
-        .await
-        .map_err(|e| SsoError::Provider(format!("discovery: {}", chain(&e))))?;
+    let metadata = match CoreProviderMetadata::discover_async(url, &Http(hub.outbound.clone())).await {
+        Ok(m) => m,
+        Err(e) => {
+            let mut failed = FAILED.lock().unwrap_or_else(PoisonError::into_inner);
+            if failed.len() > 1024 {
+                failed.clear();
+            }
+            failed.insert(issuer.to_owned(), Instant::now());
+            return Err(SsoError::Provider(format!("discovery: {}", chain(&e))));
+        }
+    };
     let mut cache = PROVIDERS.lock().unwrap_or_else(PoisonError::into_inner);
     if cache.len() > 1024 {
         cache.clear();
