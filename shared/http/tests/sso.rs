@@ -342,6 +342,8 @@ async fn bad_configuration_is_a_clear_4xx() {
             .await
             .contains("domain")
     );
+    let public = bad(SsoSpec { email_domains: Some(vec!["GMail.com".into()]), ..SsoSpec::default() }).await;
+    assert!(public.contains("public mail service"), "{public}");
     let fresh = AccountId::parse("globex").unwrap();
     let e = manage::set(&t.hub, "admin", &fresh, SsoSpec { issuer: Some(ISSUER.into()), ..SsoSpec::default() }).await;
     assert!(e.unwrap_err().to_string().contains("client_id"));

@@ -46,12 +46,43 @@ fn check_issuer(hub: &Hub, issuer: &str) -> Result<String, HubError> {
     Ok(issuer.to_owned())
 }
 
+/// Mail domains anyone can sign up for: allowing one would make every stranger with an address
+/// there an operator (an explicit subject link is the way to admit one such person).
+const PUBLIC_MAIL: &[&str] = &[
+    "gmail.com",
+    "googlemail.com",
+    "outlook.com",
+    "hotmail.com",
+    "live.com",
+    "msn.com",
+    "yahoo.com",
+    "icloud.com",
+    "me.com",
+    "aol.com",
+    "proton.me",
+    "protonmail.com",
+    "gmx.com",
+    "gmx.de",
+    "mail.com",
+    "yandex.com",
+    "zoho.com",
+    "fastmail.com",
+];
+
 fn check_domain(d: &str) -> Result<String, HubError> {
     let d = d.trim().trim_start_matches('@').to_ascii_lowercase();
     let ok = d.contains('.')
         && d.len() <= 253
         && d.split('.').all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
-    if ok { Ok(d) } else { Err(HubError::validation(format!("`email_domains`: `{d}` is not a domain name"))) }
+    if !ok {
+        return Err(HubError::validation(format!("`email_domains`: `{d}` is not a domain name")));
+    }
+    if PUBLIC_MAIL.contains(&d.as_str()) {
+        return Err(HubError::validation(format!(
+            "`email_domains`: `{d}` is a public mail service — anyone could sign in; link people by subject instead"
+        )));
+    }
+    Ok(d)
 }
 
 /// Set or change the account's SSO configuration.
