@@ -381,8 +381,14 @@ fn race(name: &str, targets: &[Target], workers: usize) {
     }
 }
 
+/// The two races run one at a time: each is timed against `expires_at`, and on two cores the
+/// other's eight racers (and moto) would skew it — a DynamoDB race once saw every early trial
+/// lost to the agent's cancel while the SQLite race ran beside it.
+static ONE_RACE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn racing_resolves_cancels_and_expiry_commit_exactly_one_terminal_on_the_local_sqlite_hub() {
+    let _alone = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let agent = admin_json(dir.path(), &["create-agent", "--account", "acme", "--agent", "bot"]);
     let operator = admin_json(dir.path(), &["create-operator", "--account", "acme", "--human", "alice"]);
@@ -405,6 +411,7 @@ fn racing_resolves_cancels_and_expiry_commit_exactly_one_terminal_on_dynamodb() 
     if !ma2h_test_support::moto_available() {
         return;
     }
+    let _alone = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     race("dynamodb", &dynamo_targets(DYNAMO_SHARDS), 8);
 }
 
