@@ -69,6 +69,12 @@ pub async fn within<F: Future>(hub: &Hub, account: &AccountId, events: Vec<Event
     scope::with(records, f).await
 }
 
+/// How the ledger names something it must not spell out (a session id, a provider's subject):
+/// the first 16 hex digits of its SHA-256.
+pub fn short_digest(value: &str) -> String {
+    ma2h_protocol::jcs::sha256_hex(value.as_bytes())[..16].to_owned()
+}
+
 /// Record `event` in a write of its own, for an event that is no other store write: a login
 /// (the cookie it sets is not stored). The caller lets the event happen only once this returned.
 pub async fn record_now(hub: &Hub, account: &AccountId, event: Event) -> Result<(), crate::HubError> {

@@ -167,7 +167,7 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
     .map_err(|e| SsoError::Refused(format!("id token: {}", chain(&e))))?;
     let Some((human, via)) = config.map(&identity) else {
         let event = crate::audit::Event::new("login.refused", "sso")
-            .target(format!("sso:{}", super::manage::short(&identity.subject)))
+            .target(format!("{}{}", super::SESSION_PREFIX, crate::audit::short_digest(&identity.subject)))
             .detail("issuer", config.issuer.as_str())
             .detail("reason", "unmapped");
         crate::audit::record_now(hub, &pending.account, event).await?;
@@ -176,7 +176,7 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
     let principal = Principal {
         account: pending.account.clone(),
         id: PrincipalId::Operator(human),
-        credential_id: format!("{}{}", super::SESSION_PREFIX, super::manage::short(&identity.subject)),
+        credential_id: format!("{}{}", super::SESSION_PREFIX, crate::audit::short_digest(&identity.subject)),
     };
     Ok(Login { principal, via, issuer: config.issuer })
 }

@@ -185,27 +185,23 @@ pub async fn link(
         })
         .transpose()?;
     let what = if human.is_some() { "linked" } else { "unlinked" };
-    let policy = edit_policy(hub, account, event(by, what).detail("subject", short(subject)), |p| {
-        let sso =
-            p.sso.as_mut().ok_or_else(|| HubError::validation("this account has no SSO: `admin sso set` first"))?;
-        match &human {
-            Some(h) => {
-                if !sso.links.contains_key(subject) && sso.links.len() >= MAX_LINKS {
-                    return Err(HubError::validation(format!("at most {MAX_LINKS} links per account")));
+    let policy =
+        edit_policy(hub, account, event(by, what).detail("subject", crate::audit::short_digest(subject)), |p| {
+            let sso =
+                p.sso.as_mut().ok_or_else(|| HubError::validation("this account has no SSO: `admin sso set` first"))?;
+            match &human {
+                Some(h) => {
+                    if !sso.links.contains_key(subject) && sso.links.len() >= MAX_LINKS {
+                        return Err(HubError::validation(format!("at most {MAX_LINKS} links per account")));
+                    }
+                    sso.links.insert(subject.to_owned(), h.to_string());
                 }
-                sso.links.insert(subject.to_owned(), h.to_string());
+                None => {
+                    sso.links.remove(subject);
+                }
             }
-            None => {
-                sso.links.remove(subject);
-            }
-        }
-        Ok(())
-    })
-    .await?;
+            Ok(())
+        })
+        .await?;
     Ok(show_config(policy.sso.as_ref()))
-}
-
-/// A subject's name in the ledger: a digest (a provider's `sub` can be an email address).
-pub fn short(subject: &str) -> String {
-    ma2h_protocol::jcs::sha256_hex(subject.as_bytes())[..16].to_owned()
 }

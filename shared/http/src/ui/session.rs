@@ -190,7 +190,7 @@ pub async fn end(hub: &Hub, session: &Session) -> Result<(), HubError> {
 
 /// A session's name in the ledger: a digest of its id, never the id (which the cookie carries).
 pub fn short_sid(sid: &str) -> String {
-    ma2h_protocol::jcs::sha256_hex(sid.as_bytes())[..16].to_owned()
+    ma2h_core::audit::short_digest(sid)
 }
 
 /// The `Set-Cookie` values that end a session (and any pending login form).
