@@ -165,19 +165,18 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
         other => other,
     }
     .map_err(|e| SsoError::Refused(format!("id token: {}", chain(&e))))?;
+    // the identity's name in the ledger and the session (never the subject itself)
+    let named = format!("{}{}", super::SESSION_PREFIX, crate::audit::short_digest(&identity.subject));
     let Some((human, via)) = config.map(&identity) else {
         let event = crate::audit::Event::new("login.refused", "sso")
-            .target(format!("{}{}", super::SESSION_PREFIX, crate::audit::short_digest(&identity.subject)))
+            .target(&named)
             .detail("issuer", config.issuer.as_str())
             .detail("reason", "unmapped");
         crate::audit::record_now(hub, &pending.account, event).await?;
         return Err(SsoError::Unmapped { subject: identity.subject });
     };
-    let principal = Principal {
-        account: pending.account.clone(),
-        id: PrincipalId::Operator(human),
-        credential_id: format!("{}{}", super::SESSION_PREFIX, crate::audit::short_digest(&identity.subject)),
-    };
+    let principal =
+        Principal { account: pending.account.clone(), id: PrincipalId::Operator(human), credential_id: named };
     Ok(Login { principal, via, issuer: config.issuer })
 }
 
