@@ -34,7 +34,7 @@ ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test 
 test:
 	bash scripts/moto.sh start
 	rm -rf $(IAM_DIR) && mkdir -p $(IAM_DIR)
-	$(AWS_TEST_ENV) MA2H_IAM_LOG=$(IAM_DIR)/lambda.jsonl bash -c '$(CARGO) test --workspace --locked && \
+	$(AWS_TEST_ENV) MA2H_IAM_LOG=$(IAM_DIR)/lambda.jsonl bash -c '.venv/bin/python scripts/moto_serial_test.py && $(CARGO) test --workspace --locked && \
 		for store in sqlite-file dynamodb; do echo "Router suite on $$store"; \
 		MA2H_TEST_STORE=$$store $(CARGO) test --locked --workspace $(ROUTER_SUITE) || exit 1; done'; \
 		status=$$?; bash scripts/moto.sh stop; exit $$status
