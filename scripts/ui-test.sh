@@ -61,7 +61,7 @@ IDP_URL=$(head -1 "$TMP/idp.out")
 [ -n "$IDP_URL" ] || { echo "ui-test: the identity provider stand-in did not start:" >&2; cat "$TMP/idp.err" >&2; exit 1; }
 printf '%s\n' test-client-secret >"$TMP/idp-secret"
 "$BIN" admin sso set --account ui --issuer "$IDP_URL" --client-id ma2h-hub-test \
-  --client-secret-file "$TMP/idp-secret" --email-domains ui.test >/dev/null
+  --client-secret-file "$TMP/idp-secret" --email-domains ui.test --provider-logout true >/dev/null
 
 "$BIN" serve >"$TMP/hub.out" 2>"$TMP/hub.err" &
 HUB_PID=$!

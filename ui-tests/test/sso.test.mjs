@@ -1,7 +1,8 @@
 // Issue 42 in a real browser: single sign-on. From the login page the operator names the
 // account, is sent to its OpenID Connect provider (the tests' stand-in, ma2h-test-idp), signs in
 // there with a verified @ui.test email, and lands in the inbox as human:tester — no key typed.
-// Logout ends the session. Screenshots of the login page with its SSO form, desktop and phone.
+// Logout ends the session, and the provider's too (the account has provider logout on): the
+// browser passes through the provider's end-session endpoint back to the login page. Screenshots of the login page with its SSO form, desktop and phone.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { env, HUB, SHOTS, launch } from '../lib/browser.mjs';
@@ -15,7 +16,7 @@ after(async () => { await browser?.close(); });
 // MA2H_PUBLIC_URL is http://127.0.0.1 (no port) in the browser tests, so the provider sends the
 // browser back there: answer for the reverse proxy a deployment would have in front of the Hub.
 async function behindProxy(page) {
-  await page.route(/^http:\/\/127\.0\.0\.1\/login\/sso\/callback/, (route) =>
+  await page.route(/^http:\/\/127\.0\.0\.1\/login/, (route) =>
     route.fulfill({ status: 302, headers: { location: route.request().url().replace('http://127.0.0.1', HUB) } }));
 }
 
@@ -39,8 +40,13 @@ test('the operator signs in through the provider and lands in the inbox', async 
   const cookies = await context.cookies(HUB);
   assert.ok(!cookies.some((c) => c.name === 'ma2h_sso'), 'the state cookie is gone once used');
 
+  const toProvider = page.waitForRequest((r) => r.url().startsWith(`${IDP}/logout?`));
   await page.getByRole('button', { name: 'Log out' }).click();
-  await page.waitForURL(/\/login/);
+  const leaving = new URL((await toProvider).url());
+  assert.equal(leaving.searchParams.get('post_logout_redirect_uri'), 'http://127.0.0.1/login');
+  assert.equal(leaving.searchParams.get('client_id'), 'ma2h-hub-test');
+  assert.ok(leaving.searchParams.get('id_token_hint'), 'the ID token is the hint');
+  await page.waitForURL(`${HUB}/login`);
   await page.goto(`${HUB}/inbox`);
   await page.waitForURL(/\/login/);
   await context.close();

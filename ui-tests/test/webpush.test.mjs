@@ -74,15 +74,27 @@ test('a routed ask reaches the device as a notification whose button answers it 
   // into the browser's service worker, as the push service would deliver it
   const cdp = await context.newCDPSession(page);
   const registrations = [];
+  const versions = [];
   cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => registrations.push(...e.registrations));
+  cdp.on('ServiceWorker.workerVersionUpdated', (e) => versions.push(...e.versions));
   await cdp.send('ServiceWorker.enable');
   const reg = await waitFor('the registration', async () => registrations.find((x) => x.scopeURL === `${HUB}/`));
   const worker = await waitFor('the worker', async () => context.serviceWorkers()[0]);
-  await cdp.send('ServiceWorker.deliverPushMessage', { origin: HUB, registrationId: reg.registrationId, data: JSON.stringify(push.payload) });
-  const shown = await waitFor('the notification', () => worker.evaluate(async () => {
-    const [n] = await self.registration.getNotifications();
-    return n && { title: n.title, body: n.body, actions: n.actions.map((a) => a.title), tag: n.tag };
-  }));
+  await waitFor('the worker to activate', async () =>
+    versions.some((v) => v.registrationId === reg.registrationId && v.status === 'activated'));
+  // A push delivered while Chromium is still starting the worker can be dropped (seen on a busy
+  // CI machine): deliver it again every few seconds until it shows — the notification's tag is
+  // the ask's id, so a repeat replaces it rather than adding one.
+  let probes = 0;
+  const shown = await waitFor('the notification', async () => {
+    if (probes++ % 30 === 0) {
+      await cdp.send('ServiceWorker.deliverPushMessage', { origin: HUB, registrationId: reg.registrationId, data: JSON.stringify(push.payload) });
+    }
+    return worker.evaluate(async () => {
+      const [n] = await self.registration.getNotifications();
+      return n && { title: n.title, body: n.body, actions: n.actions.map((a) => a.title), tag: n.tag };
+    });
+  }, 20000);
   assert.equal(shown.title, 'Deploy build 43?');
   assert.deepEqual(shown.actions, ['Approve', 'Deny']);
   assert.equal(shown.tag, id);

@@ -100,8 +100,10 @@ fn an_operator_signs_in_through_the_provider_on_the_local_binary() {
     assert_eq!(linked["sso"]["links"], json!([{ "subject": "00u-root", "human": "human:root" }]));
     let unlinked = admin_json(path, &["sso", "unlink", "--account", "acme", "--subject", "00u-root"]);
     assert_eq!(unlinked["sso"]["links"], json!([]));
-    let off = admin_json(path, &["sso", "set", "--account", "acme", "--key-login", "false"]);
+    let off =
+        admin_json(path, &["sso", "set", "--account", "acme", "--key-login", "false", "--provider-logout", "true"]);
     assert_eq!(off["sso"]["key_login"], false);
+    assert_eq!(off["sso"]["provider_logout"], true);
     assert_eq!(admin_json(path, &["sso", "show", "--account", "acme"]), off);
     let bad =
         base_command(path).args(["admin", "sso", "set", "--account", "acme", "--issuer", "ftp://x"]).output().unwrap();

@@ -49,6 +49,10 @@ pub enum SsoCommand {
         /// only; `true` again is the break-glass).
         #[arg(long)]
         key_login: Option<bool>,
+        /// Logging out of the inbox also ends the provider's session (RP-Initiated Logout;
+        /// register `{public_url}/login` with the provider as a post-logout redirect URI first).
+        #[arg(long)]
+        provider_logout: Option<bool>,
     },
     /// The account's SSO configuration (the secret shows as "(set)").
     Show {
@@ -99,9 +103,18 @@ fn read_secret(path: &str) -> Result<String> {
 
 pub async fn execute(hub: &Hub, cmd: SsoCommand) -> Result<Value> {
     Ok(match cmd {
-        SsoCommand::Set { account, issuer, client_id, client_secret_file, scopes, email_domains, key_login } => {
+        SsoCommand::Set {
+            account,
+            issuer,
+            client_id,
+            client_secret_file,
+            scopes,
+            email_domains,
+            key_login,
+            provider_logout,
+        } => {
             let client_secret = client_secret_file.as_deref().map(read_secret).transpose()?;
-            let spec = SsoSpec { issuer, client_id, client_secret, scopes, email_domains, key_login };
+            let spec = SsoSpec { issuer, client_id, client_secret, scopes, email_domains, key_login, provider_logout };
             manage::set(hub, ADMIN_ACTOR, &account_of(&account)?, spec).await?
         }
         SsoCommand::Show { account } => manage::show(hub, &account_of(&account)?).await?,

@@ -660,6 +660,10 @@ async fn discovery_reads_only_the_public_keys_and_the_others_only_the_key_secret
 async fn an_operator_signs_in_by_sso_through_the_functions() {
     let Some(e) = env().await else { return };
     let (idp, issuer) = support::sso_provider(&e.dep.hub, e.clock.clone(), ma2h_test_support::idp::Alg::Es256).await;
+    // on before any function reads (and caches) the account's settings: logout goes to the provider too
+    let on = ma2h_core::sso::manage::SsoSpec { provider_logout: Some(true), ..Default::default() };
+    let acme = ma2h_protocol::ids::AccountId::parse("acme").unwrap();
+    ma2h_core::sso::manage::set(&e.dep.hub, "admin", &acme, on).await.unwrap();
     let routed = |req: lambda_http::Request| {
         let app = ma2h_aws::http_app(e.fns.for_request(&req));
         async move { app.oneshot(req).await.unwrap() }
@@ -678,10 +682,22 @@ async fn an_operator_signs_in_by_sso_through_the_functions() {
     let session = support::set_cookie(&done, "ma2h_inbox").expect("a session");
     let inbox = routed(raw_event("GET", "/inbox", &[("cookie", &session)], "")).await;
     assert_eq!(inbox.status(), StatusCode::OK);
-    let html = inbox.into_body().collect().await.unwrap().to_bytes();
-    assert!(String::from_utf8_lossy(&html).contains("human:alice"));
+    let html = String::from_utf8_lossy(&inbox.into_body().collect().await.unwrap().to_bytes()).into_owned();
+    assert!(html.contains("human:alice"));
     // the same callback again is a replay
     let again = routed(raw_event("GET", callback, &[("cookie", &sso_cookie)], "")).await;
     assert_eq!(again.status(), StatusCode::BAD_REQUEST);
     assert_eq!(idp.token_calls(), ["ok"]);
+    // with provider logout on, logging out sends the browser on to the provider's end session
+    let (_, rest) = html.split_once(r#"name="csrf" value=""#).expect("the logout form's token");
+    let csrf = &rest[..rest.find('"').unwrap()];
+    let form = [("content-type", "application/x-www-form-urlencoded"), ("cookie", session.as_str())];
+    let out = routed(raw_event("POST", "/logout", &form, &format!("csrf={csrf}"))).await;
+    assert_eq!(out.status(), StatusCode::OK);
+    let page = String::from_utf8_lossy(&out.into_body().collect().await.unwrap().to_bytes()).into_owned();
+    let hint = idp.issued().pop().unwrap();
+    assert!(page.contains(&format!("{issuer}/logout?client_id=ma2h-hub-test")), "{page}");
+    assert!(page.contains("post_logout_redirect_uri=https%3A%2F%2Fapi.test%2Flogin") && page.contains(&hint), "{page}");
+    let gone = routed(raw_event("GET", "/inbox", &[("cookie", &session)], "")).await;
+    assert_eq!(gone.status(), StatusCode::SEE_OTHER, "the Hub's session ended");
 }

@@ -6,7 +6,8 @@
 //! with the wrong audience, issuer or nonce, expired, issued in the future or signed by another
 //! key, an unverified email, an unmapped subject, a replayed or foreign state and a callback
 //! without its cookie are each refused with nothing logged in. Key login can be turned off per
-//! account; unlinking or removing SSO ends its sessions; logout ends one server-side.
+//! account; unlinking or removing SSO ends its sessions; logout ends one server-side (and, when
+//! the account asks, at the provider: RP-Initiated Logout).
 
 mod common;
 
@@ -324,6 +325,62 @@ async fn logout_ends_an_sso_session_server_side() {
     // a copy of the cookie taken before logout is dead too
     assert_eq!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.status, StatusCode::SEE_OTHER);
     assert!(ledger(&t).await.iter().any(|e| e["kind"] == "logout" && e["principal"] == "human:alice"));
+}
+
+/// Log `cookie`'s session out; the reply.
+async fn logout(t: &TestHub, cookie: &str) -> Page {
+    let inbox = t.page(Method::GET, "/inbox", Some(cookie), None).await;
+    t.page(Method::POST, "/logout", Some(cookie), Some(&[("csrf", &inbox.csrf())])).await
+}
+
+/// The provider logout URL a logout page moves on to.
+fn provider_logout_url(page: &Page) -> url::Url {
+    assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+    let (_, rest) = page.html.split_once(r#"id="sso-logout" href=""#).expect("a link to the provider's logout");
+    url::Url::parse(&rest[..rest.find('"').unwrap()].replace("&amp;", "&")).unwrap()
+}
+
+#[tokio::test]
+async fn with_provider_logout_on_an_sso_logout_ends_the_providers_session_too() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let on = SsoSpec { provider_logout: Some(true), ..SsoSpec::default() };
+    assert_eq!(manage::set(&t.hub, "admin", &acme(), on).await.unwrap()["sso"]["provider_logout"], true);
+    // a key session has no provider to leave
+    let key = t.ui_login(&t.operator).await;
+    assert_eq!(logout(&t, &key).await.location(), "/login");
+
+    let cookie = session_of(&sso_login(&t, &idp, "alice@acme.com").await).unwrap();
+    let out = logout(&t, &cookie).await;
+    let url = provider_logout_url(&out);
+    assert!(url.as_str().starts_with("https://idp.test/logout?"), "{url}");
+    let q: std::collections::HashMap<_, _> = url.query_pairs().into_owned().collect();
+    assert_eq!(q["client_id"], CLIENT_ID);
+    assert_eq!(q["post_logout_redirect_uri"], "https://hub.test/login");
+    assert_eq!(Some(&q["id_token_hint"]), idp.issued().last(), "the hint is the token this session was made with");
+    // the Hub's own session ended first, whatever the provider does
+    assert_eq!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.status, StatusCode::SEE_OTHER);
+    assert!(out.set_cookies().iter().any(|c| c.starts_with("ma2h_inbox=;")), "the cookie is cleared");
+    // the provider ends its session and sends the browser back to the Hub's login page
+    let req = Request::get(path_of(url.as_str())).body(Body::empty()).unwrap();
+    let back = idp.router().oneshot(req).await.unwrap();
+    assert_eq!(back.headers()["location"], "https://hub.test/login");
+    assert_eq!(idp.logout_calls().len(), 1);
+
+    // an ID token too long to keep in the cookie: the logout names the client only
+    idp.reshape_next(|c| c["padding"] = json!("x".repeat(2000)));
+    let login = sso_login(&t, &idp, "alice@acme.com").await;
+    let set = login.set_cookies().into_iter().find(|c| c.starts_with("ma2h_inbox=")).unwrap();
+    assert!(set.len() < 4000, "the session cookie stays within what browsers keep ({} bytes)", set.len());
+    let url = provider_logout_url(&logout(&t, &cookie_pair(&set)).await);
+    assert!(url.query_pairs().all(|(k, _)| k != "id_token_hint"), "{url}");
+    assert!(url.query_pairs().any(|(k, v)| k == "client_id" && v == CLIENT_ID), "{url}");
+
+    // off (the default): the Hub's logout only
+    let off = SsoSpec { provider_logout: Some(false), ..SsoSpec::default() };
+    manage::set(&t.hub, "admin", &acme(), off).await.unwrap();
+    let cookie = session_of(&sso_login(&t, &idp, "alice@acme.com").await).unwrap();
+    assert_eq!(logout(&t, &cookie).await.location(), "/login");
+    assert_eq!(idp.logout_calls().len(), 1);
 }
 
 #[tokio::test]

@@ -8,7 +8,9 @@
 //!   a code; without one it shows a form asking who is signing in (the browser test fills it);
 //! - `POST /token`: checks the client's Basic credentials, the code (once), the redirect URI and
 //!   the PKCE S256 verifier, then answers with an ID token whose claims the test may reshape
-//!   ([`Idp::reshape_next`]) or sign with a key it does not publish ([`Idp::sign_next_with_other_key`]).
+//!   ([`Idp::reshape_next`]) or sign with a key it does not publish ([`Idp::sign_next_with_other_key`]);
+//! - `GET /logout`: the `end_session_endpoint` (RP-Initiated Logout 1.0) — records the request
+//!   ([`Idp::logout_calls`]) and sends the browser to its `post_logout_redirect_uri`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -55,6 +57,10 @@ struct Inner {
     rotated: bool,
     /// Every `/token` call, in order (`ok` or why it was refused).
     token_calls: Vec<String>,
+    /// Every ID token issued, in order.
+    issued: Vec<String>,
+    /// Every `/logout` request's query parameters, in order.
+    logout_calls: Vec<HashMap<String, String>>,
 }
 
 /// The stand-in: clone it freely (shared state).
@@ -80,6 +86,8 @@ impl Idp {
             other_key: false,
             rotated: false,
             token_calls: Vec::new(),
+            issued: Vec::new(),
+            logout_calls: Vec::new(),
         })))
     }
 
@@ -108,12 +116,23 @@ impl Idp {
         self.0.lock().unwrap().token_calls.clone()
     }
 
+    /// Every ID token issued, in order.
+    pub fn issued(&self) -> Vec<String> {
+        self.0.lock().unwrap().issued.clone()
+    }
+
+    /// The query parameters of every `/logout` request, in order.
+    pub fn logout_calls(&self) -> Vec<HashMap<String, String>> {
+        self.0.lock().unwrap().logout_calls.clone()
+    }
+
     pub fn router(&self) -> Router {
         Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
             .route("/jwks", get(jwks))
             .route("/authorize", get(authorize).post(authorize_form))
             .route("/token", axum::routing::post(token))
+            .route("/logout", get(logout))
             .with_state(self.clone())
     }
 }
@@ -129,6 +148,7 @@ async fn discovery(State(idp): State<Idp>) -> Response {
         "authorization_endpoint": format!("{issuer}/authorize"),
         "token_endpoint": format!("{issuer}/token"),
         "jwks_uri": format!("{issuer}/jwks"),
+        "end_session_endpoint": format!("{issuer}/logout"),
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": [alg],
@@ -245,9 +265,22 @@ async fn token(State(idp): State<Idp>, headers: HeaderMap, body: String) -> Resp
         return refuse(&idp, "pkce");
     }
     let id_token = sign(&idp, &grant);
-    idp.0.lock().unwrap().token_calls.push("ok".into());
+    let mut inner = idp.0.lock().unwrap();
+    inner.token_calls.push("ok".into());
+    inner.issued.push(id_token.clone());
+    drop(inner);
     axum::Json(json!({ "access_token": "at-1", "token_type": "Bearer", "expires_in": 300, "id_token": id_token }))
         .into_response()
+}
+
+async fn logout(State(idp): State<Idp>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let back = q.get("post_logout_redirect_uri").cloned();
+    idp.0.lock().unwrap().logout_calls.push(q);
+    match back {
+        Some(back) => Redirect::to(&back).into_response(),
+        None => Html("<!doctype html><title>Test IdP</title><h1>Signed out of the test identity provider</h1>")
+            .into_response(),
+    }
 }
 
 fn sign(idp: &Idp, grant: &Grant) -> String {

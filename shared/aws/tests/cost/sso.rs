@@ -17,6 +17,10 @@ use crate::support::{raw_event, set_cookie, sso_provider};
 async fn requests_of_an_sso_login_and_of_its_session() {
     with_env("sso", false, |e| async move {
         let (idp, issuer) = sso_provider(&e.dep.hub, e.clock.clone(), Alg::EdDsa).await;
+        // logging out also ends the provider's session (the last phase)
+        let on = ma2h_core::sso::manage::SsoSpec { provider_logout: Some(true), ..Default::default() };
+        let acme = ma2h_protocol::ids::AccountId::parse("acme").unwrap();
+        ma2h_core::sso::manage::set(&e.dep.hub, "admin", &acme, on).await.unwrap();
         let app = ma2h_aws::http_app(&e.dep);
         e.phase().await;
         let mut rows: Vec<(String, Tally)> = Vec::new();
@@ -56,6 +60,23 @@ async fn requests_of_an_sso_login_and_of_its_session() {
             "an SSO session's check on each request: the logout counter (the mapping is in the cached settings)",
             e.phase().await,
             &[("dynamodb:GetItem", 1)],
+        );
+
+        // logout with provider logout on: the Hub's own logout, then the provider's URL from the
+        // cached discovery document (no request to the provider, none more to the store)
+        let inbox = app.clone().oneshot(raw_event("GET", "/inbox", &[("cookie", &session)], "")).await.unwrap();
+        let html = String::from_utf8_lossy(&http_body_util::BodyExt::collect(inbox.into_body()).await.unwrap().to_bytes())
+            .into_owned();
+        let (_, rest) = html.split_once(r#"name="csrf" value=""#).unwrap();
+        let csrf = rest[..rest.find('"').unwrap()].to_owned();
+        e.phase().await;
+        let form = [("content-type", "application/x-www-form-urlencoded"), ("cookie", session.as_str())];
+        let out = app.clone().oneshot(raw_event("POST", "/logout", &form, &format!("csrf={csrf}"))).await.unwrap();
+        assert_eq!(out.status(), StatusCode::OK, "a page moving on to the provider's logout");
+        phase(
+            "logout, with provider logout: the session's check, its logout counter started (the provider's URL from cache)",
+            e.phase().await,
+            &[("dynamodb:GetItem", 1), ("dynamodb:UpdateItem", 1), ("dynamodb:PutItem", 1)],
         );
         print_table("Single sign-on (counted on the wire, asserted)", &rows);
     })

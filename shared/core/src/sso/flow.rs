@@ -16,13 +16,11 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use ma2h_protocol::ids::AccountId;
-use openidconnect::core::{
-    CoreAuthenticationFlow, CoreClient, CoreIdTokenClaims, CoreJwsSigningAlgorithm, CoreProviderMetadata,
-};
+use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreIdTokenClaims, CoreJwsSigningAlgorithm};
 use openidconnect::{
     AsyncHttpClient, AuthorizationCode, ClaimsVerificationError, ClientId, ClientSecret, CsrfToken, HttpRequest,
-    HttpResponse, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
-    SignatureVerificationError, TokenResponse,
+    HttpResponse, IssuerUrl, LogoutRequest, Nonce, PkceCodeChallenge, PkceCodeVerifier, PostLogoutRedirectUrl,
+    ProviderMetadataWithLogout, RedirectUrl, Scope, SignatureVerificationError, TokenResponse,
 };
 
 use super::{Identity, SsoConfig, Via, secret_context};
@@ -35,6 +33,10 @@ use crate::{Hub, HubError};
 const PROVIDER_TTL: Duration = Duration::from_secs(3600);
 /// An `iat` this far in the future is tolerated (clock skew); further is refused.
 const SKEW: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
+/// The longest ID token kept as the logout's `id_token_hint`: it rides in the session cookie,
+/// which must stay under the browsers' 4 KiB. A longer one (an Entra token with many groups)
+/// is not kept, and the logout names the client instead.
+pub const MAX_ID_TOKEN_HINT: usize = 1800;
 
 /// Why a login did not happen. The HTTP layer shows a generic message and logs the cause.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +72,9 @@ pub struct Login {
     pub via: Via,
     /// The issuer that vouched (for the ledger's `login` entry).
     pub issuer: String,
+    /// The validated ID token, for a later RP-Initiated Logout's `id_token_hint` (`None` when
+    /// longer than [`MAX_ID_TOKEN_HINT`]).
+    pub id_token_hint: Option<String>,
 }
 
 /// The account's SSO configuration (through the policy cache).
@@ -177,7 +182,35 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
     };
     let principal =
         Principal { account: pending.account.clone(), id: PrincipalId::Operator(human), credential_id: named };
-    Ok(Login { principal, via, issuer: config.issuer })
+    let id_token_hint = Some(id_token.to_string()).filter(|t| t.len() <= MAX_ID_TOKEN_HINT);
+    Ok(Login { principal, via, issuer: config.issuer, id_token_hint })
+}
+
+/// Where to send the browser after an SSO session ended, to end the provider's session too
+/// (OpenID Connect RP-Initiated Logout 1.0): `None` unless the account turned
+/// `provider_logout` on and the provider advertises an `end_session_endpoint`. The provider
+/// comes back to `post_logout_redirect_uri` (which it must know). A provider that cannot be
+/// reached is an error the caller logs; the Hub's own logout has happened either way.
+pub async fn logout_url(
+    hub: &Hub,
+    account: &AccountId,
+    id_token_hint: Option<&str>,
+    post_logout_redirect_uri: &str,
+) -> Result<Option<String>, SsoError> {
+    let Some(config) = config(hub, account).await?.filter(|c| c.provider_logout) else { return Ok(None) };
+    let metadata = provider(hub, &config.issuer, false).await?;
+    let Some(endpoint) = metadata.additional_metadata().end_session_endpoint.clone() else { return Ok(None) };
+    let back = PostLogoutRedirectUrl::new(post_logout_redirect_uri.to_owned())
+        .map_err(|e| SsoError::Provider(format!("post-logout redirect uri `{post_logout_redirect_uri}`: {e}")))?;
+    let mut url = LogoutRequest::from(endpoint)
+        .set_client_id(ClientId::new(config.client_id))
+        .set_post_logout_redirect_uri(back)
+        .http_get_url();
+    if let Some(hint) = id_token_hint {
+        // the crate takes a parsed token; the string is the one it validated at login
+        url.query_pairs_mut().append_pair("id_token_hint", hint);
+    }
+    Ok(Some(url.to_string()))
 }
 
 fn redirect(uri: &str) -> Result<RedirectUrl, SsoError> {
@@ -203,7 +236,7 @@ fn chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-type Providers = Mutex<HashMap<String, (CoreProviderMetadata, Instant)>>;
+type Providers = Mutex<HashMap<String, (ProviderMetadataWithLogout, Instant)>>;
 static PROVIDERS: LazyLock<Providers> = LazyLock::new(Providers::default);
 /// Issuers whose discovery failed, and when: a login page hammered while the provider is down
 /// does not turn into a request to it per hit.
@@ -211,9 +244,10 @@ static FAILED: LazyLock<Mutex<HashMap<String, Instant>>> = LazyLock::new(Mutex::
 /// How long a failed discovery is not retried.
 const FAILED_TTL: Duration = Duration::from_secs(10);
 
-/// The issuer's discovery document with its keys, cached for [`PROVIDER_TTL`] (`fresh`: fetch
-/// again). The crate refuses a document whose `issuer` is not exactly the configured one.
-async fn provider(hub: &Hub, issuer: &str, fresh: bool) -> Result<CoreProviderMetadata, SsoError> {
+/// The issuer's discovery document with its keys (and its `end_session_endpoint`, if any),
+/// cached for [`PROVIDER_TTL`] (`fresh`: fetch again). The crate refuses a document whose
+/// `issuer` is not exactly the configured one.
+async fn provider(hub: &Hub, issuer: &str, fresh: bool) -> Result<ProviderMetadataWithLogout, SsoError> {
     if !fresh
         && let Some((m, at)) = PROVIDERS.lock().unwrap_or_else(PoisonError::into_inner).get(issuer)
         && at.elapsed() < PROVIDER_TTL
@@ -226,7 +260,7 @@ async fn provider(hub: &Hub, issuer: &str, fresh: bool) -> Result<CoreProviderMe
         return Err(SsoError::Provider("discovery failed moments ago; not retried yet".into()));
     }
     let url = IssuerUrl::new(issuer.to_owned()).map_err(|e| SsoError::Provider(format!("issuer: {e}")))?;
-    let metadata = match CoreProviderMetadata::discover_async(url, &Http(hub.outbound.clone())).await {
+    let metadata = match ProviderMetadataWithLogout::discover_async(url, &Http(hub.outbound.clone())).await {
         Ok(m) => m,
         Err(e) => {
             let mut failed = FAILED.lock().unwrap_or_else(PoisonError::into_inner);

@@ -21,6 +21,8 @@ pub struct SsoSpec {
     /// Replaces the allowed email domains (an empty list allows none).
     pub email_domains: Option<Vec<String>>,
     pub key_login: Option<bool>,
+    /// Log out of the provider too on logout (RP-Initiated Logout).
+    pub provider_logout: Option<bool>,
 }
 
 fn event(by: &str, what: &str) -> crate::audit::Event {
@@ -124,6 +126,7 @@ pub async fn set(hub: &Hub, by: &str, account: &AccountId, spec: SsoSpec) -> Res
                 .or_else(|| current.as_ref().map(|c| c.email_domains.clone()))
                 .unwrap_or_default(),
             key_login: spec.key_login.or(current.as_ref().map(|c| c.key_login)).unwrap_or(true),
+            provider_logout: spec.provider_logout.or(current.as_ref().map(|c| c.provider_logout)).unwrap_or(false),
         };
         p.sso = Some(next);
         Ok(())
@@ -144,6 +147,7 @@ pub fn show_config(sso: Option<&SsoConfig>) -> Value {
             "email_domains": c.email_domains,
             "links": c.links.iter().map(|(sub, h)| json!({ "subject": sub, "human": format!("human:{h}") })).collect::<Vec<_>>(),
             "key_login": c.key_login,
+            "provider_logout": c.provider_logout,
         }}),
     }
 }

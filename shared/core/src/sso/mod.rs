@@ -51,6 +51,11 @@ pub struct SsoConfig {
     /// or a passkey only; the API and CLI keep their keys. Break-glass: set it back to `true`.)
     #[serde(default = "yes")]
     pub key_login: bool,
+    /// Does logging out of the inbox also end the provider's session (OpenID Connect
+    /// RP-Initiated Logout 1.0, when the provider advertises an `end_session_endpoint`)? Off by
+    /// default: the provider must know the Hub's post-logout address first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub provider_logout: bool,
 }
 
 fn default_scopes() -> String {
@@ -143,6 +148,7 @@ mod tests {
             links: [("00u1".to_owned(), "root".to_owned())].into(),
             email_domains: vec!["acme.com".into()],
             key_login: true,
+            provider_logout: false,
         }
     }
 

@@ -114,6 +114,21 @@ pub async fn submit(State(hub): State<Hub>, headers: HeaderMap, client: MaybeCli
     resp
 }
 
+/// For an SSO session of an account with `provider_logout` on: the provider's end-session URL
+/// (OpenID Connect RP-Initiated Logout), coming back to the login page. A provider that cannot be
+/// reached is logged; the Hub's session has ended regardless.
+async fn provider_logout(hub: &Hub, session: &Session) -> Option<String> {
+    let hint = session.sso()?;
+    let back = format!("{}/login", hub.settings.public_url);
+    match ma2h_core::sso::flow::logout_url(hub, &session.principal.account, hint, &back).await {
+        Ok(url) => url,
+        Err(e) => {
+            tracing::warn!(account = %session.principal.account, error = %e, "sso: no provider logout");
+            None
+        }
+    }
+}
+
 /// End the session (CSRF-checked, like every state-changing form).
 pub async fn logout(State(hub): State<Hub>, session: Session, Body(body): Body) -> Response {
     let pairs = form_pairs(&body);
@@ -123,7 +138,19 @@ pub async fn logout(State(hub): State<Hub>, session: Session, Body(body): Body) 
     if let Err(e) = session::end(&hub, &session).await {
         return crate::error::ApiError(e).into_response();
     }
-    let mut resp = Redirect::to("/login").into_response();
+    let mut resp = match provider_logout(&hub, &session).await {
+        // A page that moves on by itself: the CSP's `form-action 'self'` would hold this form's
+        // redirect to the provider (as for the SSO login, ui/sso.rs).
+        Some(url) => {
+            let body = html! {
+                meta http-equiv="refresh" content=(format!("0;url={url}"));
+                h1 { "Logged out" }
+                p { "Signing you out of " a #sso-logout href=(url) { "your identity provider" } " too…" }
+            };
+            respond(StatusCode::OK, page("Logged out", None, body))
+        }
+        None => Redirect::to("/login").into_response(),
+    };
     for c in session::clear(&hub) {
         resp.headers_mut().append(header::SET_COOKIE, c);
     }

@@ -56,6 +56,9 @@ struct SsoSeal {
     a: String,
     h: String,
     v: Via,
+    /// The ID token, for the logout's `id_token_hint` (RP-Initiated Logout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t: Option<String>,
 }
 
 /// An authenticated inbox session.
@@ -66,6 +69,8 @@ pub struct Session {
     sid: String,
     /// Unix seconds.
     expires: i64,
+    /// `Some` for a single sign-on session: the ID token kept for the provider's logout, if any.
+    sso_hint: Option<Option<String>>,
 }
 
 impl Session {
@@ -77,6 +82,11 @@ impl Session {
     /// `human:<id>`.
     pub fn who(&self) -> String {
         self.principal.actor().to_string()
+    }
+
+    /// `Some(id_token_hint)` iff this session was made by single sign-on.
+    pub fn sso(&self) -> Option<Option<&str>> {
+        self.sso_hint.as_ref().map(Option::as_deref)
     }
 }
 
@@ -146,7 +156,12 @@ pub async fn start(hub: &Hub, principal: &Principal, method: &str) -> Result<Hea
 /// [`start`] for a single sign-on (issue 42): the session remembers how its operator was mapped.
 pub async fn start_sso(hub: &Hub, login: &ma2h_core::sso::flow::Login) -> Result<HeaderValue, HubError> {
     let PrincipalId::Operator(human) = &login.principal.id else { return Err(HubError::Unauthenticated) };
-    let seal = SsoSeal { a: login.principal.account.to_string(), h: human.to_string(), v: login.via.clone() };
+    let seal = SsoSeal {
+        a: login.principal.account.to_string(),
+        h: human.to_string(),
+        v: login.via.clone(),
+        t: login.id_token_hint.clone(),
+    };
     mint(hub, &login.principal, "sso", Some(seal), Some(&login.issuer)).await
 }
 
@@ -246,7 +261,8 @@ pub async fn current(hub: &Hub, headers: &HeaderMap) -> Result<Option<Session>, 
     if hub.messages.read_counter(&logged_out_key(&sealed.sid), hub.clock.now()).await? > 0 {
         return Ok(None);
     }
-    Ok(Some(Session { principal, csrf: sealed.csrf, sid: sealed.sid, expires: sealed.exp }))
+    let sso_hint = sealed.sso.map(|s| s.t);
+    Ok(Some(Session { principal, csrf: sealed.csrf, sid: sealed.sid, expires: sealed.exp, sso_hint }))
 }
 
 /// An SSO session's operator, iff the account still has SSO and the mapping that made the
