@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python SDK (sdk/python, package `ma2h`): its unit tests (the dp-* conformance fixtures, JCS,
+# The Python SDK (sdk/python, package `ma2h`): ruff and mypy --strict, its unit tests (the dp-* conformance fixtures, JCS,
 # sealing, replay, the client against stand-ins), then its end-to-end tests against a dev Hub
 # started the way `make run` starts it, on a free port and a temp data dir: notify, ask answered
 # by the operator over HTTP, idempotent resubmit, cancel, verified push callbacks to a receiver on
@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 
 bash scripts/venv.sh sdk
 PY=.venv-sdk/bin/python
+
+echo "== python sdk: ruff (lint, format) and mypy --strict (sdk/python/pyproject.toml)"
+(cd sdk/python && ../../.venv-sdk/bin/ruff check . && ../../.venv-sdk/bin/ruff format --check . && ../../.venv-sdk/bin/mypy)
 
 echo "== python sdk: unit tests"
 (cd sdk/python && "../../$PY" -m unittest discover -s tests -t tests)

@@ -35,7 +35,8 @@ case "${1:-}" in
     ;;
   sdk)
     # the Python SDK (sdk/python, editable) and its one runtime dependency: scripts/python-sdk-test.sh
-    ensure .venv-sdk .ma2h-requirements "cryptography==48.0.0" "-e" "sdk/python"
+    # and its checks (configured in sdk/python/pyproject.toml): ruff (lint, format) and mypy --strict
+    ensure .venv-sdk .ma2h-requirements "cryptography==48.0.0" "mypy==1.19.1" "ruff==0.14.9" "-e" "sdk/python"
     ;;
   *)
     ensure .venv .ma2h-requirements "moto[server]==5.2.5" "cfn-lint==1.58.0" "aws-sam-cli==1.170.0" \

@@ -17,11 +17,11 @@ Only runtime dependency: ``cryptography`` (Ed25519, ChaCha20-Poly1305). HTTP is 
 
 from __future__ import annotations
 
+from . import errors
 from ._base import RetryPolicy
 from .builders import build_ask, build_notify, build_task
 from .client import Ack, CancelOutcome, Hub, ResolveOutcome
 from .entries import DrainResult, EntryVerifier, RejectedEntry, VerifiedEntry
-from . import errors
 from .errors import *  # noqa: F403 — every exception, listed once in errors.__all__
 from .messages import AgentRef, Callback, Message, Option
 from .replay import ReplayCache
