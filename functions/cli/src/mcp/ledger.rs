@@ -226,6 +226,44 @@ mod tests {
         assert_eq!(b.stamp("k2", None).await.unwrap().expires_at, None);
     }
 
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn the_ledger_its_keys_and_their_directory_are_readable_by_their_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("state");
+        let l = Ledger::new(dir.clone(), "bot");
+        l.add(filed("msg_1")).await.unwrap();
+        l.stamp("k1", None).await.unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&l.path), 0o600);
+        assert_eq!(mode(&l.keys), 0o600);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_servers_of_one_agent_lose_no_entry_to_each_other() {
+        // Two ledgers on one directory share nothing in memory: only the lock file orders them,
+        // as it orders two MCP server processes.
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (Ledger::new(dir.path().into(), "bot"), Ledger::new(dir.path().into(), "bot"));
+        let held = a.lock_file().unwrap();
+        let other = std::fs::OpenOptions::new().write(true).open(a.path.with_extension("lock")).unwrap();
+        assert!(other.try_lock().is_err(), "the lock excludes another open of the file");
+        drop(held);
+        other.try_lock().unwrap();
+        drop(other);
+        let writes = |l: Ledger, side: &'static str| async move {
+            for i in 0..25 {
+                l.add(filed(&format!("msg_{side}{i}"))).await.unwrap();
+            }
+        };
+        let (x, y) = tokio::join!(tokio::spawn(writes(a, "a")), tokio::spawn(writes(b, "b")));
+        x.unwrap();
+        y.unwrap();
+        assert_eq!(Ledger::new(dir.path().into(), "bot").all().await.len(), 50);
+    }
+
     #[tokio::test]
     async fn the_ledger_remembers_at_most_its_cap() {
         let dir = tempfile::tempdir().unwrap();
