@@ -62,7 +62,7 @@ fn an_expired_ask_exits_11_and_reports_the_default() {
         "--default-on-expire",
         "hold",
         "--expires-in",
-        "1s",
+        "2s",
         "--wait",
         "20",
         "--json",

@@ -272,6 +272,20 @@ class Builders(unittest.TestCase):
         self.assertEqual(task["action"]["checklist"], [{"text": "new key", "done": False}])
         self.assertNotIn("idempotency_key", h.notify("hi").envelope)
 
+    def test_expires_in_rounds_up_so_the_message_lives_at_least_that_long(self) -> None:
+        from datetime import datetime, timezone
+
+        from ma2h import builders
+
+        class Clock(datetime):
+            @classmethod
+            def now(cls, tz: Any = None) -> "Clock":
+                return cls(2026, 12, 8, 0, 0, 0, 900_000, tzinfo=timezone.utc)
+
+        h = hub(Script())
+        with mock.patch.object(builders, "datetime", Clock):
+            self.assertEqual(h.ask("x", expires_in=1).envelope["expires_at"], "2026-12-08T00:00:02Z")
+
     def test_state_is_sealed_unless_told_otherwise(self) -> None:
         with self.assertRaises(ConfigError):
             hub(Script()).ask("x", state={"a": 1})

@@ -153,10 +153,11 @@ impl MessageBuilder {
     pub fn created_at(self, at: &str) -> Self {
         self.set("created_at", at)
     }
-    /// `expires_at` = now + `secs`.
+    /// `expires_at` = now + `secs`, rounded up to the whole second: truncating would leave
+    /// `--expires-in 1s` as little as a few milliseconds of life, and the Hub refuses an
+    /// `expires_at` already past on arrival (§4, 422).
     pub fn expires_in(self, secs: i64) -> Self {
-        let at = chrono::Utc::now() + chrono::Duration::seconds(secs);
-        self.set("expires_at", at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        self.set("expires_at", expires_in_from(chrono::Utc::now(), secs))
     }
     /// §8.1 dedup key. Left unset on an ask/task, [`crate::Client::submit`] generates one.
     pub fn idempotency_key(self, key: &str) -> Self {
@@ -291,6 +292,14 @@ fn strip_nulls(v: &mut Value) {
     }
 }
 
+/// `now + secs` as RFC 3339 whole seconds, rounded up so never earlier than `now + secs` (the
+/// stamp a retry can repeat; see [`MessageBuilder::expires_in`]).
+pub fn expires_in_from(now: chrono::DateTime<chrono::Utc>, secs: i64) -> String {
+    let at = now + chrono::Duration::seconds(secs);
+    let whole = at.timestamp() + i64::from(at.timestamp_subsec_nanos() > 0);
+    chrono::DateTime::from_timestamp(whole, 0).unwrap_or(at).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +327,14 @@ mod tests {
         assert_eq!(v["tags"][0], "deploy");
         assert_eq!(v["context"][0]["kind"], "text");
         assert!(v.get("idempotency_key").is_none(), "the client adds it at submit");
+    }
+
+    #[test]
+    fn expires_in_rounds_up_so_the_message_lives_at_least_that_long() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-08T00:00:00.900Z").unwrap().to_utc();
+        assert_eq!(expires_in_from(now, 1), "2026-12-08T00:00:02Z");
+        let whole = chrono::DateTime::parse_from_rfc3339("2026-12-08T00:00:00Z").unwrap().to_utc();
+        assert_eq!(expires_in_from(whole, 1), "2026-12-08T00:00:01Z");
     }
 
     #[test]

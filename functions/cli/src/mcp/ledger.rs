@@ -45,7 +45,7 @@ impl Stamp {
             key: key.into(),
             created_at: fmt(now),
             expires_in,
-            expires_at: expires_in.map(|s| fmt(now + chrono::Duration::seconds(i64::from(s)))),
+            expires_at: expires_in.map(|s| ma2h_client::builder::expires_in_from(now, i64::from(s))),
         }
     }
 }

@@ -96,6 +96,10 @@ def _expiry(env: Dict[str, Any], expires_at: Optional[datetime], expires_in: Opt
         raise ConfigError("give expires_at or expires_in, not both")
     if expires_in is not None:
         expires_at = datetime.now(timezone.utc) + timedelta(seconds=expires_in)
+        # Round up to the whole second rfc3339() keeps: truncating would leave expires_in=1 as
+        # little as a few milliseconds of life, and the Hub refuses a past expires_at (422).
+        if expires_at.microsecond:
+            expires_at = expires_at.replace(microsecond=0) + timedelta(seconds=1)
     if expires_at is not None:
         env["expires_at"] = rfc3339(expires_at)
 
