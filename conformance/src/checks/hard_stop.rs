@@ -230,8 +230,13 @@ async fn checks(cx: &Ctx, r: &mut Report, caps: &Caps, st: Who<'_>, ask: &str) {
         let before = list(cx, st.key).await?;
         refused(cx, st).await?;
         let after = list(cx, st.key).await?;
-        let n = |l: &Value| l["sessions"].as_array().map_or(0, Vec::len);
-        ensure(n(&after) == n(&before), || format!("{} sessions before, {} after", n(&before), n(&after)))
+        // "mints nothing": no id that was not there before. (Not a count: a terminal session may
+        // be purged between the two lists at a short retention.)
+        let ids = |l: &Value| -> std::collections::BTreeSet<String> {
+            l["sessions"].as_array().into_iter().flatten().filter_map(|s| s["id"].as_str().map(str::to_owned)).collect()
+        };
+        let minted: Vec<String> = ids(&after).difference(&ids(&before)).cloned().collect();
+        ensure(minted.is_empty(), || format!("new sessions listed after the refused registration: {minted:?}"))
     }
     .await;
     record(r, GATE, res);

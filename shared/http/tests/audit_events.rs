@@ -125,6 +125,37 @@ async fn sessions_stops_directives_and_their_acks_are_recorded_with_who_did_them
 }
 
 #[tokio::test]
+async fn a_lapsed_lease_is_recorded_once_even_by_racing_sweeps_and_a_close_is_not_an_expiry() {
+    let t = hub().await;
+    let register = || async {
+        let s = t.call(Method::POST, "/v1/sessions", Some(&t.agent), Some(json!({"ttl_seconds": 60}))).await;
+        assert_eq!(s.status, StatusCode::CREATED, "{}", s.body);
+        (s.body["session"]["id"].as_str().unwrap().to_owned(), s.body["session"]["expires_at"].clone())
+    };
+    let (lapsing, lease_end) = register().await;
+    let (closing, _) = register().await;
+    let closed = t.call(Method::DELETE, &format!("/v1/sessions/{closing}"), Some(&t.agent), None).await;
+    assert_eq!(closed.status, StatusCode::OK, "{}", closed.body);
+    t.advance(Duration::minutes(2));
+    // two sweepers find the same lapsed lease (two Lambda invocations, two processes)
+    let sweep = || ma2h_core::messages::sweep::sweep_once(&t.hub);
+    let (a, b) = tokio::join!(sweep(), sweep());
+    assert_eq!(a.unwrap().sessions_expired + b.unwrap().sessions_expired, 1);
+    sweep().await.unwrap();
+
+    let log = entries(&t, "acme").await;
+    let expired = one(&log, "session.expired", &lapsing);
+    assert_eq!(
+        (expired["principal"].as_str(), expired["detail"]["agent"].as_str()),
+        (Some("system:lease"), Some("bot"))
+    );
+    // the lease's end, as the session record said it (not the sweep's time)
+    assert_eq!(expired["detail"]["lapsed_at"], lease_end, "{expired}");
+    assert_eq!(count(&log, "session.expired", &closing), 0, "a close is recorded as `session.closed` only");
+    assert_eq!(one(&log, "session.closed", &closing)["detail"]["how"], "closed");
+}
+
+#[tokio::test]
 async fn credential_secret_binding_and_policy_changes_are_recorded_never_with_a_value() {
     let t = hub().await;
     let log = entries(&t, "acme").await;

@@ -34,6 +34,10 @@ const SESSION_SK: &str = "SESSION";
 const STOP_SK: &str = "STOP";
 const DUE: &str = "SESSDUE";
 const BOUNCE: &str = "SESSBNC";
+/// The bounce is done: the session may now go at its retention (DynamoDB's TTL, free). A session
+/// ended before issue 38 has its TTL already and no `ttl_later`.
+const BOUNCE_DONE: &str =
+    "SET bounce_pending = :false, #ttl = if_not_exists(ttl_later, #ttl) REMOVE due_pk, due_sk, ttl_later";
 
 fn session_pk(account: &AccountId, id: &SessionId) -> String {
     format!("SESS#{}#{}", key_part(account.as_str()), id)
@@ -429,15 +433,29 @@ impl SessionStore for DynamoStore {
     }
 
     async fn bounce_done(&self, account: &AccountId, id: &SessionId) -> R<()> {
+        // Issue 42: with a lapse's ledger entry pending, the same update in a transaction with
+        // it, on the flag still being set (a second sweeper's completion records nothing).
+        if ma2h_core::audit::scope::current().is_some() {
+            let names = HashMap::from([("#ttl".to_owned(), "ttl".to_owned())]);
+            let values = HashMap::from([
+                (":false".to_owned(), AttributeValue::Bool(false)),
+                (":true".to_owned(), AttributeValue::Bool(true)),
+            ]);
+            let u = self.update_tx(
+                key(session_pk(account, id), SESSION_SK),
+                BOUNCE_DONE,
+                Some("bounce_pending = :true"),
+                names,
+                values,
+            )?;
+            self.transact_audited(vec![u]).await?;
+            return Ok(());
+        }
         self.client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(key(session_pk(account, id), SESSION_SK)))
-            // The bounce is done: the session may now go at its retention (DynamoDB's TTL, free).
-            // A session ended before issue 38 has its TTL already and no `ttl_later`.
-            .update_expression(
-                "SET bounce_pending = :false, #ttl = if_not_exists(ttl_later, #ttl) REMOVE due_pk, due_sk, ttl_later",
-            )
+            .update_expression(BOUNCE_DONE)
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#ttl", "ttl")
             .expression_attribute_values(":false", AttributeValue::Bool(false))

@@ -250,10 +250,13 @@ impl SessionStore for SqliteStore {
     }
 
     async fn bounce_done(&self, account: &AccountId, id: &SessionId) -> Result<(), StoreError> {
+        // Only a pending flag changes: a second completion changes no row, so records nothing.
         let (account, id) = (account.to_string(), id.to_string());
         self.write(move |conn| {
-            conn.prepare_cached("UPDATE sessions SET bounce_pending = 0 WHERE account = ?1 AND id = ?2")?
-                .execute(params![account, id])?;
+            conn.prepare_cached(
+                "UPDATE sessions SET bounce_pending = 0 WHERE account = ?1 AND id = ?2 AND bounce_pending = 1",
+            )?
+            .execute(params![account, id])?;
             Ok(())
         })
         .await

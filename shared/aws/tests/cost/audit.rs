@@ -153,6 +153,36 @@ async fn with_the_ledger_on_an_events_write_carries_its_entry_in_one_transaction
             // at the goal's 20,000 asks/s on one account (the legs' own partitions: heat.rs)
             let phases: Vec<Tally> = rows.iter().map(|(_, t)| t.clone()).collect();
             crate::heat::check_family("pushed ask, answered, with the audit ledger on", 20_000.0, &phases, "AUD#");
+
+            // A lapsed lease: the sweep's write clearing the session's bounce flag becomes a
+            // transaction carrying `session.expired`. The clock is put at the start of a sealing
+            // window, whose first sweep (sealing) runs before the one measured.
+            let window = i64::from(e.dep.hub.settings.audit.seal_minutes) * 60;
+            let into = e.dep.hub.clock.now().timestamp().rem_euclid(window);
+            e.clock.advance(Duration::seconds(window - into + 1));
+            ma2h_aws::handlers::sweep(&e.dep).await.unwrap();
+            let (status, reg) =
+                call(&e, event("POST", "/v1/sessions", &e.agent, Some(&json!({"ttl_seconds": 60})))).await;
+            assert_eq!(status, StatusCode::CREATED, "{reg}");
+            e.clock.advance(Duration::seconds(61));
+            e.phase().await;
+            let outcome = ma2h_aws::handlers::sweep(&e.dep).await.unwrap();
+            assert_eq!((outcome.sessions_expired, outcome.audit_checkpoints), (1, 0), "{outcome:?}");
+            // the sweep's index Queries; the lapse (UpdateItem); the session's owed bounce (its
+            // record, its mailbox: nothing queued); the flag cleared with the entry (one
+            // transaction); the sealing window's counter (already claimed)
+            let lapse = e.phase().await;
+            crate::cost_eq!(
+                lapse.requests,
+                expect(&[
+                    ("dynamodb:Query", SWEEP_QUERIES + 1),
+                    ("dynamodb:BatchGetItem", 1),
+                    ("dynamodb:UpdateItem", 2),
+                    ("dynamodb:TransactWriteItems", 1),
+                ]),
+                "sweep with a lapsed lease, ledger on"
+            );
+            print_table("A lapsed lease with the audit ledger on", &[("sweep with a lapsed lease".to_owned(), lapse)]);
         }
     };
     let result = tokio::spawn(body).await;

@@ -14,7 +14,7 @@ use ma2h_protocol::time;
 use crate::mailbox::model::{Audience, EntryKind, Mailbox, MailboxEntry, Track};
 use crate::messages::lifecycle::settle;
 use crate::messages::records::{Lookup, MessageRecord};
-use crate::sessions::model::SessionRecord;
+use crate::sessions::model::{EndKind, SessionRecord};
 use crate::{Hub, HubError};
 use ma2h_protocol::inter_agent::bounce_receipt;
 use ma2h_protocol::time::Timestamp;
@@ -89,9 +89,25 @@ pub(crate) async fn bounce(hub: &Hub, session: &SessionRecord) -> Result<usize, 
         // §7/§8.7.1: undeliverable asks resolve and senders' live sessions get a receipt.
         crate::mailbox::undeliverable::after_closed(hub, &bounced).await;
     }
-    hub.sessions.bounce_done(&session.account, &session.id).await?;
+    let done = hub.sessions.bounce_done(&session.account, &session.id);
+    match end.kind {
+        // Issue 42: a lapsed lease (§16.3) is made durable by a bulk sweep write; its ledger entry
+        // rides the write that completes that session's outbox — which changes the flag once, so
+        // two sweepers racing here record it once.
+        EndKind::Expired => {
+            let event = crate::audit::Event::new("session.expired", LEASE_ACTOR)
+                .target(&session.id)
+                .detail("agent", session.agent.to_string())
+                .detail("lapsed_at", time::format(end.at));
+            crate::audit::within(hub, &session.account, vec![event], done).await?;
+        }
+        _ => done.await?,
+    }
     Ok(total)
 }
+
+/// Who the ledger names for a session's lease lapsing: nobody acted; the Hub's clock did.
+pub(crate) const LEASE_ACTOR: &str = "system:lease";
 
 /// After entries closed (a session's bounce, or the sweep's deadline), for each addressed
 /// `message` entry that went undeliverable: auto-resolve its ask/task (§7) and, on a bounce, tell
