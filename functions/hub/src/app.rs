@@ -98,53 +98,25 @@ fn load_master_key(settings: &Settings) -> Result<MasterKey> {
 /// The data directory, created (and kept) readable by its owner only: it holds the messages,
 /// the keys and the sealed secrets.
 fn private_dir(dir: &Path) -> Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).with_context(|| format!("creating data directory {}", dir.display()))?;
-    #[cfg(unix)]
-    restrict(dir, 0o700)?;
-    Ok(())
+    ma2h_private_fs::create_dir(dir).with_context(|| format!("creating data directory {}", dir.display()))
 }
 
 /// Create `path` empty with mode 0600 if missing, or narrow an existing file to 0600. SQLite
-/// gives the `-wal` and `-shm` files the database file's mode.
+/// gives the `-wal` and `-shm` files the database file's mode; older ones are narrowed here.
 fn private_file(path: &Path) -> Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.append(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    opts.open(path).with_context(|| format!("opening {}", path.display()))?;
-    #[cfg(unix)]
-    for file in [path.to_owned(), path.with_extension("db-wal"), path.with_extension("db-shm")] {
+    ma2h_private_fs::touch_file(path).with_context(|| format!("opening {}", path.display()))?;
+    for file in [path.with_extension("db-wal"), path.with_extension("db-shm")] {
         if file.exists() {
-            restrict(&file, 0o600)?;
+            ma2h_private_fs::restrict(&file, ma2h_private_fs::FILE_MODE)
+                .with_context(|| format!("restricting {} to mode 0600", file.display()))?;
         }
     }
     Ok(())
 }
 
-#[cfg(unix)]
-fn restrict(path: &Path, mode: u32) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("restricting {} to mode {mode:o}", path.display()))
-}
-
 /// Write a file only its owner can read.
 pub fn write_private(path: &Path, contents: &str) -> Result<()> {
-    use std::io::Write;
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    opts.mode(0o600);
-    let mut f = opts.open(path).with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(contents.as_bytes())?;
-    f.sync_all()?;
-    Ok(())
+    ma2h_private_fs::write_file(path, contents.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Serve the Hub on `listener` until `shutdown` resolves, with the sweeper and the push worker

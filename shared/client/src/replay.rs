@@ -68,11 +68,9 @@ impl ReplayCache {
     /// Open (creating the directory, mode 0700 on unix).
     pub fn open(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        // owner-only where it may be narrowed; a directory someone else owns is used as it is
+        if ma2h_private_fs::create_dir(&dir).is_err() {
+            std::fs::create_dir_all(&dir)?;
         }
         Ok(Self { dir, dedup_ttl_secs: DEFAULT_DEDUP_TTL_SECS })
     }
@@ -136,9 +134,7 @@ impl ReplayCache {
     fn store(&self, e: &Entries) -> std::io::Result<()> {
         let tmp = self.dir.join(format!("replay.json.{}.tmp", std::process::id()));
         let body = serde_json::to_vec(&json!({"jti": e.jti, "resolutions": e.resolutions})).expect("serializes");
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&body)?;
-        f.sync_all()?;
+        ma2h_private_fs::write_file(&tmp, &body)?;
         std::fs::rename(&tmp, self.file())
     }
 

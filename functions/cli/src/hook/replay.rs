@@ -33,8 +33,8 @@ pub fn envelope(
     prune(dir, &live);
     let v = build()?;
     // best effort: without the file a replay is a new ask (a 409 at worst), never a wrong answer
-    let _ = crate::mcp::private_dir(dir)
-        .and_then(|()| crate::mcp::private_file(&path)?.write_all(v.to_string().as_bytes()));
+    let _ = ma2h_private_fs::create_dir(dir)
+        .and_then(|()| ma2h_private_fs::create_file(&path)?.write_all(v.to_string().as_bytes()));
     Ok(v)
 }
 

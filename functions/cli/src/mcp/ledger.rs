@@ -99,7 +99,8 @@ impl Ledger {
     /// while the returned file lives; the in-process mutex orders this server's own calls.
     fn lock_file(&self) -> std::io::Result<std::fs::File> {
         if let Some(dir) = self.path.parent() {
-            private_dir(dir)?;
+            // owner-only: it holds titles of asks that may be sensitive
+            ma2h_private_fs::create_dir(dir)?;
         }
         let f = std::fs::OpenOptions::new()
             .create(true)
@@ -153,31 +154,8 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
 fn write_json<T: Serialize>(path: &Path, all: &[T]) -> std::io::Result<()> {
     // a per-process temp name: two servers for one agent never write the same temp file
     let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    private_file(&tmp)?.write_all(&serde_json::to_vec(all).expect("entries serialize"))?;
+    ma2h_private_fs::create_file(&tmp)?.write_all(&serde_json::to_vec(all).expect("entries serialize"))?;
     std::fs::rename(tmp, path)
-}
-
-/// Create `dir` (mode 0700 on unix: it holds titles of asks that may be sensitive).
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
-}
-
-/// A new file readable by its owner only (mode 0600 on unix), truncated.
-pub fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.create(true).write(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    o.open(path)
 }
 
 #[cfg(test)]

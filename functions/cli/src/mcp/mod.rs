@@ -19,7 +19,6 @@ use ma2h_client::{Client, ClientError, Config, ReplayCache};
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 
-pub use ledger::{private_dir, private_file};
 pub use tools::HubTools;
 
 /// Serve MCP on stdin/stdout until the client closes the stream.
