@@ -105,6 +105,16 @@ fn an_operator_signs_in_through_the_provider_on_the_local_binary() {
     assert_eq!(off["sso"]["key_login"], false);
     assert_eq!(off["sso"]["provider_logout"], true);
     assert_eq!(admin_json(path, &["sso", "show", "--account", "acme"]), off);
+    let gated =
+        ["sso", "set", "--account", "acme", "--required-groups", "ma2h-reviewers,sre", "--groups-claim", "roles"];
+    let gated = admin_json(path, &gated);
+    assert_eq!(
+        (&gated["sso"]["required_groups"], &gated["sso"]["groups_claim"]),
+        (&json!(["ma2h-reviewers", "sre"]), &json!("roles"))
+    );
+    // empty values set both back: no group required, the `groups` claim
+    let open = admin_json(path, &["sso", "set", "--account", "acme", "--required-groups", "", "--groups-claim", ""]);
+    assert_eq!((&open["sso"]["required_groups"], &open["sso"]["groups_claim"]), (&json!([]), &json!("groups")));
     let bad =
         base_command(path).args(["admin", "sso", "set", "--account", "acme", "--issuer", "ftp://x"]).output().unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("issuer"));

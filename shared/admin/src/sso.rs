@@ -53,6 +53,14 @@ pub enum SsoCommand {
         /// register `{public_url}/login` with the provider as a post-logout redirect URI first).
         #[arg(long)]
         provider_logout: Option<bool>,
+        /// Admit an email-mapped identity only if its ID token lists one of these groups
+        /// (comma-separated; an empty value requires none). Subject links are not gated.
+        #[arg(long, value_delimiter = ',')]
+        required_groups: Option<Vec<String>>,
+        /// The ID token claim holding the groups (default `groups`; `roles` for Entra ID app
+        /// roles; an empty value sets the default back).
+        #[arg(long)]
+        groups_claim: Option<String>,
     },
     /// The account's SSO configuration (the secret shows as "(set)").
     Show {
@@ -112,9 +120,21 @@ pub async fn execute(hub: &Hub, cmd: SsoCommand) -> Result<Value> {
             email_domains,
             key_login,
             provider_logout,
+            required_groups,
+            groups_claim,
         } => {
             let client_secret = client_secret_file.as_deref().map(read_secret).transpose()?;
-            let spec = SsoSpec { issuer, client_id, client_secret, scopes, email_domains, key_login, provider_logout };
+            let spec = SsoSpec {
+                issuer,
+                client_id,
+                client_secret,
+                scopes,
+                email_domains,
+                key_login,
+                provider_logout,
+                required_groups,
+                groups_claim,
+            };
             manage::set(hub, ADMIN_ACTOR, &account_of(&account)?, spec).await?
         }
         SsoCommand::Show { account } => manage::show(hub, &account_of(&account)?).await?,

@@ -660,8 +660,13 @@ async fn discovery_reads_only_the_public_keys_and_the_others_only_the_key_secret
 async fn an_operator_signs_in_by_sso_through_the_functions() {
     let Some(e) = env().await else { return };
     let (idp, issuer) = support::sso_provider(&e.dep.hub, e.clock.clone(), ma2h_test_support::idp::Alg::Es256).await;
-    // on before any function reads (and caches) the account's settings: logout goes to the provider too
-    let on = ma2h_core::sso::manage::SsoSpec { provider_logout: Some(true), ..Default::default() };
+    // on before any function reads (and caches) the account's settings: logout goes to the
+    // provider too, and only members of `sre` (in the token's `groups`) sign in by email
+    let on = ma2h_core::sso::manage::SsoSpec {
+        provider_logout: Some(true),
+        required_groups: Some(vec!["sre".into()]),
+        ..Default::default()
+    };
     let acme = ma2h_protocol::ids::AccountId::parse("acme").unwrap();
     ma2h_core::sso::manage::set(&e.dep.hub, "admin", &acme, on).await.unwrap();
     let routed = |req: lambda_http::Request| {
@@ -673,6 +678,7 @@ async fn an_operator_signs_in_by_sso_through_the_functions() {
     let sso_cookie = support::set_cookie(&begin, "ma2h_sso").expect("the state cookie");
     let authorize = begin.headers()["location"].to_str().unwrap().to_owned();
     let path = authorize.strip_prefix(&issuer).expect("to the provider");
+    idp.reshape_next(|c| c["groups"] = serde_json::json!(["everyone", "sre"]));
     let req = axum::http::Request::get(format!("{path}&login_hint=alice%40acme.com")).body(axum::body::Body::empty());
     let at_idp = idp.router().oneshot(req.unwrap()).await.unwrap();
     let back = at_idp.headers()["location"].to_str().unwrap().to_owned();

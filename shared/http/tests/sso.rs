@@ -7,7 +7,7 @@
 //! key, an unverified email, an unmapped subject, a replayed or foreign state and a callback
 //! without its cookie are each refused with nothing logged in. Key login can be turned off per
 //! account; unlinking or removing SSO ends its sessions; logout ends one server-side (and, when
-//! the account asks, at the provider: RP-Initiated Logout).
+//! the account asks, at the provider: RP-Initiated Logout); required groups admit only members.
 
 mod common;
 
@@ -271,6 +271,51 @@ async fn removing_sso_or_the_domain_ends_email_sessions() {
 }
 
 #[tokio::test]
+async fn required_groups_admit_only_members_and_a_session_ends_when_its_group_is_dropped() {
+    let (t, idp) = setup(Alg::EdDsa).await;
+    let spec = SsoSpec { required_groups: Some(vec!["ma2h-reviewers".into(), "sre".into()]), ..SsoSpec::default() };
+    let shown = manage::set(&t.hub, "admin", &acme(), spec).await.unwrap();
+    assert_eq!(
+        (&shown["sso"]["required_groups"], &shown["sso"]["groups_claim"]),
+        (&json!(["ma2h-reviewers", "sre"]), &json!("groups"))
+    );
+
+    // in no required group (or none listed): refused, and the ledger says why
+    idp.reshape_next(|c| c["groups"] = json!(["everyone"]));
+    let page = sso_login(&t, &idp, "alice@acme.com").await;
+    refused(&page, StatusCode::FORBIDDEN);
+    assert!(page.html.contains("not in a group this account requires"), "{}", page.html);
+    refused(&sso_login(&t, &idp, "alice@acme.com").await, StatusCode::FORBIDDEN);
+    let log = ledger(&t).await;
+    let reasons: Vec<&Value> =
+        log.iter().filter(|e| e["kind"] == "login.refused").map(|e| &e["detail"]["reason"]).collect();
+    assert_eq!(reasons, [&json!("not_in_group"), &json!("not_in_group")]);
+
+    // a member signs in
+    idp.reshape_next(|c| c["groups"] = json!(["everyone", "sre"]));
+    let cookie = session_of(&sso_login(&t, &idp, "alice@acme.com").await).expect("a member signs in");
+    assert!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.html.contains("human:alice"));
+
+    // another claim (Entra ID app roles): `groups` no longer counts, `roles` does (one string too)
+    let roles = SsoSpec { groups_claim: Some("roles".into()), ..SsoSpec::default() };
+    manage::set(&t.hub, "admin", &acme(), roles).await.unwrap();
+    idp.reshape_next(|c| c["groups"] = json!(["sre"]));
+    refused(&sso_login(&t, &idp, "bob@acme.com").await, StatusCode::FORBIDDEN);
+    idp.reshape_next(|c| c["roles"] = json!("ma2h-reviewers"));
+    assert!(session_of(&sso_login(&t, &idp, "bob@acme.com").await).is_some(), "a role as one string");
+
+    // alice's session holds while `sre` is required, and ends when it is not
+    assert_eq!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.status, StatusCode::OK);
+    let fewer = SsoSpec { required_groups: Some(vec!["ma2h-reviewers".into()]), ..SsoSpec::default() };
+    manage::set(&t.hub, "admin", &acme(), fewer).await.unwrap();
+    assert_eq!(t.page(Method::GET, "/inbox", Some(&cookie), None).await.status, StatusCode::SEE_OTHER);
+
+    // a subject link is not gated by groups
+    manage::link(&t.hub, "admin", &acme(), "00u-root", Some("human:root")).await.unwrap();
+    assert!(session_of(&sso_login(&t, &idp, "00u-root").await).is_some(), "links are admin decisions");
+}
+
+#[tokio::test]
 async fn a_replayed_foreign_or_cookieless_callback_is_refused() {
     let (t, idp) = setup(Alg::EdDsa).await;
     let leg = to_provider_and_back(&t, &idp, "alice@acme.com").await;
@@ -399,6 +444,10 @@ async fn bad_configuration_is_a_clear_4xx() {
             .await
             .contains("domain")
     );
+    let group = bad(SsoSpec { required_groups: Some(vec!["a\u{7}b".into()]), ..SsoSpec::default() }).await;
+    assert!(group.contains("required_groups"), "{group}");
+    let claim = bad(SsoSpec { groups_claim: Some("my groups".into()), ..SsoSpec::default() }).await;
+    assert!(claim.contains("groups_claim"), "{claim}");
     let public = bad(SsoSpec { email_domains: Some(vec!["GMail.com".into()]), ..SsoSpec::default() }).await;
     assert!(public.contains("public mail service"), "{public}");
     let fresh = AccountId::parse("globex").unwrap();

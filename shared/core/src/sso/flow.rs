@@ -49,9 +49,10 @@ pub enum SsoError {
     /// The answer was not a valid login (bad token, state, nonce…).
     #[error("refused: {0}")]
     Refused(String),
-    /// A valid identity that is no operator of this account (its subject, for the admin to link).
-    #[error("not an operator of this account")]
-    Unmapped { subject: String },
+    /// A valid identity that is no operator of this account (its subject, for the admin to link),
+    /// or not in a required group.
+    #[error("not an operator of this account ({})", refusal.as_str())]
+    Unmapped { subject: String, refusal: super::Refusal },
     #[error(transparent)]
     Hub(#[from] HubError),
 }
@@ -154,6 +155,7 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
             subject: claims.subject().as_str().to_owned(),
             email: claims.email().map(|e| e.as_str().to_owned()),
             email_verified: claims.email_verified().unwrap_or(false),
+            groups: Vec::new(),
         })
     };
     let identity = match verify(&client) {
@@ -170,15 +172,19 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
         other => other,
     }
     .map_err(|e| SsoError::Refused(format!("id token: {}", chain(&e))))?;
+    let identity = Identity { groups: groups_in(&id_token.to_string(), config.groups_claim()), ..identity };
     // the identity's name in the ledger and the session (never the subject itself)
     let named = format!("{}{}", super::SESSION_PREFIX, crate::audit::short_digest(&identity.subject));
-    let Some((human, via)) = config.map(&identity) else {
-        let event = crate::audit::Event::new("login.refused", "sso")
-            .target(&named)
-            .detail("issuer", config.issuer.as_str())
-            .detail("reason", "unmapped");
-        crate::audit::record_now(hub, &pending.account, event).await?;
-        return Err(SsoError::Unmapped { subject: identity.subject });
+    let (human, via) = match config.map(&identity) {
+        Ok(mapped) => mapped,
+        Err(refusal) => {
+            let event = crate::audit::Event::new("login.refused", "sso")
+                .target(&named)
+                .detail("issuer", config.issuer.as_str())
+                .detail("reason", refusal.as_str());
+            crate::audit::record_now(hub, &pending.account, event).await?;
+            return Err(SsoError::Unmapped { subject: identity.subject, refusal });
+        }
     };
     let principal =
         Principal { account: pending.account.clone(), id: PrincipalId::Operator(human), credential_id: named };
@@ -212,6 +218,28 @@ pub async fn logout_url(
     }
     Ok(Some(url.to_string()))
 }
+
+/// The groups a verified ID token lists in `claim` (an array of strings, or one string), read
+/// from its payload: the signature just checked covers these very bytes. At most
+/// [`MAX_TOKEN_GROUPS`] are read.
+fn groups_in(token: &str, claim: &str) -> Vec<String> {
+    let payload = token
+        .split('.')
+        .nth(1)
+        .and_then(|p| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(p).ok())
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    match payload.as_ref().and_then(|v| v.get(claim)) {
+        Some(serde_json::Value::Array(list)) => {
+            list.iter().filter_map(|g| g.as_str().map(str::to_owned)).take(MAX_TOKEN_GROUPS).collect()
+        }
+        Some(serde_json::Value::String(one)) => vec![one.clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// The most groups read from one token (Entra ID stops listing at 200 and sends an overage
+/// reference instead; app roles — `groups_claim: roles` — do not overflow).
+const MAX_TOKEN_GROUPS: usize = 1000;
 
 fn redirect(uri: &str) -> Result<RedirectUrl, SsoError> {
     RedirectUrl::new(uri.to_owned()).map_err(|e| SsoError::Provider(format!("redirect uri `{uri}`: {e}")))

@@ -5,7 +5,7 @@
 use ma2h_protocol::ids::{AccountId, HumanId};
 use serde_json::{Value, json};
 
-use super::{MAX_DOMAINS, MAX_LINKS, SsoConfig, secret_context};
+use super::{MAX_DOMAINS, MAX_GROUPS, MAX_LINKS, SsoConfig, secret_context};
 use crate::channels::config::Sealed;
 use crate::decisions::manage::edit_policy;
 use crate::{Hub, HubError};
@@ -23,6 +23,10 @@ pub struct SsoSpec {
     pub key_login: Option<bool>,
     /// Log out of the provider too on logout (RP-Initiated Logout).
     pub provider_logout: Option<bool>,
+    /// Replaces the required groups (an empty list requires none).
+    pub required_groups: Option<Vec<String>>,
+    /// The ID token claim groups are read from (blank: back to `groups`).
+    pub groups_claim: Option<String>,
 }
 
 fn event(by: &str, what: &str) -> crate::audit::Event {
@@ -87,6 +91,26 @@ fn check_domain(d: &str) -> Result<String, HubError> {
     Ok(d)
 }
 
+/// A group as the provider names it (an Okta/Keycloak group name, an Entra ID object id or app
+/// role): printable, no surrounding space.
+fn check_group(g: &str) -> Result<String, HubError> {
+    let g = g.trim();
+    if g.len() > 255 || g.chars().any(char::is_control) {
+        return Err(HubError::validation(format!("`required_groups`: `{g}` is not a group name (1–255 characters)")));
+    }
+    Ok(g.to_owned())
+}
+
+/// A claim name: a JSON member name as providers use them (`groups`, `roles`, a namespaced
+/// `https://example.com/groups`).
+fn check_claim(c: &str) -> Result<String, HubError> {
+    let ok = c.len() <= 255 && !c.chars().any(|ch| ch.is_control() || ch.is_whitespace());
+    if !ok {
+        return Err(HubError::validation("`groups_claim`: a claim name, no spaces"));
+    }
+    Ok(c.to_owned())
+}
+
 /// Set or change the account's SSO configuration.
 pub async fn set(hub: &Hub, by: &str, account: &AccountId, spec: SsoSpec) -> Result<Value, HubError> {
     let issuer = nonblank(spec.issuer).map(|i| check_issuer(hub, &i)).transpose()?;
@@ -99,6 +123,17 @@ pub async fn set(hub: &Hub, by: &str, account: &AccountId, spec: SsoSpec) -> Res
         }
         None => None,
     };
+    let groups = match spec.required_groups {
+        Some(list) if list.len() > MAX_GROUPS => {
+            return Err(HubError::validation(format!("`required_groups`: at most {MAX_GROUPS}")));
+        }
+        Some(list) => {
+            Some(list.iter().filter(|g| !g.trim().is_empty()).map(|g| check_group(g)).collect::<Result<Vec<_>, _>>()?)
+        }
+        None => None,
+    };
+    // `Some(None)`: set back to the default claim
+    let claim = spec.groups_claim.map(|c| nonblank(Some(c)).map(|c| check_claim(&c)).transpose()).transpose()?;
     let secret = nonblank(spec.client_secret)
         .map(|s| Sealed::seal(&hub.master_key, hub.random.as_ref(), &secret_context(account.as_str()), &s));
     let client_id = nonblank(spec.client_id);
@@ -127,6 +162,11 @@ pub async fn set(hub: &Hub, by: &str, account: &AccountId, spec: SsoSpec) -> Res
                 .unwrap_or_default(),
             key_login: spec.key_login.or(current.as_ref().map(|c| c.key_login)).unwrap_or(true),
             provider_logout: spec.provider_logout.or(current.as_ref().map(|c| c.provider_logout)).unwrap_or(false),
+            required_groups: groups
+                .clone()
+                .or_else(|| current.as_ref().map(|c| c.required_groups.clone()))
+                .unwrap_or_default(),
+            groups_claim: claim.clone().unwrap_or_else(|| current.as_ref().and_then(|c| c.groups_claim.clone())),
         };
         p.sso = Some(next);
         Ok(())
@@ -148,6 +188,8 @@ pub fn show_config(sso: Option<&SsoConfig>) -> Value {
             "links": c.links.iter().map(|(sub, h)| json!({ "subject": sub, "human": format!("human:{h}") })).collect::<Vec<_>>(),
             "key_login": c.key_login,
             "provider_logout": c.provider_logout,
+            "required_groups": c.required_groups,
+            "groups_claim": c.groups_claim(),
         }}),
     }
 }

@@ -27,6 +27,10 @@ pub const SESSION_PREFIX: &str = "sso:";
 pub const MAX_LINKS: usize = 200;
 /// At most this many allowed email domains per account.
 pub const MAX_DOMAINS: usize = 20;
+/// At most this many required groups per account.
+pub const MAX_GROUPS: usize = 20;
+/// The ID token claim groups are read from when none is set (Okta, Keycloak, Entra ID).
+pub const DEFAULT_GROUPS_CLAIM: &str = "groups";
 
 /// An account's identity provider and who of its users are which operator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +60,14 @@ pub struct SsoConfig {
     /// default: the provider must know the Hub's post-logout address first.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub provider_logout: bool,
+    /// When not empty, the email rule admits only an identity whose ID token lists one of these
+    /// in [`Self::groups_claim`] (explicit subject links are admin decisions and are not gated).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_groups: Vec<String>,
+    /// The ID token claim holding the identity's groups (default `groups`; `roles` for Entra ID
+    /// app roles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups_claim: Option<String>,
 }
 
 fn default_scopes() -> String {
@@ -80,6 +92,9 @@ pub enum Via {
     Subject(String),
     /// A verified email in an allowed domain (the address, lowercased).
     Email(String),
+    /// A verified email in an allowed domain, admitted as a member of one of the required
+    /// groups (the one that admitted it: the session ends when it is no longer required).
+    EmailInGroup { email: String, group: String },
 }
 
 /// What the provider vouched for, from a validated ID token.
@@ -88,19 +103,56 @@ pub struct Identity {
     pub subject: String,
     pub email: Option<String>,
     pub email_verified: bool,
+    /// The groups the token listed in the configured claim (empty when it has none).
+    pub groups: Vec<String>,
+}
+
+/// Why an identity is not an operator of the account (the ledger's `login.refused` reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No link, and no verified email in an allowed domain.
+    Unmapped,
+    /// A verified email in an allowed domain, in none of the required groups.
+    NotInGroup,
+}
+
+impl Refusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Unmapped => "unmapped",
+            Refusal::NotInGroup => "not_in_group",
+        }
+    }
 }
 
 impl SsoConfig {
     /// The operator `identity` is, first match wins: an explicit subject link, then a verified
-    /// email in an allowed domain. `None`: not an operator of this account.
-    pub fn map(&self, identity: &Identity) -> Option<(HumanId, Via)> {
+    /// email in an allowed domain (and, when groups are required, in one of them).
+    pub fn map(&self, identity: &Identity) -> Result<(HumanId, Via), Refusal> {
         if let Some(human) = self.links.get(&identity.subject) {
-            return Some((HumanId::parse(human)?, Via::Subject(identity.subject.clone())));
+            let human = HumanId::parse(human).ok_or(Refusal::Unmapped)?;
+            return Ok((human, Via::Subject(identity.subject.clone())));
         }
         // An unverified email proves nothing about who holds it.
-        let email = identity.email.as_deref().filter(|_| identity.email_verified)?.to_ascii_lowercase();
-        let human = self.human_for_email(&email)?;
-        Some((human, Via::Email(email)))
+        let email = identity
+            .email
+            .as_deref()
+            .filter(|_| identity.email_verified)
+            .ok_or(Refusal::Unmapped)?
+            .to_ascii_lowercase();
+        let human = self.human_for_email(&email).ok_or(Refusal::Unmapped)?;
+        if self.required_groups.is_empty() {
+            return Ok((human, Via::Email(email)));
+        }
+        // the first required group the identity is in (exact, case-sensitive: group names and
+        // Entra's object ids are compared as the provider spells them)
+        let group = self.required_groups.iter().find(|g| identity.groups.contains(g)).ok_or(Refusal::NotInGroup)?;
+        Ok((human, Via::EmailInGroup { email, group: group.clone() }))
+    }
+
+    /// The claim groups are read from.
+    pub fn groups_claim(&self) -> &str {
+        self.groups_claim.as_deref().unwrap_or(DEFAULT_GROUPS_CLAIM)
     }
 
     fn human_for_email(&self, email: &str) -> Option<HumanId> {
@@ -117,8 +169,14 @@ impl SsoConfig {
         match via {
             Via::Subject(sub) => self.links.get(sub).is_some_and(|h| h == human.as_str()),
             Via::Email(email) => {
-                // A link of the same person elsewhere does not matter: the domain rule must hold.
-                self.human_for_email(email).is_some_and(|h| &h == human)
+                // A link of the same person elsewhere does not matter: the domain rule must hold
+                // (and, once groups are required, a session made without one no longer does).
+                self.required_groups.is_empty() && self.human_for_email(email).is_some_and(|h| &h == human)
+            }
+            Via::EmailInGroup { email, group } => {
+                // groups no longer required at all: the domain rule alone admits it
+                (self.required_groups.is_empty() || self.required_groups.contains(group))
+                    && self.human_for_email(email).is_some_and(|h| &h == human)
             }
         }
     }
@@ -149,11 +207,13 @@ mod tests {
             email_domains: vec!["acme.com".into()],
             key_login: true,
             provider_logout: false,
+            required_groups: vec![],
+            groups_claim: None,
         }
     }
 
     fn who(sub: &str, email: Option<&str>, verified: bool) -> Identity {
-        Identity { subject: sub.into(), email: email.map(Into::into), email_verified: verified }
+        Identity { subject: sub.into(), email: email.map(Into::into), email_verified: verified, groups: vec![] }
     }
 
     #[test]
@@ -173,12 +233,13 @@ mod tests {
     #[test]
     fn unverified_emails_other_domains_and_odd_local_parts_map_to_nobody() {
         let c = config();
-        assert_eq!(c.map(&who("x", Some("alice@acme.com"), false)), None);
-        assert_eq!(c.map(&who("x", Some("alice@evil.com"), true)), None);
-        assert_eq!(c.map(&who("x", Some("alice@sub.acme.com"), true)), None);
-        assert_eq!(c.map(&who("x", Some("a:b@acme.com"), true)), None);
-        assert_eq!(c.map(&who("x", Some("@acme.com"), true)), None);
-        assert_eq!(c.map(&who("x", None, true)), None);
+        let no = Err(Refusal::Unmapped);
+        assert_eq!(c.map(&who("x", Some("alice@acme.com"), false)), no);
+        assert_eq!(c.map(&who("x", Some("alice@evil.com"), true)), no);
+        assert_eq!(c.map(&who("x", Some("alice@sub.acme.com"), true)), no);
+        assert_eq!(c.map(&who("x", Some("a:b@acme.com"), true)), no);
+        assert_eq!(c.map(&who("x", Some("@acme.com"), true)), no);
+        assert_eq!(c.map(&who("x", None, true)), no);
     }
 
     #[test]
@@ -193,6 +254,32 @@ mod tests {
         c.email_domains.clear();
         assert!(!c.still_maps(&root, &Via::Subject("00u1".into())));
         assert!(!c.still_maps(&alice, &Via::Email("alice@acme.com".into())));
+    }
+
+    #[test]
+    fn required_groups_gate_the_email_rule_not_the_links_and_sessions_follow_them() {
+        let mut c = config();
+        c.required_groups = vec!["ma2h-reviewers".into(), "sre".into()];
+        let mut alice = who("x", Some("alice@acme.com"), true);
+        assert_eq!(c.map(&alice), Err(Refusal::NotInGroup));
+        alice.groups = vec!["everyone".into(), "Sre".into()];
+        assert_eq!(c.map(&alice), Err(Refusal::NotInGroup), "compared exactly");
+        alice.groups.push("sre".into());
+        let (h, via) = c.map(&alice).unwrap();
+        let group_via = Via::EmailInGroup { email: "alice@acme.com".into(), group: "sre".into() };
+        assert_eq!((h.as_str(), &via), ("alice", &group_via));
+        // a link is not gated
+        assert_eq!(c.map(&who("00u1", None, false)).unwrap().0.as_str(), "root");
+        // sessions: one made without a group ends once groups are required; one made through a
+        // group ends when that group is no longer required, and holds when none are
+        let human = HumanId::parse("alice").unwrap();
+        assert!(!c.still_maps(&human, &Via::Email("alice@acme.com".into())));
+        assert!(c.still_maps(&human, &group_via));
+        c.required_groups = vec!["ma2h-reviewers".into()];
+        assert!(!c.still_maps(&human, &group_via));
+        c.required_groups.clear();
+        assert!(c.still_maps(&human, &group_via));
+        assert_eq!(c.groups_claim(), "groups");
     }
 
     #[test]

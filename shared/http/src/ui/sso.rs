@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ma2h_core::Hub;
+use ma2h_core::sso::Refusal;
 use ma2h_core::sso::flow::{self, Pending, SsoError};
 use ma2h_protocol::ids::AccountId;
 use maud::html;
@@ -149,7 +150,13 @@ pub async fn callback(State(hub): State<Hub>, headers: HeaderMap, params: Params
     let login = match flow::finish(&hub, &pending, code, &redirect_uri(&hub)).await {
         Ok(login) => login,
         Err(SsoError::Hub(e)) => return crate::error::ApiError(e).into_response(),
-        Err(SsoError::Unmapped { subject }) => {
+        Err(SsoError::Unmapped { refusal: Refusal::NotInGroup, .. }) => {
+            tracing::info!(account = %account, "sso: a valid identity in none of the account's required groups");
+            let msg = "Your identity provider signed you in, but you are not in a group this account \
+                       requires. Ask your identity provider's admin to add you to one.";
+            return failed(&hub, Some(&next), msg, StatusCode::FORBIDDEN);
+        }
+        Err(SsoError::Unmapped { subject, .. }) => {
             tracing::info!(account = %account, "sso: a valid identity that is no operator of the account");
             // The person's own subject, so an admin can link it (`admin sso link`).
             let subject: String = subject.chars().filter(|c| !c.is_control()).take(255).collect();
