@@ -28,7 +28,7 @@ SHELL = /bin/bash
 
 # The Router suite (shared/http/tests): `make test` runs it on each store (MA2H_TEST_STORE).
 # Selected with `--workspace` (not `-p`) so the build reuses the workspace's feature set: no rebuild.
-ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi --test channels --test ui_live --test ui_triage --test approvals --test ladder --test webpush --test passkeys --test audit --test audit_events --test sso
+ROUTER_SUITE = --test hardening --test submit --test read --test resolve --test cancel --test operator --test ui --test mailbox --test ui_agents --test sessions --test inter_agent --test inter_agent_races --test ui_front --test openapi --test channels --test ui_live --test ui_triage --test approvals --test ladder --test webpush --test passkeys --test audit --test audit_events --test sso --test sso_settings
 
 ## test: start moto, run every test in the workspace (the Router suite again on an SQLite file and on DynamoDB), stop moto; clippy, fmt, core's import circles, the browser/first-hour/MCP/Python SDK/channels tests, conformance on the local Hub and on the Lambda functions (aws-local), template lint
 test:

@@ -21,10 +21,21 @@ pub async fn form(State(hub): State<Hub>, headers: HeaderMap, params: Params) ->
     if let Ok(Some(_)) = session::current(&hub, &headers).await {
         return Redirect::to(session::safe_next(params.get("next"))).into_response();
     }
-    render(&hub, params.get("next"), None, StatusCode::OK)
+    render_for(&hub, params.get("account"), params.get("next"), None, StatusCode::OK)
 }
 
 pub(super) fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status: StatusCode) -> Response {
+    render_for(hub, None, next, error, status)
+}
+
+/// The login page; `account` (from `/login?account=A`) fills in the single sign-on form.
+fn render_for(
+    hub: &Hub,
+    account: Option<&str>,
+    next: Option<&str>,
+    error: Option<&str>,
+    status: StatusCode,
+) -> Response {
     let (csrf, cookie) = session::login_form(hub);
     let next = session::safe_next(next);
     let body = html! {
@@ -45,7 +56,7 @@ pub(super) fn render(hub: &Hub, next: Option<&str>, error: Option<&str>, status:
         // issue 41: a passkey instead of the key (shown when this browser can use one)
         (super::passkeys::login_form(hub, &csrf, next))
         // issue 42: the account's identity provider
-        (super::sso::login_form(None, next))
+        (super::sso::login_form(hub, account, next))
     };
     let mut resp = respond(status, page("Log in", None, body));
     resp.headers_mut().append(header::SET_COOKIE, cookie);

@@ -63,7 +63,13 @@ fn failed(hub: &Hub, next: Option<&str>, message: &str, status: StatusCode) -> R
 /// Leg one: `?account=A[&next=/inbox/…]` → a redirect to the account's provider.
 pub async fn begin(State(hub): State<Hub>, params: Params) -> Response {
     let next = session::safe_next(params.get("next")).to_owned();
-    let Some(account) = params.get("account").map(str::trim).and_then(AccountId::parse) else {
+    // none named: the Hub's own (`MA2H_SSO_ACCOUNT`), if it has one
+    let named = params.get("account").map(str::trim).filter(|a| !a.is_empty());
+    let account = match named {
+        Some(a) => AccountId::parse(a),
+        None => hub.settings.sso_account.clone(),
+    };
+    let Some(account) = account else {
         return failed(&hub, Some(&next), "Enter the account to sign in to.", StatusCode::BAD_REQUEST);
     };
     match flow::begin(&hub, &account, &redirect_uri(&hub)).await {
@@ -192,15 +198,25 @@ pub async fn callback(State(hub): State<Hub>, headers: HeaderMap, params: Params
 }
 
 /// The login page's SSO form (a GET to leg one).
-pub fn login_form(account: Option<&str>, next: &str) -> maud::Markup {
+pub fn login_form(hub: &Hub, account: Option<&str>, next: &str) -> maud::Markup {
+    // A Hub serving one team (`MA2H_SSO_ACCOUNT`) asks for no account: one button. A link that
+    // names one (`/login?account=A`) still picks it.
+    let default = hub.settings.sso_account.as_ref().map(AccountId::as_str).filter(|_| account.is_none());
     html! {
         form.sso method="get" action="/login/sso" {
             h2 { "Single sign-on" }
-            p.hint { "If your team signs in with its identity provider (Google, Okta, Entra ID, Keycloak…), enter the account your Hub's admin gave you." }
+            @if let Some(acct) = default {
+                p.hint { "If your team signs in with its identity provider (Google, Okta, Entra ID, Keycloak…), use it here." }
+                input type="hidden" name="account" value=(acct);
+            } @else {
+                p.hint { "If your team signs in with its identity provider (Google, Okta, Entra ID, Keycloak…), enter the account your Hub's admin gave you." }
+            }
             input type="hidden" name="next" value=(next);
             input type="hidden" name="form" value="1";
-            label for="sso_account" { "Account" }
-            input #sso_account type="text" name="account" value=[account] autocomplete="organization" required;
+            @if default.is_none() {
+                label for="sso_account" { "Account" }
+                input #sso_account type="text" name="account" value=[account] autocomplete="organization" required;
+            }
             div.actions { button #sso-login.secondary type="submit" { "Sign in with your identity provider" } }
         }
     }

@@ -44,6 +44,9 @@ pub struct Settings {
     pub bind: SocketAddr,
     /// Base of `poll_url`/`review_url` in acks (`MA2H_PUBLIC_URL`), without a trailing slash.
     pub public_url: String,
+    /// The account the inbox's single sign-on signs in to when the login names none
+    /// (`MA2H_SSO_ACCOUNT`): a Hub serving one team hides the login page's account field.
+    pub sso_account: Option<ma2h_protocol::ids::AccountId>,
     /// Local data directory (`MA2H_DATA_DIR`): the SQLite file and, if generated, the master key.
     pub data_dir: PathBuf,
     /// 32-byte key sealing stored secrets, base64 (`MA2H_MASTER_KEY`); generated into the data
@@ -331,6 +334,7 @@ impl Default for Settings {
             mode: Mode::Production,
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_url: "http://127.0.0.1:8080".into(),
+            sso_account: None,
             data_dir: PathBuf::from("data"),
             master_key: None,
             limits: SizeLimits::default(),
@@ -396,6 +400,10 @@ impl Settings {
         });
         e.parse("MA2H_BIND", &mut s.bind, |b| b.parse().map_err(|_| "must be HOST:PORT".into()));
         e.parse("MA2H_PUBLIC_URL", &mut s.public_url, |u| Ok(u.trim_end_matches('/').to_owned()));
+        e.parse("MA2H_SSO_ACCOUNT", &mut s.sso_account, |a| match a.trim() {
+            "" => Ok(None),
+            a => ma2h_protocol::ids::AccountId::parse(a).map(Some).ok_or_else(|| "must be an account id".into()),
+        });
         e.parse("MA2H_DATA_DIR", &mut s.data_dir, |d| Ok(PathBuf::from(d)));
         s.master_key = e.secret("MA2H_MASTER_KEY");
         e.size("MA2H_MAX_BODY_BYTES", &mut s.limits.max_body_bytes);
@@ -605,6 +613,19 @@ mod tests {
 
     fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_sso_account_is_an_account_id_and_blank_means_none() {
+        let s = Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_SSO_ACCOUNT", "acme")])).unwrap();
+        assert_eq!(s.sso_account.as_ref().map(|a| a.as_str()), Some("acme"));
+        assert_eq!(
+            Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_SSO_ACCOUNT", " ")])).unwrap().sso_account,
+            None
+        );
+        let long = "a".repeat(201);
+        let e = Settings::from_vars(vars(&[("MA2H_MODE", "dev"), ("MA2H_SSO_ACCOUNT", &long)])).unwrap_err();
+        assert!(e.0.contains("MA2H_SSO_ACCOUNT"), "{}", e.0);
     }
 
     #[test]
