@@ -26,42 +26,7 @@ pub struct SsoArgs {
 pub enum SsoCommand {
     /// Set or change the account's provider (the first `set` needs issuer, client id and secret;
     /// later ones change only what they name).
-    Set {
-        #[arg(long)]
-        account: String,
-        /// The issuer identifier, exactly as the provider's discovery document states it
-        /// (`https://accounts.google.com`, `https://login.microsoftonline.com/{tenant}/v2.0`).
-        #[arg(long)]
-        issuer: Option<String>,
-        #[arg(long)]
-        client_id: Option<String>,
-        /// A file holding the client secret (`-` reads stdin), so it stays out of shell history.
-        #[arg(long)]
-        client_secret_file: Option<String>,
-        /// Space-separated scopes (default "openid email profile").
-        #[arg(long)]
-        scopes: Option<String>,
-        /// Verified emails in these domains map to the operator named by their local part
-        /// (comma-separated; an empty value allows none).
-        #[arg(long, value_delimiter = ',')]
-        email_domains: Option<Vec<String>>,
-        /// May operators still log in to the inbox with their API key (`false`: SSO or passkey
-        /// only; `true` again is the break-glass).
-        #[arg(long)]
-        key_login: Option<bool>,
-        /// Logging out of the inbox also ends the provider's session (RP-Initiated Logout;
-        /// register `{public_url}/login` with the provider as a post-logout redirect URI first).
-        #[arg(long)]
-        provider_logout: Option<bool>,
-        /// Admit an email-mapped identity only if its ID token lists one of these groups
-        /// (comma-separated; an empty value requires none). Subject links are not gated.
-        #[arg(long, value_delimiter = ',')]
-        required_groups: Option<Vec<String>>,
-        /// The ID token claim holding the groups (default `groups`; `roles` for Entra ID app
-        /// roles; an empty value sets the default back).
-        #[arg(long)]
-        groups_claim: Option<String>,
-    },
+    Set(SsoSet),
     /// The account's SSO configuration (the secret shows as "(set)").
     Show {
         #[arg(long)]
@@ -91,6 +56,45 @@ pub enum SsoCommand {
     },
 }
 
+// `admin sso set`'s flags (its help is the `Set` variant's doc).
+#[derive(Args)]
+pub struct SsoSet {
+    #[arg(long)]
+    pub account: String,
+    /// The issuer identifier, exactly as the provider's discovery document states it
+    /// (`https://accounts.google.com`, `https://login.microsoftonline.com/{tenant}/v2.0`).
+    #[arg(long)]
+    pub issuer: Option<String>,
+    #[arg(long)]
+    pub client_id: Option<String>,
+    /// A file holding the client secret (`-` reads stdin), so it stays out of shell history.
+    #[arg(long)]
+    pub client_secret_file: Option<String>,
+    /// Space-separated scopes (default "openid email profile").
+    #[arg(long)]
+    pub scopes: Option<String>,
+    /// Verified emails in these domains map to the operator named by their local part
+    /// (comma-separated; an empty value allows none).
+    #[arg(long, value_delimiter = ',')]
+    pub email_domains: Option<Vec<String>>,
+    /// May operators still log in to the inbox with their API key (`false`: SSO or passkey
+    /// only; `true` again is the break-glass).
+    #[arg(long)]
+    pub key_login: Option<bool>,
+    /// Logging out of the inbox also ends the provider's session (RP-Initiated Logout;
+    /// register `{public_url}/login` with the provider as a post-logout redirect URI first).
+    #[arg(long)]
+    pub provider_logout: Option<bool>,
+    /// Admit an email-mapped identity only if its ID token lists one of these groups
+    /// (comma-separated; an empty value requires none). Subject links are not gated.
+    #[arg(long, value_delimiter = ',')]
+    pub required_groups: Option<Vec<String>>,
+    /// The ID token claim holding the groups (default `groups`; `roles` for Entra ID app
+    /// roles; an empty value sets the default back).
+    #[arg(long)]
+    pub groups_claim: Option<String>,
+}
+
 fn account_of(account: &str) -> Result<AccountId> {
     AccountId::parse(account).ok_or_else(|| anyhow::anyhow!("--account: not an account id"))
 }
@@ -111,31 +115,20 @@ fn read_secret(path: &str) -> Result<String> {
 
 pub async fn execute(hub: &Hub, cmd: SsoCommand) -> Result<Value> {
     Ok(match cmd {
-        SsoCommand::Set {
-            account,
-            issuer,
-            client_id,
-            client_secret_file,
-            scopes,
-            email_domains,
-            key_login,
-            provider_logout,
-            required_groups,
-            groups_claim,
-        } => {
-            let client_secret = client_secret_file.as_deref().map(read_secret).transpose()?;
+        SsoCommand::Set(set) => {
+            let client_secret = set.client_secret_file.as_deref().map(read_secret).transpose()?;
             let spec = SsoSpec {
-                issuer,
-                client_id,
+                issuer: set.issuer,
+                client_id: set.client_id,
                 client_secret,
-                scopes,
-                email_domains,
-                key_login,
-                provider_logout,
-                required_groups,
-                groups_claim,
+                scopes: set.scopes,
+                email_domains: set.email_domains,
+                key_login: set.key_login,
+                provider_logout: set.provider_logout,
+                required_groups: set.required_groups,
+                groups_claim: set.groups_claim,
             };
-            manage::set(hub, ADMIN_ACTOR, &account_of(&account)?, spec).await?
+            manage::set(hub, ADMIN_ACTOR, &account_of(&set.account)?, spec).await?
         }
         SsoCommand::Show { account } => manage::show(hub, &account_of(&account)?).await?,
         SsoCommand::Remove { account } => manage::remove(hub, ADMIN_ACTOR, &account_of(&account)?).await?,

@@ -111,27 +111,26 @@ fn check_claim(c: &str) -> Result<String, HubError> {
     Ok(c.to_owned())
 }
 
+/// A replacement list (`None`: keep the current one): at most `max` entries, blanks dropped,
+/// each checked.
+fn checked_list(
+    list: Option<Vec<String>>,
+    max: usize,
+    name: &str,
+    check: impl Fn(&str) -> Result<String, HubError>,
+) -> Result<Option<Vec<String>>, HubError> {
+    let Some(list) = list else { return Ok(None) };
+    if list.len() > max {
+        return Err(HubError::validation(format!("`{name}`: at most {max}")));
+    }
+    list.iter().filter(|v| !v.trim().is_empty()).map(|v| check(v)).collect::<Result<Vec<_>, _>>().map(Some)
+}
+
 /// Set or change the account's SSO configuration.
 pub async fn set(hub: &Hub, by: &str, account: &AccountId, spec: SsoSpec) -> Result<Value, HubError> {
     let issuer = nonblank(spec.issuer).map(|i| check_issuer(hub, &i)).transpose()?;
-    let domains = match spec.email_domains {
-        Some(list) if list.len() > MAX_DOMAINS => {
-            return Err(HubError::validation(format!("`email_domains`: at most {MAX_DOMAINS}")));
-        }
-        Some(list) => {
-            Some(list.iter().filter(|d| !d.trim().is_empty()).map(|d| check_domain(d)).collect::<Result<Vec<_>, _>>()?)
-        }
-        None => None,
-    };
-    let groups = match spec.required_groups {
-        Some(list) if list.len() > MAX_GROUPS => {
-            return Err(HubError::validation(format!("`required_groups`: at most {MAX_GROUPS}")));
-        }
-        Some(list) => {
-            Some(list.iter().filter(|g| !g.trim().is_empty()).map(|g| check_group(g)).collect::<Result<Vec<_>, _>>()?)
-        }
-        None => None,
-    };
+    let domains = checked_list(spec.email_domains, MAX_DOMAINS, "email_domains", check_domain)?;
+    let groups = checked_list(spec.required_groups, MAX_GROUPS, "required_groups", check_group)?;
     // `Some(None)`: set back to the default claim
     let claim = spec.groups_claim.map(|c| nonblank(Some(c)).map(|c| check_claim(&c)).transpose()).transpose()?;
     let secret = nonblank(spec.client_secret)
