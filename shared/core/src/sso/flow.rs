@@ -155,7 +155,7 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
             subject: claims.subject().as_str().to_owned(),
             email: claims.email().map(|e| e.as_str().to_owned()),
             email_verified: claims.email_verified().unwrap_or(false),
-            groups: Vec::new(),
+            groups: groups_in(&id_token.to_string(), config.groups_claim()),
         })
     };
     let identity = match verify(&client) {
@@ -172,7 +172,6 @@ pub async fn finish(hub: &Hub, pending: &Pending, code: &str, redirect_uri: &str
         other => other,
     }
     .map_err(|e| SsoError::Refused(format!("id token: {}", chain(&e))))?;
-    let identity = Identity { groups: groups_in(&id_token.to_string(), config.groups_claim()), ..identity };
     // the identity's name in the ledger and the session (never the subject itself)
     let named = format!("{}{}", super::SESSION_PREFIX, crate::audit::short_digest(&identity.subject));
     let (human, via) = match config.map(&identity) {
